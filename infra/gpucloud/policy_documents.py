@@ -1,0 +1,258 @@
+"""IAM and KMS policy documents as small pure functions, so they are tested without any engine.
+
+`Resource: "*"` appears only where AWS offers no resource-level permission for the action; each
+such statement says so in its Sid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+Document = dict[str, Any]
+
+KEY_USE_ACTIONS = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"]
+KEY_ADMIN_ACTIONS = [
+    "kms:CancelKeyDeletion",
+    "kms:Create*",
+    "kms:Delete*",
+    "kms:Describe*",
+    "kms:Disable*",
+    "kms:Enable*",
+    "kms:Get*",
+    "kms:List*",
+    "kms:Put*",
+    "kms:Revoke*",
+    "kms:RotateKeyOnDemand",
+    "kms:ScheduleKeyDeletion",
+    "kms:TagResource",
+    "kms:UntagResource",
+    "kms:Update*",
+]
+
+
+def instance_role_name(project: str) -> str:
+    """The node role's fixed name, so the key policy can name it before the role exists."""
+    return f"gpu-cloud-{project}-node"
+
+
+def role_arn(partition: str, account_id: str, name: str) -> str:
+    return f"arn:{partition}:iam::{account_id}:role/{name}"
+
+
+def autoscaling_service_role_arn(partition: str, account_id: str) -> str:
+    return (
+        f"arn:{partition}:iam::{account_id}:role/aws-service-role/autoscaling.amazonaws.com/"
+        "AWSServiceRoleForAutoScaling"
+    )
+
+
+def autoscaling_group_name(project: str, group: str) -> str:
+    return f"gpu-cloud-{project}-{group}"
+
+
+def key_policy(partition: str, account_id: str, user_role_names: Sequence[str]) -> Document:
+    """Key policy: the account administers the key; only the named roles and Auto Scaling use it.
+
+    In a key policy `Resource: "*"` means "this key". The instance roles are matched on
+    `aws:PrincipalArn` under the account principal, so the key can be created before the roles;
+    the Auto Scaling service-linked role is named directly, as EBS encryption at launch requires.
+    """
+    root = f"arn:{partition}:iam::{account_id}:root"
+    user_arns = [role_arn(partition, account_id, name) for name in user_role_names]
+    autoscaling = autoscaling_service_role_arn(partition, account_id)
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AccountAdministersKey",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": KEY_ADMIN_ACTIONS,
+                "Resource": "*",
+            },
+            {
+                "Sid": "ProjectInstanceRolesUseKey",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": KEY_USE_ACTIONS,
+                "Resource": "*",
+                "Condition": {"ArnEquals": {"aws:PrincipalArn": user_arns}},
+            },
+            {
+                "Sid": "ProjectInstanceRolesAttachEncryptedVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": "kms:CreateGrant",
+                "Resource": "*",
+                "Condition": {
+                    "ArnEquals": {"aws:PrincipalArn": user_arns},
+                    "Bool": {"kms:GrantIsForAWSResource": "true"},
+                },
+            },
+            {
+                "Sid": "AutoScalingLaunchesEncryptedVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": autoscaling},
+                "Action": KEY_USE_ACTIONS,
+                "Resource": "*",
+            },
+            {
+                "Sid": "AutoScalingAttachesEncryptedVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": autoscaling},
+                "Action": "kms:CreateGrant",
+                "Resource": "*",
+                "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            },
+        ],
+    }
+
+
+def ec2_assume_role_policy() -> Document:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "ec2.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+
+
+def s3_prefix_statements(partition: str, bucket: str, read_prefixes: Sequence[str], write_prefixes: Sequence[str]) -> list[Document]:
+    """Read on read prefixes, read/write on write prefixes, listing only under those prefixes."""
+    bucket_arn = f"arn:{partition}:s3:::{bucket}"
+    readable = sorted(set(read_prefixes) | set(write_prefixes))
+    statements: list[Document] = [
+        {
+            "Sid": "ListOnlyGrantedPrefixes",
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": bucket_arn,
+            "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in readable]}},
+        },
+        {
+            "Sid": "ReadGrantedPrefixes",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion"],
+            "Resource": [f"{bucket_arn}/{prefix}*" for prefix in readable],
+        },
+    ]
+    if write_prefixes:
+        statements.append(
+            {
+                "Sid": "WriteGrantedPrefixes",
+                "Effect": "Allow",
+                "Action": [
+                    "s3:AbortMultipartUpload",
+                    "s3:DeleteObject",
+                    "s3:ListMultipartUploadParts",
+                    "s3:PutObject",
+                    "s3:PutObjectTagging",
+                ],
+                "Resource": [f"{bucket_arn}/{prefix}*" for prefix in sorted(write_prefixes)],
+            }
+        )
+    return statements
+
+
+def node_statements(partition: str, region: str, account_id: str, project: str, key_arn: str) -> list[Document]:
+    """What the node needs besides data: the project key, Session Manager, the CloudWatch agent,
+    its own Auto Scaling lifecycle, and attaching the group's persistent volume."""
+    instances = f"arn:{partition}:ec2:{region}:{account_id}:instance/*"
+    volumes = f"arn:{partition}:ec2:{region}:{account_id}:volume/*"
+    groups = (
+        f"arn:{partition}:autoscaling:{region}:{account_id}:autoScalingGroup:*:"
+        f"autoScalingGroupName/{autoscaling_group_name(project, '')}*"
+    )
+    log_groups = f"arn:{partition}:logs:{region}:{account_id}:log-group:/gpu-cloud/{project}/*"
+    project_tag = {"StringEquals": {"aws:ResourceTag/Project": project}}
+    return [
+        {"Sid": "UseProjectKey", "Effect": "Allow", "Action": KEY_USE_ACTIONS, "Resource": key_arn},
+        {
+            "Sid": "AttachEncryptedVolumesWithProjectKey",
+            "Effect": "Allow",
+            "Action": "kms:CreateGrant",
+            "Resource": key_arn,
+            "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+        },
+        {
+            "Sid": "SessionManagerRegistersOwnInstance",
+            "Effect": "Allow",
+            "Action": "ssm:UpdateInstanceInformation",
+            "Resource": instances,
+        },
+        {
+            "Sid": "SessionManagerChannelsHaveNoResourceLevelPermissions",
+            "Effect": "Allow",
+            "Action": [
+                "ec2messages:AcknowledgeMessage",
+                "ec2messages:DeleteMessage",
+                "ec2messages:FailMessage",
+                "ec2messages:GetEndpoint",
+                "ec2messages:GetMessages",
+                "ec2messages:SendReply",
+                "ssmmessages:CreateControlChannel",
+                "ssmmessages:CreateDataChannel",
+                "ssmmessages:OpenControlChannel",
+                "ssmmessages:OpenDataChannel",
+            ],
+            "Resource": "*",
+        },
+        {
+            "Sid": "CloudWatchAgentMetricsHaveNoResourceLevelPermissions",
+            "Effect": "Allow",
+            "Action": "cloudwatch:PutMetricData",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"cloudwatch:namespace": "CWAgent"}},
+        },
+        {
+            "Sid": "DescribeCallsHaveNoResourceLevelPermissions",
+            "Effect": "Allow",
+            "Action": [
+                "autoscaling:DescribeAutoScalingInstances",
+                "ec2:DescribeTags",
+                "ec2:DescribeVolumes",
+            ],
+            "Resource": "*",
+        },
+        {
+            "Sid": "CloudWatchAgentLogsUnderProjectPrefix",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
+            "Resource": [log_groups, f"{log_groups}:log-stream:*"],
+        },
+        {
+            "Sid": "NodeCompletesOwnLifecycle",
+            "Effect": "Allow",
+            "Action": ["autoscaling:CompleteLifecycleAction", "autoscaling:SetInstanceHealth"],
+            "Resource": groups,
+        },
+        {
+            "Sid": "NodeAttachesProjectPersistentVolume",
+            "Effect": "Allow",
+            "Action": "ec2:AttachVolume",
+            "Resource": [instances, volumes],
+            "Condition": project_tag,
+        },
+    ]
+
+
+def instance_role_policy(
+    *,
+    partition: str,
+    region: str,
+    account_id: str,
+    project: str,
+    key_arn: str,
+    bucket: str | None,
+    read_prefixes: Sequence[str],
+    write_prefixes: Sequence[str],
+) -> Document:
+    statements = node_statements(partition, region, account_id, project, key_arn)
+    if bucket:
+        statements = s3_prefix_statements(partition, bucket, read_prefixes, write_prefixes) + statements
+    return {"Version": "2012-10-17", "Statement": statements}

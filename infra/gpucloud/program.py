@@ -1,0 +1,51 @@
+"""The Pulumi program: load the stack config, check it against AWS, build the environment."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+from pulumi.runtime import config as runtime_config
+
+from gpucloud.config import ConfigError, StackSettings, parse_stack_config, split_namespace
+from gpucloud.environment import ProjectEnvironment, ProjectEnvironmentArgs
+from gpucloud.lookups import PulumiAwsLookups
+from gpucloud.resolve import resolve_stack
+
+
+def _decode(value: Any) -> Any:
+    """Structured config reaches the program as JSON text."""
+    if isinstance(value, str) and value[:1] in ("[", "{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def settings_from_pulumi_config() -> StackSettings:
+    stack = pulumi.get_stack()
+    source = f"stacks/Pulumi.{stack}.yaml"
+    raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+    values, region = split_namespace({key: _decode(value) for key, value in raw.items()}, stack=stack, source=source)
+    if not region:
+        raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", "is not set")])
+    return parse_stack_config(values, stack=stack, source=source, region=region)
+
+
+def build(settings: StackSettings) -> ProjectEnvironment:
+    """Resolve AWS facts (failing before any resource on a bad config), then declare everything."""
+    resolved = resolve_stack(settings, PulumiAwsLookups())
+    environment = ProjectEnvironment(settings.config.project, ProjectEnvironmentArgs(stack=resolved))
+    pulumi.export("kmsKeyArn", environment.kms_key_arn)
+    pulumi.export("instanceRoleArn", environment.instance_role_arn)
+    pulumi.export("groups", environment.groups)
+    return environment
+
+
+def main() -> None:
+    try:
+        build(settings_from_pulumi_config())
+    except ConfigError as error:
+        raise pulumi.RunError(str(error)) from None
