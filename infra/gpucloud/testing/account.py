@@ -1,0 +1,140 @@
+"""Running a Pulumi program on a fresh moto account and handing the account back for assertions."""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import runpy
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pulumi
+from moto import mock_aws
+from pulumi.runtime import settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from gpucloud.resolve import DEEP_LEARNING_AMI_PARAMETER
+from gpucloud.testing.engine import AppliedResource, MotoEngine, RecordingMonitor
+from gpucloud.testing.registry import Account
+
+FAKE_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SECURITY_TOKEN": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+}
+
+
+@dataclass
+class Deployment:
+    """A program applied to the moto account: what was created, and the stack outputs."""
+
+    account: Account
+    project: str
+    stack: str
+    resources: list[AppliedResource]
+    outputs: dict[str, Any]
+
+    def client(self, service: str) -> Any:
+        return self.account.client(service)
+
+    def of_type(self, token: str) -> list[AppliedResource]:
+        return [resource for resource in self.resources if resource.type == token]
+
+    def named(self, name: str) -> AppliedResource:
+        matches = [resource for resource in self.resources if resource.name == name]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} resources are named {name!r}")
+        return matches[0]
+
+    @property
+    def unvalidated(self) -> list[AppliedResource]:
+        """Resources moto could not check (the engine only recorded them)."""
+        return [resource for resource in self.resources if not resource.validated]
+
+
+def _seed_public_parameters(account: Account) -> None:
+    """Publish the Deep Learning AMI parameter AWS provides in every region, pointing at an
+    Ubuntu x86_64 image from moto's catalog (moto ships AWS's other public parameters, not this one)."""
+    from moto.ssm.models import Parameter, ssm_backends
+
+    images = account.client("ec2").describe_images(
+        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}]
+    )["Images"]
+    ubuntu = sorted(
+        (image for image in images if "ubuntu" in image.get("Name", "").lower()), key=lambda image: image["ImageId"]
+    )
+    image_id = (ubuntu or images)[0]["ImageId"]
+    account_id = account.account_id
+    backend = ssm_backends[account_id][account.region]
+    if DEEP_LEARNING_AMI_PARAMETER not in backend._parameters:
+        backend._parameters[DEEP_LEARNING_AMI_PARAMETER].append(
+            Parameter(
+                account_id=account_id,
+                name=DEEP_LEARNING_AMI_PARAMETER,
+                value=image_id,
+                parameter_type="String",
+                description="AWS Deep Learning Base OSS Nvidia Driver GPU AMI (seeded by gpucloud.testing)",
+                allowed_pattern=None,
+                keyid=None,
+                last_modified_date=datetime.datetime.now(datetime.UTC),
+                version=1,
+                data_type="aws:ec2:image",
+            )
+        )
+
+
+@contextlib.contextmanager
+def moto_account(region: str = "us-east-1") -> Iterator[Account]:
+    """A fresh in-process AWS account (moto) with fake credentials, for one region."""
+    saved = {key: os.environ.get(key) for key in [*FAKE_CREDENTIALS, "AWS_DEFAULT_REGION", "AWS_PROFILE"]}
+    os.environ.update(FAKE_CREDENTIALS, AWS_DEFAULT_REGION=region)
+    os.environ.pop("AWS_PROFILE", None)
+    try:
+        with mock_aws():
+            account = Account(region=region, session=boto3.Session(region_name=region))
+            _seed_public_parameters(account)
+            yield account
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _config_values(config: Mapping[str, Any]) -> dict[str, str]:
+    """Pulumi hands config to programs as strings, objects and lists as JSON."""
+    return {key: value if isinstance(value, str) else json.dumps(value) for key, value in config.items()}
+
+
+def run_program(
+    program: Callable[[], None],
+    account: Account,
+    *,
+    project: str = "gpu-cloud",
+    stack: str = "dev",
+    config: Mapping[str, Any] | None = None,
+) -> Deployment:
+    """Run a Pulumi program to completion on the engine; resources land in `account`."""
+    engine = MotoEngine(account)
+    settings.set_root_resource(None)  # type: ignore[arg-type]
+    pulumi.runtime.set_all_config(_config_values({"aws:region": account.region, **(config or {})}), [])
+    pulumi.runtime.set_mocks(engine, project=project, stack=stack, preview=False, monitor=RecordingMonitor(engine))
+    settings.SETTINGS.rpc_manager.clear()
+    settings.SETTINGS.outputs.clear()
+    _sync_await(run_pulumi_func(program))
+    return Deployment(
+        account=account, project=project, stack=stack, resources=list(engine.resources.values()), outputs=engine.outputs
+    )
+
+
+def run_program_file(path: str | Path, account: Account, **options: Any) -> Deployment:
+    """Run a Pulumi program file (its `__main__.py`, say) on the engine."""
+    return run_program(lambda: runpy.run_path(str(path), run_name="__main__"), account, **options)

@@ -1,0 +1,129 @@
+"""MotoEngine: a `pulumi.runtime.Mocks` that applies each resource to an in-process moto account.
+
+Every resource the program registers is turned into the AWS API calls the provider would make,
+through boto3, so botocore validates each call against AWS's API models and moto checks what it
+can (a launch template's image, a group's launch template, an alias's key). The engine adds the
+reference checks moto skips (a volume's KMS key exists). Resource ids, ARNs and names come back
+from moto. A type the engine cannot map raises `UnsupportedResourceError`.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+from pulumi.runtime import mocks, rpc
+
+from gpucloud.testing import handlers  # noqa: F401  (registers the handlers)
+from gpucloud.testing.registry import INVOKES, RESOURCES, Account, ResourceRequest, UnsupportedResourceError, whole_numbers
+
+
+@dataclass
+class AppliedResource:
+    """One resource as the engine saw and applied it."""
+
+    urn: str
+    type: str
+    name: str
+    custom: bool
+    parent: str | None = None
+    id: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    protect: bool = False
+    retain_on_delete: bool = False
+    ignore_changes: tuple[str, ...] = ()
+    replace_on_changes: tuple[str, ...] = ()
+    dependencies: tuple[str, ...] = ()
+    validated: bool = True
+    note: str = ""
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """Inputs overlaid with what AWS returned, as `pulumi preview --json` shows outputs."""
+        return {**self.inputs, **self.outputs}
+
+
+class MotoEngine(mocks.Mocks):
+    """Applies resources and answers invokes on the moto account `account` (moto must be active)."""
+
+    def __init__(self, account: Account):
+        self.account = account
+        self.resources: dict[str, AppliedResource] = {}
+        self.outputs: dict[str, Any] = {}
+        self._lock = threading.RLock()
+        self._registering = threading.local()
+
+    def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
+        with self._lock:
+            record = self.resources.get(getattr(self._registering, "urn", None) or "")
+            if not args.custom:
+                return None, {}
+            if args.typ.startswith("pulumi:providers:"):
+                outputs: dict[str, Any] = dict(args.inputs)
+                physical_id = f"{args.name}-provider"
+            else:
+                handler = RESOURCES.get(args.typ)
+                if handler is None:
+                    raise UnsupportedResourceError("resource type", args.typ)
+                created = handler(self.account, ResourceRequest(args.typ, args.name, whole_numbers(dict(args.inputs))))
+                outputs = {**args.inputs, **created.outputs}
+                physical_id = created.id
+                if record:
+                    record.validated, record.note = created.validated, created.note
+            if record:
+                record.id = physical_id
+                record.inputs = dict(args.inputs)
+                record.outputs = {key: value for key, value in outputs.items() if args.inputs.get(key) != value}
+            return physical_id, outputs
+
+    def call(self, args: mocks.MockCallArgs) -> dict | tuple[dict, list[tuple[str, str]]]:
+        """Answer a data source; a lookup AWS would fail comes back as the invoke's failure."""
+        handler = INVOKES.get(args.token)
+        if handler is None:
+            raise UnsupportedResourceError("invoke", args.token)
+        with self._lock:
+            try:
+                return handler(self.account, whole_numbers(dict(args.args)))
+            except (ClientError, LookupError) as error:
+                return {}, [("", f"{args.token}: {error}")]
+
+    def register(self, record: AppliedResource) -> None:
+        """Called by the monitor, on the thread that then calls `new_resource` for this URN."""
+        with self._lock:
+            self.resources[record.urn] = record
+        self._registering.urn = record.urn
+
+
+class RecordingMonitor(mocks.MockMonitor):
+    """The SDK's mock monitor, keeping what `Mocks` does not see: parents and resource options."""
+
+    def __init__(self, engine: MotoEngine):
+        super().__init__(engine)
+        self.engine = engine
+
+    def RegisterResource(self, request):  # noqa: N802 - gRPC method name
+        self.engine._registering.urn = None
+        if request.type != "pulumi:pulumi:Stack":
+            self.engine.register(
+                AppliedResource(
+                    urn=self.make_urn(request.parent, request.type, request.name),
+                    type=request.type,
+                    name=request.name,
+                    custom=bool(request.custom),
+                    parent=request.parent or None,
+                    protect=bool(request.protect),
+                    retain_on_delete=bool(request.retainOnDelete),
+                    ignore_changes=tuple(request.ignoreChanges),
+                    replace_on_changes=tuple(request.replaceOnChanges),
+                    dependencies=tuple(request.dependencies),
+                )
+            )
+        return super().RegisterResource(request)
+
+    def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
+        if "::pulumi:pulumi:Stack::" in request.urn and request.outputs:
+            self.engine.outputs = dict(rpc.deserialize_properties(request.outputs))
+        return super().RegisterResourceOutputs(request)

@@ -1,0 +1,210 @@
+"""Auto Scaling groups, lifecycle hooks, scaling policies and scheduled actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, resource
+
+
+def _template_spec(spec: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not spec:
+        return None
+    return drop_none(
+        {
+            "LaunchTemplateId": spec.get("launchTemplateId"),
+            "LaunchTemplateName": spec.get("launchTemplateName"),
+            "Version": str(spec["version"]) if spec.get("version") is not None else None,
+        }
+    )
+
+
+def _mixed_instances_policy(policy: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not policy:
+        return None
+    template = policy.get("launchTemplate") or {}
+    distribution = policy.get("instancesDistribution") or {}
+    return drop_none(
+        {
+            "LaunchTemplate": drop_none(
+                {
+                    "LaunchTemplateSpecification": _template_spec(template.get("launchTemplateSpecification")),
+                    "Overrides": [
+                        drop_none(
+                            {
+                                "InstanceType": override.get("instanceType"),
+                                "WeightedCapacity": override.get("weightedCapacity"),
+                                "LaunchTemplateSpecification": _template_spec(override.get("launchTemplateSpecification")),
+                            }
+                        )
+                        for override in template.get("overrides", [])
+                    ],
+                }
+            ),
+            "InstancesDistribution": drop_none(
+                {
+                    "OnDemandAllocationStrategy": distribution.get("onDemandAllocationStrategy"),
+                    "OnDemandBaseCapacity": distribution.get("onDemandBaseCapacity"),
+                    "OnDemandPercentageAboveBaseCapacity": distribution.get("onDemandPercentageAboveBaseCapacity"),
+                    "SpotAllocationStrategy": distribution.get("spotAllocationStrategy"),
+                    "SpotInstancePools": distribution.get("spotInstancePools"),
+                    "SpotMaxPrice": distribution.get("spotMaxPrice"),
+                }
+            ),
+        }
+    )
+
+
+@resource("aws:autoscaling/group:Group")
+def create_group(account: Account, request: ResourceRequest) -> Created:
+    autoscaling = account.client("autoscaling")
+    inputs = request.inputs
+    name = request.physical_name()
+    autoscaling.create_auto_scaling_group(
+        **drop_none(
+            {
+                "AutoScalingGroupName": name,
+                "MinSize": inputs["minSize"],
+                "MaxSize": inputs["maxSize"],
+                "DesiredCapacity": inputs.get("desiredCapacity"),
+                "VPCZoneIdentifier": ",".join(inputs.get("vpcZoneIdentifiers", [])),
+                "AvailabilityZones": inputs.get("availabilityZones"),
+                "CapacityRebalance": inputs.get("capacityRebalance"),
+                "HealthCheckType": inputs.get("healthCheckType"),
+                "HealthCheckGracePeriod": inputs.get("healthCheckGracePeriod"),
+                "PlacementGroup": inputs.get("placementGroup"),
+                "LaunchTemplate": _template_spec(inputs.get("launchTemplate")),
+                "MixedInstancesPolicy": _mixed_instances_policy(inputs.get("mixedInstancesPolicy")),
+                "Tags": [
+                    {
+                        "ResourceId": name,
+                        "ResourceType": "auto-scaling-group",
+                        "Key": tag["key"],
+                        "Value": tag["value"],
+                        "PropagateAtLaunch": bool(tag.get("propagateAtLaunch")),
+                    }
+                    for tag in inputs.get("tags", [])
+                ],
+            }
+        )
+    )
+    # moto ignores LifecycleHookSpecificationList, so initial hooks are put right after creation.
+    for hook in inputs.get("initialLifecycleHooks", []):
+        autoscaling.put_lifecycle_hook(
+            **drop_none(
+                {
+                    "AutoScalingGroupName": name,
+                    "LifecycleHookName": hook["name"],
+                    "LifecycleTransition": hook["lifecycleTransition"],
+                    "DefaultResult": hook.get("defaultResult"),
+                    "HeartbeatTimeout": hook.get("heartbeatTimeout"),
+                    "NotificationTargetARN": hook.get("notificationTargetArn"),
+                    "RoleARN": hook.get("roleArn"),
+                }
+            )
+        )
+    group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
+    return Created(id=name, outputs={"name": name, "arn": group["AutoScalingGroupARN"]})
+
+
+def _step_adjustments(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def bound(value: Any) -> float | None:
+        return None if value in (None, "") else float(value)
+
+    return [
+        drop_none(
+            {
+                "MetricIntervalLowerBound": bound(step.get("metricIntervalLowerBound")),
+                "MetricIntervalUpperBound": bound(step.get("metricIntervalUpperBound")),
+                "ScalingAdjustment": step["scalingAdjustment"],
+            }
+        )
+        for step in steps
+    ]
+
+
+def _target_tracking(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not config:
+        return None
+    custom = config.get("customizedMetricSpecification") or {}
+    predefined = config.get("predefinedMetricSpecification") or {}
+    return drop_none(
+        {
+            "TargetValue": config["targetValue"],
+            "DisableScaleIn": config.get("disableScaleIn"),
+            "PredefinedMetricSpecification": drop_none(
+                {
+                    "PredefinedMetricType": predefined.get("predefinedMetricType"),
+                    "ResourceLabel": predefined.get("resourceLabel"),
+                }
+            ),
+            "CustomizedMetricSpecification": drop_none(
+                {
+                    "MetricName": custom.get("metricName"),
+                    "Namespace": custom.get("namespace"),
+                    "Statistic": custom.get("statistic"),
+                    "Unit": custom.get("unit"),
+                    "Dimensions": [
+                        {"Name": dimension["name"], "Value": dimension["value"]}
+                        for dimension in custom.get("metricDimensions", [])
+                    ],
+                }
+            ),
+        }
+    )
+
+
+@resource("aws:autoscaling/policy:Policy")
+def put_scaling_policy(account: Account, request: ResourceRequest) -> Created:
+    autoscaling = account.client("autoscaling")
+    inputs = request.inputs
+    name = request.physical_name()
+    group = inputs["autoscalingGroupName"]
+    autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group])["AutoScalingGroups"][0]
+    autoscaling.put_scaling_policy(
+        **drop_none(
+            {
+                "AutoScalingGroupName": group,
+                "PolicyName": name,
+                "PolicyType": inputs.get("policyType", "SimpleScaling"),
+                "AdjustmentType": inputs.get("adjustmentType"),
+                "MetricAggregationType": inputs.get("metricAggregationType"),
+                "EstimatedInstanceWarmup": inputs.get("estimatedInstanceWarmup"),
+                "Cooldown": inputs.get("cooldown"),
+                "ScalingAdjustment": inputs.get("scalingAdjustment"),
+                "StepAdjustments": _step_adjustments(inputs.get("stepAdjustments", [])),
+                "TargetTrackingConfiguration": _target_tracking(inputs.get("targetTrackingConfiguration")),
+            }
+        )
+    )
+    policy = autoscaling.describe_policies(AutoScalingGroupName=group, PolicyNames=[name])["ScalingPolicies"][0]
+    return Created(id=name, outputs={"name": name, "arn": policy["PolicyARN"]})
+
+
+@resource("aws:autoscaling/schedule:Schedule")
+def put_scheduled_action(account: Account, request: ResourceRequest) -> Created:
+    inputs = request.inputs
+    group = inputs["autoscalingGroupName"]
+    name = inputs["scheduledActionName"]
+
+    def size(key: str) -> int | None:
+        value = inputs.get(key)
+        return None if value is None or value < 0 else value
+
+    account.client("autoscaling").put_scheduled_update_group_action(
+        **drop_none(
+            {
+                "AutoScalingGroupName": group,
+                "ScheduledActionName": name,
+                "Recurrence": inputs.get("recurrence"),
+                "StartTime": inputs.get("startTime"),
+                "EndTime": inputs.get("endTime"),
+                "TimeZone": inputs.get("timeZone"),
+                "MinSize": size("minSize"),
+                "MaxSize": size("maxSize"),
+                "DesiredCapacity": size("desiredCapacity"),
+            }
+        )
+    )
+    arn = account.arn("autoscaling", f"scheduledUpdateGroupAction:*:autoScalingGroupName/{group}:scheduledActionName/{name}")
+    return Created(id=name, outputs={"arn": arn})

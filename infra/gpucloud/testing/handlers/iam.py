@@ -1,0 +1,44 @@
+"""IAM roles, inline role policies and instance profiles."""
+
+from __future__ import annotations
+
+from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, resource
+
+
+@resource("aws:iam/role:Role")
+def create_role(account: Account, request: ResourceRequest) -> Created:
+    inputs = request.inputs
+    name = request.physical_name()
+    role = account.client("iam").create_role(
+        **drop_none(
+            {
+                "RoleName": name,
+                "Path": inputs.get("path", "/"),
+                "AssumeRolePolicyDocument": inputs["assumeRolePolicy"],
+                "Description": inputs.get("description"),
+                "MaxSessionDuration": inputs.get("maxSessionDuration"),
+                "Tags": aws_tags(inputs.get("tags")),
+            }
+        )
+    )["Role"]
+    return Created(id=name, outputs={"arn": role["Arn"], "name": name, "uniqueId": role["RoleId"]})
+
+
+@resource("aws:iam/rolePolicy:RolePolicy")
+def put_role_policy(account: Account, request: ResourceRequest) -> Created:
+    name = request.physical_name()
+    role = request.inputs["role"]
+    account.client("iam").put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=request.inputs["policy"])
+    return Created(id=f"{role}:{name}", outputs={"name": name})
+
+
+@resource("aws:iam/instanceProfile:InstanceProfile")
+def create_instance_profile(account: Account, request: ResourceRequest) -> Created:
+    iam = account.client("iam")
+    name = request.physical_name()
+    profile = iam.create_instance_profile(
+        **drop_none({"InstanceProfileName": name, "Tags": aws_tags(request.inputs.get("tags"))})
+    )["InstanceProfile"]
+    if request.inputs.get("role"):
+        iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=request.inputs["role"])
+    return Created(id=name, outputs={"arn": profile["Arn"], "name": name, "uniqueId": profile["InstanceProfileId"]})

@@ -1,0 +1,130 @@
+"""Data sources the program reads, answered from the moto account."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpucloud.testing.registry import Account, invoke
+
+
+@invoke("aws:index/getCallerIdentity:getCallerIdentity")
+def caller_identity(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    identity = account.client("sts").get_caller_identity()
+    return {"accountId": identity["Account"], "arn": identity["Arn"], "userId": identity["UserId"], "id": identity["Account"]}
+
+
+@invoke("aws:index/getPartition:getPartition")
+def partition(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    return {"id": "aws", "partition": "aws", "dnsSuffix": "amazonaws.com", "reverseDnsPrefix": "com.amazonaws"}
+
+
+@invoke("aws:index/getRegion:getRegion")
+def region(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    return {"id": account.region, "name": account.region, "region": account.region}
+
+
+@invoke("aws:ec2/getInstanceType:getInstanceType")
+def instance_type(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    found = account.client("ec2").describe_instance_types(InstanceTypes=[args["instanceType"]])["InstanceTypes"][0]
+    network = found.get("NetworkInfo", {})
+    gpu_info = found.get("GpuInfo", {})
+    storage = found.get("InstanceStorageInfo", {})
+    return {
+        "id": found["InstanceType"],
+        "instanceType": found["InstanceType"],
+        "gpuses": [
+            {
+                "count": gpu["Count"],
+                "manufacturer": gpu["Manufacturer"],
+                "name": gpu["Name"],
+                "memorySize": gpu["MemoryInfo"]["SizeInMiB"],
+            }
+            for gpu in gpu_info.get("Gpus", [])
+        ],
+        "totalGpuMemory": gpu_info.get("TotalGpuMemoryInMiB", 0),
+        "efaSupported": network.get("EfaSupported", False),
+        "efaMaximumInterfaces": network.get("EfaInfo", {}).get("MaximumEfaInterfaces", 0),
+        "maximumNetworkCards": network.get("MaximumNetworkCards", 1),
+        "maximumNetworkInterfaces": network.get("MaximumNetworkInterfaces", 1),
+        "instanceStorageSupported": found.get("InstanceStorageSupported", False),
+        "instanceDisks": [
+            {"count": disk["Count"], "size": disk["SizeInGB"], "type": disk["Type"]} for disk in storage.get("Disks", [])
+        ],
+        "totalInstanceStorage": storage.get("TotalSizeInGB", 0),
+        "supportedArchitectures": found.get("ProcessorInfo", {}).get("SupportedArchitectures", []),
+        "defaultVcpus": found.get("VCpuInfo", {}).get("DefaultVCpus", 0),
+        "memorySize": found.get("MemoryInfo", {}).get("SizeInMiB", 0),
+    }
+
+
+def _filters(args: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"Name": item["name"], "Values": item["values"]} for item in args.get("filters") or []]
+
+
+@invoke("aws:ec2/getVpc:getVpc")
+def vpc(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    filters = _filters(args)
+    if args.get("default"):
+        filters.append({"Name": "is-default", "Values": ["true"]})
+    vpcs = account.client("ec2").describe_vpcs(
+        **({"VpcIds": [args["id"]]} if args.get("id") else {}), Filters=filters
+    )["Vpcs"]
+    if len(vpcs) != 1:
+        raise LookupError(f"no matching EC2 VPC found ({len(vpcs)} matched)")
+    found = vpcs[0]
+    return {"id": found["VpcId"], "cidrBlock": found["CidrBlock"], "default": found.get("IsDefault", False)}
+
+
+@invoke("aws:ec2/getSubnets:getSubnets")
+def subnets(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    found = account.client("ec2").describe_subnets(Filters=_filters(args))["Subnets"]
+    return {"id": account.region, "ids": [subnet["SubnetId"] for subnet in found]}
+
+
+@invoke("aws:ec2/getSubnet:getSubnet")
+def subnet(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    found = account.client("ec2").describe_subnets(SubnetIds=[args["id"]])["Subnets"][0]
+    return {
+        "id": found["SubnetId"],
+        "arn": found.get("SubnetArn"),
+        "availabilityZone": found["AvailabilityZone"],
+        "availabilityZoneId": found.get("AvailabilityZoneId"),
+        "vpcId": found["VpcId"],
+        "cidrBlock": found["CidrBlock"],
+        "defaultForAz": found.get("DefaultForAz", False),
+    }
+
+
+@invoke("aws:ssm/getParameter:getParameter")
+def parameter(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    found = account.client("ssm").get_parameter(Name=args["name"], WithDecryption=bool(args.get("withDecryption")))[
+        "Parameter"
+    ]
+    return {
+        "id": found["Name"],
+        "name": found["Name"],
+        "value": found["Value"],
+        "insecureValue": found["Value"],
+        "type": found["Type"],
+        "version": found["Version"],
+        "arn": found.get("ARN"),
+    }
+
+
+@invoke("aws:ec2/getAmi:getAmi")
+def ami(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    images = account.client("ec2").describe_images(
+        Filters=_filters(args), **({"Owners": args["owners"]} if args.get("owners") else {})
+    )["Images"]
+    if not images:
+        raise LookupError("Your query returned no results. Please change your search criteria and try again.")
+    found = sorted(images, key=lambda image: image.get("CreationDate", ""))[-1]
+    return {
+        "id": found["ImageId"],
+        "imageId": found["ImageId"],
+        "name": found.get("Name"),
+        "architecture": found["Architecture"],
+        "rootDeviceName": found["RootDeviceName"],
+        "rootDeviceType": found.get("RootDeviceType"),
+        "ownerId": found.get("OwnerId"),
+    }

@@ -1,0 +1,67 @@
+"""KMS keys and aliases."""
+
+from __future__ import annotations
+
+from gpucloud.testing.registry import (
+    Account,
+    BrokenReferenceError,
+    Created,
+    ResourceRequest,
+    aws_tags,
+    drop_none,
+    resource,
+)
+
+
+@resource("aws:kms/key:Key")
+def create_key(account: Account, request: ResourceRequest) -> Created:
+    kms = account.client("kms")
+    inputs = request.inputs
+    metadata = kms.create_key(
+        **drop_none(
+            {
+                "Description": inputs.get("description"),
+                "Policy": inputs.get("policy"),
+                "KeyUsage": inputs.get("keyUsage", "ENCRYPT_DECRYPT"),
+                "KeySpec": inputs.get("customerMasterKeySpec", "SYMMETRIC_DEFAULT"),
+                "Tags": aws_tags(inputs.get("tags"), "TagKey", "TagValue"),
+            }
+        )
+    )["KeyMetadata"]
+    key_id = metadata["KeyId"]
+    if inputs.get("enableKeyRotation"):
+        kms.enable_key_rotation(KeyId=key_id)
+    rotation = kms.get_key_rotation_status(KeyId=key_id)["KeyRotationEnabled"]
+    policy = kms.get_key_policy(KeyId=key_id, PolicyName="default")["Policy"]
+    return Created(
+        id=key_id,
+        outputs={
+            "arn": metadata["Arn"],
+            "keyId": key_id,
+            "enableKeyRotation": rotation,
+            "policy": policy,
+            "deletionWindowInDays": inputs.get("deletionWindowInDays", 30),
+        },
+    )
+
+
+@resource("aws:kms/alias:Alias")
+def create_alias(account: Account, request: ResourceRequest) -> Created:
+    kms = account.client("kms")
+    name = request.inputs.get("name") or f"alias/{request.physical_name()}"
+    kms.create_alias(AliasName=name, TargetKeyId=request.inputs["targetKeyId"])
+    target = kms.describe_key(KeyId=request.inputs["targetKeyId"])["KeyMetadata"]["Arn"]
+    return Created(id=name, outputs={"name": name, "arn": account.arn("kms", name), "targetKeyArn": target})
+
+
+def require_key(account: Account, key: str | None, where: str) -> None:
+    """Volumes and launch templates must name a key that exists and is enabled (moto does not check)."""
+    if not key:
+        return
+    kms = account.client("kms")
+    try:
+        state = kms.describe_key(KeyId=key)["KeyMetadata"]["KeyState"]
+    except kms.exceptions.NotFoundException:
+        raise BrokenReferenceError(f"{where}: KMS key {key} does not exist") from None
+    if state != "Enabled":
+        raise BrokenReferenceError(f"{where}: KMS key {key} is {state}, not Enabled")

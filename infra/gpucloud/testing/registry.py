@@ -1,0 +1,123 @@
+"""How the engine maps Pulumi resource types and invokes onto AWS API calls."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+
+
+class UnsupportedResourceError(Exception):
+    """The engine has no AWS mapping for this resource type or invoke: it never passes silently."""
+
+    def __init__(self, kind: str, token: str):
+        super().__init__(
+            f"gpucloud.testing cannot apply {kind} {token!r}: no moto mapping exists for it. "
+            "Add a handler in gpucloud/testing/handlers or keep the type out of the program."
+        )
+        self.token = token
+
+
+class BrokenReferenceError(Exception):
+    """An input names an AWS object that does not exist in the account (what AWS would refuse)."""
+
+
+@dataclass
+class Created:
+    """What a handler made: the physical id, outputs to merge over the inputs, and whether moto
+    checked it (False where moto lacks the API and the engine only records the resource)."""
+
+    id: str
+    outputs: dict[str, Any] = field(default_factory=dict)
+    validated: bool = True
+    note: str = ""
+
+
+@dataclass
+class Account:
+    """boto3 clients on the in-process moto account, for one region."""
+
+    region: str
+    session: boto3.Session
+    _clients: dict[str, Any] = field(default_factory=dict)
+
+    def client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = self.session.client(service, region_name=self.region)
+        return self._clients[service]
+
+    @property
+    def account_id(self) -> str:
+        return self.client("sts").get_caller_identity()["Account"]
+
+    def arn(self, service: str, resource: str, region: bool = True) -> str:
+        return f"arn:aws:{service}:{self.region if region else ''}:{self.account_id}:{resource}"
+
+
+@dataclass
+class ResourceRequest:
+    type: str
+    name: str
+    inputs: dict[str, Any]
+
+    def physical_name(self, key: str = "name") -> str:
+        """The explicit name, or Pulumi's auto-name: the logical name plus a random suffix."""
+        return self.inputs.get(key) or f"{self.name}-{secrets.token_hex(4)[:7]}"
+
+
+ResourceHandler = Callable[[Account, ResourceRequest], Created]
+InvokeHandler = Callable[[Account, dict[str, Any]], dict[str, Any]]
+
+RESOURCES: dict[str, ResourceHandler] = {}
+INVOKES: dict[str, InvokeHandler] = {}
+
+
+def resource(token: str) -> Callable[[ResourceHandler], ResourceHandler]:
+    def register(handler: ResourceHandler) -> ResourceHandler:
+        RESOURCES[token] = handler
+        return handler
+
+    return register
+
+
+def invoke(token: str) -> Callable[[InvokeHandler], InvokeHandler]:
+    def register(handler: InvokeHandler) -> InvokeHandler:
+        INVOKES[token] = handler
+        return handler
+
+    return register
+
+
+def aws_tags(tags: dict[str, str] | None, key: str = "Key", value: str = "Value") -> list[dict[str, str]]:
+    return [{key: k, value: v} for k, v in (tags or {}).items()]
+
+
+def tag_specification(resource_type: str, tags: dict[str, str] | None) -> list[dict[str, Any]]:
+    return [{"ResourceType": resource_type, "Tags": aws_tags(tags)}] if tags else []
+
+
+def as_bool(value: Any) -> bool | None:
+    """pulumi-aws passes some launch template booleans as the strings "true"/"false"."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value.lower() == "true"
+    return bool(value)
+
+
+def drop_none(mapping: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in mapping.items() if value is not None and value != [] and value != {}}
+
+
+def whole_numbers(value: Any) -> Any:
+    """Pulumi's wire format carries every number as a float; AWS integer fields need ints."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: whole_numbers(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [whole_numbers(item) for item in value]
+    return value
