@@ -131,8 +131,19 @@ def run_program(
     settings.SETTINGS.outputs.clear()
     _sync_await(run_pulumi_func(program))
     return Deployment(
-        account=account, project=project, stack=stack, resources=list(engine.resources.values()), outputs=engine.outputs
+        account=account,
+        project=project,
+        stack=stack,
+        resources=list(engine.resources.values()),
+        outputs=_stack_outputs(),
     )
+
+
+def _stack_outputs() -> dict[str, Any]:
+    """`pulumi.export` values, resolved (the mock monitor registers the stack before the program runs)."""
+    root = settings.get_root_resource()
+    exported = dict(getattr(root, "outputs", {}) or {})
+    return _sync_await(pulumi.Output.from_input(exported).future()) or {}
 
 
 def run_program_file(path: str | Path, account: Account, **options: Any) -> Deployment:

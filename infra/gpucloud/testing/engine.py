@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
-from pulumi.runtime import mocks, rpc
+from pulumi.runtime import mocks
 
 from gpucloud.testing import handlers  # noqa: F401  (registers the handlers)
 from gpucloud.testing.registry import INVOKES, RESOURCES, Account, ResourceRequest, UnsupportedResourceError, whole_numbers
@@ -52,7 +52,6 @@ class MotoEngine(mocks.Mocks):
     def __init__(self, account: Account):
         self.account = account
         self.resources: dict[str, AppliedResource] = {}
-        self.outputs: dict[str, Any] = {}
         self._lock = threading.RLock()
         self._registering = threading.local()
 
@@ -75,8 +74,10 @@ class MotoEngine(mocks.Mocks):
                     record.validated, record.note = created.validated, created.note
             if record:
                 record.id = physical_id
-                record.inputs = dict(args.inputs)
-                record.outputs = {key: value for key, value in outputs.items() if args.inputs.get(key) != value}
+                record.inputs = whole_numbers(dict(args.inputs))
+                record.outputs = whole_numbers(
+                    {key: value for key, value in outputs.items() if args.inputs.get(key) != value}
+                )
             return physical_id, outputs
 
     def call(self, args: mocks.MockCallArgs) -> dict | tuple[dict, list[tuple[str, str]]]:
@@ -122,8 +123,3 @@ class RecordingMonitor(mocks.MockMonitor):
                 )
             )
         return super().RegisterResource(request)
-
-    def RegisterResourceOutputs(self, request):  # noqa: N802 - gRPC method name
-        if "::pulumi:pulumi:Stack::" in request.urn and request.outputs:
-            self.engine.outputs = dict(rpc.deserialize_properties(request.outputs))
-        return super().RegisterResourceOutputs(request)

@@ -1,0 +1,177 @@
+"""The plan as a reviewer reads it: a resource tree with the few properties that matter."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gpucloud.plan import Plan
+from gpucloud.testing import AppliedResource
+
+Summary = Callable[[dict[str, Any]], str]
+
+
+def _on(value: Any) -> bool:
+    return str(value).lower() == "true"
+
+
+def _key(state: dict[str, Any]) -> str:
+    rotation = "rotation on" if state.get("enableKeyRotation") else "ROTATION OFF"
+    return f"{rotation}, deletion window {state.get('deletionWindowInDays', 30)} days"
+
+
+def _role_policy(state: dict[str, Any]) -> str:
+    document = json.loads(state.get("policy") or "{}")
+    return f"{len(document.get('Statement', []))} statements"
+
+
+def _rule(state: dict[str, Any]) -> str:
+    protocol = state.get("ipProtocol")
+    what = "all traffic" if protocol in ("-1", "all") else f"{protocol} {state.get('fromPort')}"
+    peer = state.get("cidrIpv4") or state.get("cidrIpv6") or (
+        "members of this group" if state.get("referencedSecurityGroupId") else "?"
+    )
+    return f"{what} {'to' if 'egress' in state.get('description', '') else 'from'} {peer}"
+
+
+def _volume(state: dict[str, Any]) -> str:
+    encryption = "encrypted (project key)" if state.get("encrypted") and state.get("kmsKeyId") else "NOT ENCRYPTED WITH A CMK"
+    return f"{state.get('type')} {state.get('size')} GiB in {state.get('availabilityZone')}, {encryption}"
+
+
+def _launch_template(state: dict[str, Any]) -> str:
+    metadata = state.get("metadataOptions") or {}
+    imds = "IMDSv2 required" if metadata.get("httpTokens") == "required" else "IMDSv2 NOT REQUIRED"
+    disks = [
+        f"{(mapping.get('ebs') or {}).get('volumeSize')} GiB{' encrypted' if _on((mapping.get('ebs') or {}).get('encrypted')) else ' UNENCRYPTED'}"
+        for mapping in state.get("blockDeviceMappings", [])
+    ]
+    interfaces = state.get("networkInterfaces", [])
+    efa = sum(1 for interface in interfaces if str(interface.get("interfaceType", "")).startswith("efa"))
+    public = any(_on(interface.get("associatePublicIpAddress")) for interface in interfaces)
+    parts = [f"{imds} (hop {metadata.get('httpPutResponseHopLimit')})", "disks " + " + ".join(disks)]
+    if efa:
+        parts.append(f"{efa} EFA interfaces")
+    parts.append("PUBLIC IP" if public else "no public IP")
+    return ", ".join(parts)
+
+
+def _group(state: dict[str, Any]) -> str:
+    policy = state.get("mixedInstancesPolicy") or {}
+    types = [override.get("instanceType") for override in (policy.get("launchTemplate") or {}).get("overrides", [])]
+    distribution = policy.get("instancesDistribution") or {}
+    spot = 100 - int(distribution.get("onDemandPercentageAboveBaseCapacity", 100))
+    parts = [
+        ", ".join(types),
+        f"size {state.get('minSize')}..{state.get('maxSize')} (desired {state.get('desiredCapacity')})",
+        f"on-demand base {distribution.get('onDemandBaseCapacity', 0)}, spot {spot}% above",
+        f"rebalance {'on' if state.get('capacityRebalance') else 'off'}",
+        f"{len(state.get('vpcZoneIdentifiers', []))} subnet(s)",
+    ]
+    if state.get("placementGroup"):
+        parts.append("cluster placement")
+    return "; ".join(parts)
+
+
+def _scaling_policy(state: dict[str, Any]) -> str:
+    if state.get("policyType") == "TargetTrackingScaling":
+        tracking = state.get("targetTrackingConfiguration") or {}
+        metric = (tracking.get("customizedMetricSpecification") or {}).get("metricName")
+        return f"target tracking {metric} at {tracking.get('targetValue')}"
+    steps = state.get("stepAdjustments", [])
+    return "step " + ", ".join(f"{int(step['scalingAdjustment']):+d}" for step in steps)
+
+
+def _schedule(state: dict[str, Any]) -> str:
+    sizes = ", ".join(
+        f"{label} {state[key]}" for key, label in (("minSize", "min"), ("maxSize", "max"), ("desiredCapacity", "desired"))
+        if state.get(key, -1) >= 0
+    )
+    return f"'{state.get('recurrence')}' {state.get('timeZone', 'UTC')}: {sizes}"
+
+
+def _alarm(state: dict[str, Any]) -> str:
+    operator = {"GreaterThanOrEqualToThreshold": ">=", "LessThanThreshold": "<", "GreaterThanThreshold": ">"}.get(
+        state.get("comparisonOperator", ""), state.get("comparisonOperator")
+    )
+    return (
+        f"{state.get('metricName')} {operator} {state.get('threshold')} "
+        f"for {state.get('evaluationPeriods')}x{state.get('period')}s"
+    )
+
+
+SUMMARIES: dict[str, Summary] = {
+    "aws:kms/key:Key": _key,
+    "aws:kms/alias:Alias": lambda state: str(state.get("name")),
+    "aws:iam/role:Role": lambda state: str(state.get("name")),
+    "aws:iam/rolePolicy:RolePolicy": _role_policy,
+    "aws:iam/instanceProfile:InstanceProfile": lambda state: str(state.get("name")),
+    "aws:ec2/securityGroup:SecurityGroup": lambda state: f"in {state.get('vpcId')}",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _rule,
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": _rule,
+    "aws:ebs/volume:Volume": _volume,
+    "aws:ec2/placementGroup:PlacementGroup": lambda state: f"strategy {state.get('strategy')}",
+    "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
+    "aws:autoscaling/group:Group": _group,
+    "aws:autoscaling/policy:Policy": _scaling_policy,
+    "aws:autoscaling/schedule:Schedule": _schedule,
+    "aws:cloudwatch/metricAlarm:MetricAlarm": _alarm,
+}
+
+
+def describe(resource: AppliedResource) -> str:
+    summary = SUMMARIES.get(resource.type)
+    info = summary(resource.state) if summary and resource.custom else ""
+    flags = [flag for flag, on in (("protected", resource.protect), ("retained on delete", resource.retain_on_delete)) if on]
+    if not resource.validated:
+        flags.append("not validated by moto")
+    return "; ".join(part for part in (info, ", ".join(flags)) if part)
+
+
+def _tree_rows(plan: Plan) -> list[tuple[str, AppliedResource]]:
+    children: dict[str, list[AppliedResource]] = {}
+    for resource in plan.resources:
+        children.setdefault(resource.parent or plan.stack_urn, []).append(resource)
+    rows: list[tuple[str, AppliedResource]] = []
+
+    def walk(parent: str, indent: str) -> None:
+        siblings = sorted(children.get(parent, []), key=lambda resource: (resource.custom, resource.name))
+        for index, resource in enumerate(siblings):
+            last = index == len(siblings) - 1
+            rows.append((f"{indent}{'└─ ' if last else '├─ '}", resource))
+            walk(resource.urn, indent + ("   " if last else "│  "))
+
+    walk(plan.stack_urn, "")
+    return rows
+
+
+def render(plan: Plan, console: Console) -> None:
+    console.print(
+        f"Previewing update ([bold]{plan.stack}[/bold]) on the moto engine: offline, {plan.region}, nothing is deployed\n"
+    )
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    for column in ("", "Type", "Name", "Plan", "Info"):
+        table.add_column(column, overflow="fold")
+    table.add_row("+", "pulumi:pulumi:Stack", f"{plan.project}-{plan.stack}", "create", "")
+    for prefix, resource in _tree_rows(plan):
+        table.add_row(
+            Text("+", style="green"),
+            Text(prefix + resource.type),
+            resource.name,
+            Text("create", style="green"),
+            describe(resource),
+        )
+    console.print(table)
+    if plan.outputs:
+        console.print("\nOutputs:")
+        for name, value in plan.outputs.items():
+            console.print(f"    {name}: {json.dumps(value, default=str)}", soft_wrap=True)
+    console.print(f"\nResources:\n    + {len(plan.resources) + 1} to create")
+    unvalidated = [resource for resource in plan.resources if not resource.validated]
+    if unvalidated:
+        console.print(f"    ({len(unvalidated)} recorded without moto validation: {', '.join(r.type for r in unvalidated)})")
