@@ -155,8 +155,9 @@ def render(plan: Plan, console: Console) -> None:
         f"Previewing update ([bold]{plan.stack}[/bold]) on the moto engine: offline, {plan.region}, nothing is deployed\n"
     )
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
-    for column in ("", "Type", "Name", "Plan", "Info"):
-        table.add_column(column, overflow="fold")
+    for column in ("", "Type", "Name", "Plan"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("Info", overflow="fold", min_width=30)
     table.add_row("+", "pulumi:pulumi:Stack", f"{plan.project}-{plan.stack}", "create", "")
     for prefix, resource in _tree_rows(plan):
         table.add_row(

@@ -65,12 +65,10 @@ def _seed_public_parameters(account: Account) -> None:
     from moto.ssm.models import Parameter, ssm_backends
 
     images = account.client("ec2").describe_images(
-        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}]
+        Owners=["amazon"],
+        Filters=[{"Name": "architecture", "Values": ["x86_64"]}, {"Name": "name", "Values": ["*ubuntu*"]}],
     )["Images"]
-    ubuntu = sorted(
-        (image for image in images if "ubuntu" in image.get("Name", "").lower()), key=lambda image: image["ImageId"]
-    )
-    image_id = (ubuntu or images)[0]["ImageId"]
+    image_id = sorted(image["ImageId"] for image in images)[0]
     account_id = account.account_id
     backend = ssm_backends[account_id][account.region]
     if DEEP_LEARNING_AMI_PARAMETER not in backend._parameters:

@@ -1,0 +1,156 @@
+"""Config validation: every rule fails with a message naming the stack, the key and the reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from support import STACKS, minimal_config, settings_for
+from gpucloud.config import ConfigError, load_stack_file
+
+
+def assert_refused(values, key: str, reason: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        settings_for(values)
+    message = str(error.value)
+    assert "stack 'demo' (stacks/Pulumi.demo.yaml)" in message
+    assert key in message, message
+    assert reason in message, message
+
+
+def group(**changes):
+    return {"name": "workers", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 2, **changes}
+
+
+@pytest.mark.parametrize("missing", ["project", "owner", "costCenter", "groups"])
+def test_required_keys_are_named_when_missing(missing):
+    values = minimal_config()
+    del values[missing]
+    assert_refused(values, f"gpu-cloud:{missing}", "Field required")
+
+
+@pytest.mark.parametrize("cidr", ["0.0.0.0/0", "::/0"])
+@pytest.mark.parametrize("key", ["sshCidrs", "jupyterCidrs", "tensorboardCidrs"])
+def test_world_open_cidrs_are_refused(key, cidr):
+    assert_refused(minimal_config(access={key: [cidr]}), f"gpu-cloud:access.{key}[0]", "whole internet")
+
+
+def test_cidr_with_host_bits_is_refused():
+    assert_refused(minimal_config(access={"sshCidrs": ["10.0.0.1/24"]}), "gpu-cloud:access.sshCidrs[0]", "host bits")
+
+
+def test_unknown_key_is_named():
+    assert_refused(minimal_config(groups=[group(maxsize=3)]), "gpu-cloud:groups[0].maxsize", "not a known key")
+
+
+def test_group_list_must_not_be_empty():
+    assert_refused(minimal_config(groups=[]), "gpu-cloud:groups", "at least 1 item")
+
+
+def test_group_names_are_unique():
+    assert_refused(minimal_config(groups=[group(), group()]), "gpu-cloud:groups", "must be unique: workers")
+
+
+def test_min_above_max_is_refused():
+    assert_refused(minimal_config(groups=[group(minSize=3, maxSize=2)]), "gpu-cloud:groups[0]", "minSize 3 is above maxSize 2")
+
+
+def test_desired_outside_bounds_is_refused():
+    assert_refused(
+        minimal_config(groups=[group(desiredCapacity=5)]), "gpu-cloud:groups[0]", "desiredCapacity 5 is outside"
+    )
+
+
+def test_on_demand_base_above_max_is_refused():
+    assert_refused(
+        minimal_config(groups=[group(onDemandBaseCapacity=3)]), "gpu-cloud:groups[0]", "onDemandBaseCapacity 3"
+    )
+
+
+def test_spot_percent_is_a_percentage():
+    assert_refused(minimal_config(groups=[group(spotPercent=120)]), "gpu-cloud:groups[0].spotPercent", "less than or equal to 100")
+
+
+def test_persistent_volume_needs_single_instance_group():
+    assert_refused(
+        minimal_config(groups=[group(persistentVolumeGiB=100, maxSize=2)]),
+        "gpu-cloud:groups[0]",
+        "persistentVolumeGiB needs maxSize: 1",
+    )
+
+
+def test_duplicate_instance_types_are_refused():
+    assert_refused(
+        minimal_config(groups=[group(instanceTypes=["g5.xlarge", "g5.xlarge"])]),
+        "gpu-cloud:groups[0].instanceTypes",
+        "twice",
+    )
+
+
+@pytest.mark.parametrize("prefix", ["../etc/", "data/*", "a b/", "/abs/", "x/./y", "quote'/"])
+def test_unsafe_prefixes_are_refused(prefix):
+    values = minimal_config(data={"bucket": "demo-data", "readPrefixes": [prefix]})
+    assert_refused(values, "gpu-cloud:data.readPrefixes[0]", "")
+
+
+def test_bucket_without_prefixes_is_refused():
+    assert_refused(minimal_config(data={"bucket": "demo-data"}), "gpu-cloud:data", "grants no readPrefixes")
+
+
+def test_bad_cron_is_refused():
+    scaling = {"schedules": [{"name": "night", "recurrence": "every night", "desiredCapacity": 0}]}
+    assert_refused(
+        minimal_config(groups=[group(scaling=scaling)]),
+        "gpu-cloud:groups[0].scaling.schedules[0].recurrence",
+        "5-field cron",
+    )
+
+
+def test_unknown_time_zone_is_refused():
+    scaling = {"schedules": [{"name": "night", "recurrence": "0 20 * * *", "desiredCapacity": 0, "timeZone": "Mars/Olympus"}]}
+    assert_refused(
+        minimal_config(groups=[group(scaling=scaling)]),
+        "gpu-cloud:groups[0].scaling.schedules[0].timeZone",
+        "IANA time zone",
+    )
+
+
+def test_schedule_above_group_max_is_refused():
+    scaling = {"schedules": [{"name": "burst", "recurrence": "0 8 * * *", "maxSize": 10}]}
+    assert_refused(minimal_config(groups=[group(scaling=scaling)]), "gpu-cloud:groups[0]", "above the group's maxSize 2")
+
+
+def test_owner_must_be_an_email():
+    assert_refused(minimal_config(owner="bob"), "gpu-cloud:owner", "e-mail")
+
+
+def test_project_name_shape_is_explained():
+    assert_refused(minimal_config(project="My Project"), "gpu-cloud:project", "lowercase letters")
+
+
+def test_example_stack_files_parse_with_camel_case_keys():
+    settings = load_stack_file(STACKS / "Pulumi.vision-train.yaml")
+    trainers = settings.config.groups[0]
+    assert settings.stack == "vision-train" and settings.region == "us-east-1"
+    assert trainers.multi_node and trainers.data_volume_gib == 2000 and trainers.on_demand_base_capacity == 1
+    assert settings.config.tags == {
+        "Project": "vision-train",
+        "Owner": "vision-team@example.com",
+        "CostCenter": "cc-ml-research",
+        "ManagedBy": "gpu-cloud",
+    }
+
+
+def test_stack_file_errors_name_the_file(tmp_path):
+    path = tmp_path / "Pulumi.broken.yaml"
+    path.write_text("config:\n  aws:region: us-east-1\n  gpu-cloud:project: broken\n")
+    with pytest.raises(ConfigError) as error:
+        load_stack_file(path)
+    assert f"stack 'broken' ({path})" in str(error.value)
+    assert "gpu-cloud:owner: Field required" in str(error.value)
+
+
+def test_secret_values_are_refused(tmp_path):
+    path = tmp_path / "Pulumi.secret.yaml"
+    path.write_text("config:\n  aws:region: us-east-1\n  gpu-cloud:owner:\n    secure: AAAB\n")
+    with pytest.raises(ConfigError, match="gpu-cloud:owner: is a secret"):
+        load_stack_file(path)

@@ -1,0 +1,69 @@
+"""The moto engine itself: unknown types fail loudly, references are checked, gaps are marked."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_aws as aws
+import pytest
+from botocore.exceptions import ParamValidationError
+
+from gpucloud.testing import BrokenReferenceError, UnsupportedResourceError, run_program
+
+
+def test_unknown_resource_type_names_the_type(account):
+    def program():
+        aws.sqs.Queue("jobs")
+
+    with pytest.raises(UnsupportedResourceError, match="aws:sqs/queue:Queue"):
+        run_program(program, account)
+
+
+def test_unknown_invoke_names_the_token(account):
+    def program():
+        aws.ec2.get_key_pair(key_name="x")
+
+    with pytest.raises(UnsupportedResourceError, match="aws:ec2/getKeyPair:getKeyPair"):
+        run_program(program, account)
+
+
+def test_volume_with_a_missing_kms_key_is_refused(account):
+    def program():
+        aws.ebs.Volume(
+            "data",
+            availability_zone="us-east-1a",
+            size=10,
+            encrypted=True,
+            kms_key_id="arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000",
+        )
+
+    with pytest.raises(BrokenReferenceError, match="does not exist"):
+        run_program(program, account)
+    assert account.client("ec2").describe_volumes()["Volumes"] == []
+
+
+def test_botocore_validates_every_call_against_the_aws_model(account):
+    def program():
+        aws.ebs.Volume("data", availability_zone="us-east-1a", size="ten", type="gp3")
+
+    with pytest.raises(ParamValidationError, match="Size"):
+        run_program(program, account)
+
+
+def test_resources_come_back_with_moto_ids_and_arns(account):
+    def program():
+        key = aws.kms.Key("key", description="demo")
+        pulumi.export("arn", key.arn)
+
+    deployment = run_program(program, account)
+    [key] = account.client("kms").list_keys()["Keys"]
+    assert deployment.outputs["arn"] == key["KeyArn"]
+
+
+def test_placement_groups_are_recorded_but_marked_not_validated(account):
+    def program():
+        aws.ec2.PlacementGroup("nccl", strategy="cluster")
+
+    deployment = run_program(program, account)
+    [record] = deployment.unvalidated
+    assert record.type == "aws:ec2/placementGroup:PlacementGroup"
+    assert "moto does not implement" in record.note

@@ -1,0 +1,251 @@
+"""The three example stacks, deployed on the engine and checked through boto3 as an operator would."""
+
+from __future__ import annotations
+
+import json
+
+
+GPU_TYPES = {"vision-train": {"p4d.24xlarge", "p5.48xlarge"}, "llm-infer": {"g5.2xlarge", "g6e.2xlarge", "g5.4xlarge"}, "notebooks": {"g5.xlarge", "g4dn.xlarge"}}
+
+
+def project_key_arn(example) -> str:
+    return example.outputs["kmsKeyArn"]
+
+
+def launch_template_versions(example):
+    ec2 = example.client("ec2")
+    templates = ec2.describe_launch_templates()["LaunchTemplates"]
+    assert templates, "no launch template was created"
+    return [
+        ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"][-1]
+        for template in templates
+    ]
+
+
+def asg(example):
+    groups = example.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert len(groups) == 1
+    return groups[0]
+
+
+def test_stack_builds_with_every_resource_applied(example):
+    types = {resource.type for resource in example.resources}
+    assert {"aws:kms/key:Key", "aws:iam/role:Role", "aws:ec2/launchTemplate:LaunchTemplate", "aws:autoscaling/group:Group"} <= types
+    not_validated = {resource.type for resource in example.unvalidated}
+    assert not_validated <= {"aws:ec2/placementGroup:PlacementGroup"}
+    assert set(example.outputs) == {"kmsKeyArn", "instanceRoleArn", "groups"}
+
+
+def test_key_is_customer_managed_with_rotation(example):
+    kms = example.client("kms")
+    key_id = project_key_arn(example)
+    metadata = kms.describe_key(KeyId=key_id)["KeyMetadata"]
+    assert metadata["KeyManager"] == "CUSTOMER" and metadata["KeyState"] == "Enabled"
+    assert kms.get_key_rotation_status(KeyId=key_id)["KeyRotationEnabled"] is True
+    aliases = {alias["AliasName"] for alias in kms.list_aliases(KeyId=key_id)["Aliases"]}
+    assert aliases == {f"alias/gpu-cloud/{example.stack}"}
+    key = next(r for r in example.of_type("aws:kms/key:Key"))
+    assert key.protect and key.retain_on_delete and key.inputs["deletionWindowInDays"] == 30
+
+
+def test_key_policy_lets_only_the_node_role_and_autoscaling_use_it(example):
+    policy = json.loads(example.client("kms").get_key_policy(KeyId=project_key_arn(example), PolicyName="default")["Policy"])
+    users = {statement["Sid"]: statement for statement in policy["Statement"]}
+    node_use = users["ProjectInstanceRolesUseKey"]
+    assert node_use["Condition"]["ArnEquals"]["aws:PrincipalArn"] == [example.outputs["instanceRoleArn"]]
+    assert users["AutoScalingLaunchesEncryptedVolumes"]["Principal"]["AWS"].endswith(
+        "autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    )
+    for statement in policy["Statement"]:
+        assert "kms:*" not in statement["Action"]
+
+
+def test_every_block_device_is_encrypted_with_the_project_key(example):
+    for version in launch_template_versions(example):
+        devices = version["LaunchTemplateData"]["BlockDeviceMappings"]
+        assert devices
+        for device in devices:
+            assert device["Ebs"]["Encrypted"] is True
+            assert device["Ebs"]["KmsKeyId"] == project_key_arn(example)
+            assert device["Ebs"]["VolumeType"] == "gp3"
+
+
+def test_every_ebs_volume_is_encrypted_with_the_project_key(example):
+    for volume in example.client("ec2").describe_volumes()["Volumes"]:
+        if any(tag["Key"] == "Project" for tag in volume.get("Tags", [])):
+            assert volume["Encrypted"] and volume["KmsKeyId"] == project_key_arn(example)
+
+
+def test_launch_templates_require_imdsv2_and_no_public_ip(example):
+    for version in launch_template_versions(example):
+        data = version["LaunchTemplateData"]
+        assert data["MetadataOptions"]["HttpTokens"] == "required"
+        assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
+        assert data["IamInstanceProfile"]["Arn"].endswith(f"instance-profile/gpu-cloud-{example.stack}-node")
+        first = next(interface for interface in data["NetworkInterfaces"] if interface.get("NetworkCardIndex", 0) == 0)
+        assert first["AssociatePublicIpAddress"] is False
+
+
+def test_group_uses_mixed_instances_over_the_configured_gpu_types(example):
+    group = asg(example)
+    policy = group["MixedInstancesPolicy"]
+    types = {override["InstanceType"] for override in policy["LaunchTemplate"]["Overrides"]}
+    assert types == GPU_TYPES[example.stack]
+    assert policy["InstancesDistribution"]["SpotAllocationStrategy"] == "price-capacity-optimized"
+    template = policy["LaunchTemplate"]["LaunchTemplateSpecification"]
+    assert template["Version"].isdigit(), "the group must pin a version number, not $Latest"
+
+
+def test_group_has_launch_and_terminate_hooks(example):
+    group = asg(example)
+    hooks = example.client("autoscaling").describe_lifecycle_hooks(AutoScalingGroupName=group["AutoScalingGroupName"])[
+        "LifecycleHooks"
+    ]
+    transitions = {hook["LifecycleTransition"]: hook for hook in hooks}
+    assert transitions["autoscaling:EC2_INSTANCE_LAUNCHING"]["DefaultResult"] == "ABANDON"
+    assert transitions["autoscaling:EC2_INSTANCE_TERMINATING"]["DefaultResult"] == "CONTINUE"
+
+
+def test_desired_capacity_is_left_to_the_autoscaler_after_creation(example):
+    group = next(iter(example.of_type("aws:autoscaling/group:Group")))
+    assert "desiredCapacity" in group.ignore_changes
+    assert group.inputs["instanceRefresh"]["strategy"] == "Rolling"
+
+
+def test_security_groups_have_no_world_open_ingress(example):
+    for group in example.client("ec2").describe_security_groups()["SecurityGroups"]:
+        for permission in group["IpPermissions"]:
+            assert all(r["CidrIp"] != "0.0.0.0/0" for r in permission.get("IpRanges", []))
+            assert all(r["CidrIpv6"] != "::/0" for r in permission.get("Ipv6Ranges", []))
+
+
+def test_every_taggable_resource_carries_the_project_tags(example):
+    for resource in example.resources:
+        if not resource.custom or resource.type in ("aws:kms/alias:Alias", "aws:iam/rolePolicy:RolePolicy", "aws:autoscaling/policy:Policy", "aws:autoscaling/schedule:Schedule"):
+            continue
+        tags = resource.inputs.get("tags")
+        if isinstance(tags, list):
+            tags = {tag["key"]: tag["value"] for tag in tags}
+        assert tags, f"{resource.urn} has no tags"
+        assert {"Project", "Owner", "CostCenter", "ManagedBy"} <= set(tags), resource.urn
+
+
+
+def groups_of(example):
+    by_name = {group["AutoScalingGroupName"]: group for group in example.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]}
+    return [(config, by_name[f"gpu-cloud-{example.stack}-{config.name}"]) for config in example.settings.config.groups]
+
+
+def test_spot_split_and_capacity_rebalance_are_as_configured(example):
+    for config, group in groups_of(example):
+        distribution = group["MixedInstancesPolicy"]["InstancesDistribution"]
+        assert distribution["OnDemandBaseCapacity"] == config.on_demand_base_capacity
+        assert distribution["OnDemandPercentageAboveBaseCapacity"] == 100 - config.spot_percent
+        assert group["CapacityRebalance"] is config.uses_spot
+        assert (group["MinSize"], group["MaxSize"], group["DesiredCapacity"]) == (
+            config.min_size, config.max_size, config.initial_capacity,
+        )
+
+
+def test_groups_span_their_subnets(example):
+    ec2 = example.client("ec2")
+    default_subnets = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"]
+    for config, group in groups_of(example):
+        subnets = group["VPCZoneIdentifier"].split(",")
+        if config.multi_node or config.persistent_volume_gib:
+            zones = {s["AvailabilityZone"] for s in ec2.describe_subnets(SubnetIds=subnets)["Subnets"]}
+            assert len(zones) == 1, "multi-node and persistent-volume groups stay in one zone"
+        else:
+            assert len(subnets) == len(default_subnets)
+
+
+def test_multi_node_groups_get_efa_on_every_network_card_and_a_cluster_placement(example):
+    ec2 = example.client("ec2")
+    for config, group in groups_of(example):
+        if not config.multi_node:
+            continue
+        assert group["PlacementGroup"]
+        specs = [group["MixedInstancesPolicy"]["LaunchTemplate"]["LaunchTemplateSpecification"]] + [
+            o["LaunchTemplateSpecification"] for o in group["MixedInstancesPolicy"]["LaunchTemplate"]["Overrides"] if "LaunchTemplateSpecification" in o
+        ]
+        cards_by_type = {
+            it["InstanceType"]: it["NetworkInfo"]["EfaInfo"]["MaximumEfaInterfaces"]
+            for it in ec2.describe_instance_types(InstanceTypes=config.instance_types)["InstanceTypes"]
+        }
+        seen = set()
+        for spec in specs:
+            data = ec2.describe_launch_template_versions(LaunchTemplateId=spec["LaunchTemplateId"], Versions=[spec["Version"]])[
+                "LaunchTemplateVersions"
+            ][0]["LaunchTemplateData"]
+            interfaces = sorted(data["NetworkInterfaces"], key=lambda i: i["NetworkCardIndex"])
+            assert [i["InterfaceType"] for i in interfaces] == ["efa"] + ["efa-only"] * (len(interfaces) - 1)
+            assert all(i["Groups"] for i in interfaces), "every EFA interface carries the group's security group"
+            seen.add(len(interfaces))
+        assert seen == set(cards_by_type.values())
+
+
+def test_multi_node_security_group_allows_members_only(example):
+    ec2 = example.client("ec2")
+    for config, group in groups_of(example):
+        template = group["MixedInstancesPolicy"]["LaunchTemplate"]["LaunchTemplateSpecification"]
+        data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+        group_id = data["NetworkInterfaces"][0]["Groups"][0]
+        security_group = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"][0]
+        self_rules = [p for p in security_group["IpPermissions"] if any(pair["GroupId"] == group_id for pair in p.get("UserIdGroupPairs", []))]
+        assert bool(self_rules) is config.multi_node
+
+
+def test_persistent_volume_sits_in_the_zone_of_its_group_and_is_retained(example):
+    ec2 = example.client("ec2")
+    for config, group in groups_of(example):
+        if not config.persistent_volume_gib:
+            continue
+        volume_id = example.outputs["groups"][config.name]["persistentVolumeId"]
+        volume = ec2.describe_volumes(VolumeIds=[volume_id])["Volumes"][0]
+        first_subnet = ec2.describe_subnets(SubnetIds=[group["VPCZoneIdentifier"].split(",")[0]])["Subnets"][0]
+        assert volume["AvailabilityZone"] == first_subnet["AvailabilityZone"]
+        assert volume["Size"] == config.persistent_volume_gib and volume["VolumeType"] == "gp3"
+        tags = {tag["Key"]: tag["Value"] for tag in volume["Tags"]}
+        assert tags["gpu-cloud:attach-to"] == group["AutoScalingGroupName"]
+        record = next(r for r in example.of_type("aws:ebs/volume:Volume"))
+        assert record.protect and record.retain_on_delete
+
+
+def test_scaling_policies_and_schedules_are_as_configured(example):
+    autoscaling = example.client("autoscaling")
+    for config, group in groups_of(example):
+        name = group["AutoScalingGroupName"]
+        policies = autoscaling.describe_policies(AutoScalingGroupName=name)["ScalingPolicies"]
+        tracking = [p for p in policies if p["PolicyType"] == "TargetTrackingScaling"]
+        steps = [p for p in policies if p["PolicyType"] == "StepScaling"]
+        scaling = config.scaling
+        assert len(tracking) == (1 if scaling.target_tracking else 0)
+        if scaling.target_tracking:
+            spec = tracking[0]["TargetTrackingConfiguration"]
+            assert spec["CustomizedMetricSpecification"]["MetricName"] == scaling.target_tracking.metric_name
+            assert spec["TargetValue"] == scaling.target_tracking.target_value
+        adjustments = sorted(p["StepAdjustments"][0]["ScalingAdjustment"] for p in steps)
+        expected = sorted([s.scale_out_by for s in scaling.step_scaling] + ([-scaling.gpu_idle_scale_in.scale_in_by] if scaling.gpu_idle_scale_in else []))
+        assert adjustments == expected
+        alarms = example.client("cloudwatch").describe_alarms()["MetricAlarms"]
+        for policy in steps:
+            assert any(policy["PolicyARN"] in alarm["AlarmActions"] for alarm in alarms), "every step policy has its alarm"
+        actions = {a["ScheduledActionName"]: a for a in autoscaling.describe_scheduled_actions(AutoScalingGroupName=name)["ScheduledUpdateGroupActions"]}
+        assert set(actions) == {s.name for s in scaling.schedules}
+        for schedule in scaling.schedules:
+            action = actions[schedule.name]
+            assert action["Recurrence"] == schedule.recurrence and action["TimeZone"] == schedule.time_zone
+            assert action.get("DesiredCapacity") == schedule.desired_capacity
+            assert action.get("MaxSize") == schedule.max_size
+
+
+def test_gpu_idle_alarm_watches_the_group_utilisation(example):
+    alarms = example.client("cloudwatch").describe_alarms()["MetricAlarms"]
+    for config, group in groups_of(example):
+        idle = config.scaling.gpu_idle_scale_in
+        if not idle:
+            continue
+        alarm = next(a for a in alarms if a["MetricName"] == "nvidia_smi_utilization_gpu")
+        assert alarm["Dimensions"] == [{"Name": "AutoScalingGroupName", "Value": group["AutoScalingGroupName"]}]
+        assert alarm["Threshold"] == idle.utilization_percent and alarm["ComparisonOperator"] == "LessThanThreshold"
+        assert alarm["Period"] * alarm["EvaluationPeriods"] == idle.minutes * 60
