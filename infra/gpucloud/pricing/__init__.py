@@ -1,0 +1,37 @@
+"""Cost of a stack before `pulumi up`: price catalog, estimate, budget checks, catalog refresh."""
+
+from .budget import Finding, budget_findings
+from .catalog import (
+    DEFAULT_CATALOG_PATH,
+    HOURS_PER_MONTH,
+    SUPPORTED_INSTANCE_TYPES,
+    SUPPORTED_REGIONS,
+    Catalog,
+    PriceNotFound,
+    PricingError,
+    load_catalog,
+)
+from .estimate import CostEstimate, CostLine, GroupEstimate, ScenarioValues, estimate_stack
+from .refresh import refresh_catalog
+from .render import estimate_table, render_estimate
+
+__all__ = [
+    "DEFAULT_CATALOG_PATH",
+    "HOURS_PER_MONTH",
+    "SUPPORTED_INSTANCE_TYPES",
+    "SUPPORTED_REGIONS",
+    "Catalog",
+    "CostEstimate",
+    "CostLine",
+    "Finding",
+    "GroupEstimate",
+    "PriceNotFound",
+    "PricingError",
+    "ScenarioValues",
+    "budget_findings",
+    "estimate_stack",
+    "estimate_table",
+    "load_catalog",
+    "refresh_catalog",
+    "render_estimate",
+]

@@ -1,0 +1,173 @@
+"""The price catalog: a data file in the package, every row with its source and date.
+
+The catalog prices only what it has a source for. A type/region pair without a row is not
+guessed: lookups raise `PriceNotFound` naming what is missing (and why, when the catalog
+records that a type is not offered in a region).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+DEFAULT_CATALOG_PATH = Path(__file__).resolve().parent.parent / "data" / "prices.json"
+
+HOURS_PER_MONTH = 730
+
+SUPPORTED_REGIONS = ("us-east-1", "us-west-2", "eu-west-1", "ap-northeast-1")
+
+SUPPORTED_INSTANCE_TYPES = (
+    "g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g4dn.12xlarge", "g4dn.16xlarge", "g4dn.metal",
+    "g5.xlarge", "g5.2xlarge", "g5.4xlarge", "g5.8xlarge", "g5.12xlarge", "g5.16xlarge", "g5.24xlarge", "g5.48xlarge",
+    "g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6.8xlarge", "g6.12xlarge", "g6.16xlarge", "g6.24xlarge", "g6.48xlarge",
+    "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge",
+    "g6e.48xlarge",
+    "p3.2xlarge", "p3.8xlarge", "p3.16xlarge",
+    "p4d.24xlarge", "p4de.24xlarge",
+    "p5.4xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
+)
+
+
+class PricingError(Exception):
+    """A cost estimate or catalog operation that cannot be completed; the message says why."""
+
+
+class PriceNotFound(PricingError):
+    """The catalog has no price for something the stack uses."""
+
+
+# Every row ends with where its figure comes from and the date of that figure.
+Source = Annotated[str, Field(min_length=1)]
+TakenOn = Annotated[str, Field(min_length=4)]
+
+
+class _Row(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+
+class InstancePrice(_Row):
+    """On-demand Linux, shared tenancy, per instance-hour."""
+
+    instance_type: str
+    region: str
+    usd_per_hour: float = Field(gt=0)
+    source: Source
+    date: TakenOn
+
+
+class AbsentInstance(_Row):
+    """A type/region pair the catalog deliberately leaves unpriced, with the reason."""
+
+    instance_type: str
+    region: str
+    reason: str
+    source: Source
+    date: TakenOn
+
+
+class StoragePrice(_Row):
+    """gp3 per GB-month, plus IOPS and throughput provisioned above the free baseline."""
+
+    region: str
+    volume_type: str = "gp3"
+    usd_per_gb_month: float = Field(gt=0)
+    usd_per_iops_month: float = Field(ge=0)
+    usd_per_mibps_month: float = Field(ge=0)
+    baseline_iops: int = 3000
+    baseline_mibps: int = 125
+    source: Source
+    date: TakenOn
+
+
+class KmsPrice(_Row):
+    region: str
+    usd_per_key_month: float = Field(gt=0)
+    source: Source
+    date: TakenOn
+
+
+class SpotDiscount(_Row):
+    """The smaller published spot saving for a family, as a fraction of the on-demand price."""
+
+    family: str
+    discount: float = Field(ge=0, lt=1)
+    source: Source
+    date: TakenOn
+
+
+class Catalog(BaseModel):
+    """The whole price catalog, as stored in `data/prices.json`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+    schema_version: int = 1
+    currency: str = "USD"
+    description: str = ""
+    instances: list[InstancePrice] = Field(default_factory=list)
+    absent_instances: list[AbsentInstance] = Field(default_factory=list)
+    storage: list[StoragePrice] = Field(default_factory=list)
+    kms: list[KmsPrice] = Field(default_factory=list)
+    spot_discounts: list[SpotDiscount] = Field(default_factory=list)
+
+    def instance(self, instance_type: str, region: str) -> InstancePrice:
+        for row in self.instances:
+            if row.instance_type == instance_type and row.region == region:
+                return row
+        for row in self.absent_instances:
+            if row.instance_type == instance_type and row.region == region:
+                raise PriceNotFound(f"no price for instance type {instance_type} in {region}: {row.reason}")
+        raise PriceNotFound(
+            f"no price for instance type {instance_type} in {region}: the catalog has no row for it "
+            "(run `gpucloud prices refresh` with this type and region, or pick a priced type)"
+        )
+
+    def gp3(self, region: str) -> StoragePrice:
+        for row in self.storage:
+            if row.region == region and row.volume_type == "gp3":
+                return row
+        raise PriceNotFound(
+            f"no gp3 storage price for {region}: the catalog has no row for it "
+            "(run `gpucloud prices refresh` for this region)"
+        )
+
+    def kms_key(self, region: str) -> KmsPrice:
+        for row in self.kms:
+            if row.region == region:
+                return row
+        raise PriceNotFound(
+            f"no KMS key price for {region}: the catalog has no row for it "
+            "(run `gpucloud prices refresh` for this region)"
+        )
+
+    def spot_discount(self, family: str) -> SpotDiscount | None:
+        """The family's spot discount, or None: then spot is priced like on-demand."""
+        for row in self.spot_discounts:
+            if row.family == family:
+                return row
+        return None
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json", by_alias=True), indent=1, ensure_ascii=False) + "\n"
+
+
+def load_catalog(path: str | Path | None = None) -> Catalog:
+    """Read a catalog file (by default the one shipped in the package)."""
+    path = Path(path) if path is not None else DEFAULT_CATALOG_PATH
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PricingError(f"price catalog {path} does not exist") from None
+    except json.JSONDecodeError as error:
+        raise PricingError(f"price catalog {path} is not valid JSON: {error}") from None
+    try:
+        return Catalog.model_validate(document)
+    except ValidationError as error:
+        raise PricingError(f"price catalog {path} does not match the catalog schema:\n{error}") from None
+
+
+def instance_family(instance_type: str) -> str:
+    return instance_type.split(".", 1)[0]

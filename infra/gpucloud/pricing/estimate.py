@@ -1,0 +1,263 @@
+"""The monthly cost of a stack before `pulumi up`, at minimum, desired and maximum capacity.
+
+Rules, chosen to err on the expensive side:
+
+- Hours per month: 730. USD only. Values are kept exact; only the renderer rounds to cents.
+- Instance type: the min and desired scenarios are priced at the group's FIRST instance type
+  (the launch template's first choice); the max scenario at the MOST EXPENSIVE type the group
+  lists. Every listed type must have a price in the region, or the estimate stops.
+- Purchase options: onDemandBaseCapacity instances run on demand; of the instances above it,
+  spotPercent percent are spot, with the on-demand share rounded up (a half instance counts as
+  on-demand). Spot is priced at on-demand x (1 - the family's conservative spot discount);
+  a family without a sourced discount is priced at on-demand and the output says so.
+- Capacity over time: see `gpucloud.pricing.schedule` (scheduled actions simulated over a week).
+- Volumes: root and data gp3 volumes exist only while their instance runs, so they are billed
+  per instance-hour; the persistent volume and the stack's KMS key are billed all month. gp3
+  volumes are priced at their free baseline (3000 IOPS, 125 MiB/s): the stack config sets no
+  IOPS or throughput above it. One provisioned GiB is billed as one GB-month.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from gpucloud.config import GroupConfig, StackConfig
+
+from .catalog import (
+    HOURS_PER_MONTH,
+    Catalog,
+    InstancePrice,
+    PricingError,
+    StoragePrice,
+    instance_family,
+    load_catalog,
+)
+from .schedule import approximated_schedules, capacity_profile
+
+Scenario = Literal["min", "desired", "max"]
+SCENARIOS: tuple[Scenario, ...] = ("min", "desired", "max")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+
+class ScenarioValues(_Model):
+    """One figure per scenario: minSize, desired (initial) capacity and maxSize."""
+
+    min: float = 0.0
+    desired: float = 0.0
+    max: float = 0.0
+
+    def get(self, scenario: Scenario) -> float:
+        return getattr(self, scenario)
+
+    def __add__(self, other: ScenarioValues) -> ScenarioValues:
+        return ScenarioValues(min=self.min + other.min, desired=self.desired + other.desired, max=self.max + other.max)
+
+
+def _values(figures: dict[Scenario, float]) -> ScenarioValues:
+    return ScenarioValues(**figures)
+
+
+class CostLine(_Model):
+    """One Infracost-style line: what is billed, how much of it, at what unit price."""
+
+    resource: str
+    quantity: ScenarioValues
+    unit: str
+    unit_price: ScenarioValues
+    monthly: ScenarioValues
+    note: str = ""
+
+
+class GroupEstimate(_Model):
+    name: str
+    instance_type: str = Field(description="priced type for the min and desired scenarios")
+    max_instance_type: str = Field(description="priced type for the max scenario")
+    monthly: ScenarioValues
+    on_demand: ScenarioValues
+    spot: ScenarioValues
+    storage: ScenarioValues
+    instance_hours: ScenarioValues
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def gpu_compute(self) -> ScenarioValues:
+        return self.on_demand + self.spot
+
+
+class CostEstimate(_Model):
+    currency: Literal["USD"] = "USD"
+    hours_per_month: int = HOURS_PER_MONTH
+    monthly: ScenarioValues
+    groups: list[GroupEstimate]
+    lines: list[CostLine]
+
+    @property
+    def gpu_compute(self) -> ScenarioValues:
+        total = ScenarioValues()
+        for group in self.groups:
+            total = total + group.gpu_compute
+        return total
+
+    @property
+    def gpu_compute_share(self) -> ScenarioValues:
+        """Fraction of the stack's monthly cost that is GPU instance time (0 when the total is 0)."""
+        compute = self.gpu_compute
+        return _values({
+            scenario: (compute.get(scenario) / self.monthly.get(scenario)) if self.monthly.get(scenario) else 0.0
+            for scenario in SCENARIOS
+        })
+
+    def to_dict(self) -> dict:
+        """The JSON document: currency, hoursPerMonth, monthly, groups, lines (exact values)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def gp3_volume_month(price: StoragePrice, size_gib: float, iops: int = 3000, throughput_mibps: int = 125) -> float:
+    """USD for one gp3 volume kept a whole month: size, plus IOPS and throughput above the free baseline."""
+    return (
+        size_gib * price.usd_per_gb_month
+        + max(0, iops - price.baseline_iops) * price.usd_per_iops_month
+        + max(0, throughput_mibps - price.baseline_mibps) * price.usd_per_mibps_month
+    )
+
+
+def purchase_split(capacity: int, on_demand_base: int, spot_percent: int) -> tuple[int, int]:
+    """(on-demand, spot) instance counts for a running capacity, on-demand share rounded up."""
+    base = min(capacity, on_demand_base)
+    above = capacity - base
+    on_demand_above = -(-above * (100 - spot_percent) // 100)
+    return base + on_demand_above, above - on_demand_above
+
+
+def _scenario_capacity(group: GroupConfig, scenario: Scenario) -> int:
+    return {"min": group.min_size, "desired": group.initial_capacity, "max": group.max_size}[scenario]
+
+
+def _estimate_group(group: GroupConfig, region: str, catalog: Catalog) -> tuple[GroupEstimate, list[CostLine]]:
+    prices = [catalog.instance(instance_type, region) for instance_type in group.instance_types]
+    first = prices[0]
+    most_expensive = max(prices, key=lambda price: price.usd_per_hour)
+    priced: dict[Scenario, InstancePrice] = {"min": first, "desired": first, "max": most_expensive}
+    gp3 = catalog.gp3(region)
+    notes = [f"min and desired priced at {first.instance_type} (first listed type)"]
+    if len(prices) > 1:
+        notes.append(f"max priced at {most_expensive.instance_type} (most expensive listed type)")
+
+    on_demand_hours: dict[Scenario, float] = {}
+    spot_hours: dict[Scenario, float] = {}
+    for scenario in SCENARIOS:
+        profile = capacity_profile(group, _scenario_capacity(group, scenario))
+        on_demand_hours[scenario] = spot_hours[scenario] = 0.0
+        for capacity, fraction in profile.fractions.items():
+            on_demand, spot = purchase_split(capacity, group.on_demand_base_capacity, group.spot_percent)
+            on_demand_hours[scenario] += on_demand * fraction * HOURS_PER_MONTH
+            spot_hours[scenario] += spot * fraction * HOURS_PER_MONTH
+
+    spot_price: dict[Scenario, float] = {}
+    for scenario in SCENARIOS:
+        family = instance_family(priced[scenario].instance_type)
+        discount = catalog.spot_discount(family)
+        spot_price[scenario] = priced[scenario].usd_per_hour * (1 - (discount.discount if discount else 0.0))
+        if group.uses_spot and discount is None:
+            note = f"spot for {family} priced at on-demand: the catalog has no sourced spot discount for {family}"
+            if note not in notes:
+                notes.append(note)
+    for name in approximated_schedules(group):
+        notes.append(f"schedule {name!r} is restricted by day-of-month or month; the weekly simulation approximates it")
+
+    hours = {scenario: on_demand_hours[scenario] + spot_hours[scenario] for scenario in SCENARIOS}
+    lines = [
+        CostLine(
+            resource=f"{group.name}/instances (on-demand)",
+            quantity=_values(on_demand_hours),
+            unit="instance-hours",
+            unit_price=_values({scenario: priced[scenario].usd_per_hour for scenario in SCENARIOS}),
+            monthly=_values({s: on_demand_hours[s] * priced[s].usd_per_hour for s in SCENARIOS}),
+            note="; ".join(notes[:2]),
+        )
+    ]
+    if group.uses_spot:
+        lines.append(CostLine(
+            resource=f"{group.name}/instances (spot)",
+            quantity=_values(spot_hours),
+            unit="instance-hours",
+            unit_price=_values(spot_price),
+            monthly=_values({s: spot_hours[s] * spot_price[s] for s in SCENARIOS}),
+            note="on-demand price less the family's conservative spot discount",
+        ))
+    for label, size in (("root volume", group.root_volume_gib), ("data volume", group.data_volume_gib)):
+        if size:
+            gb_months = {s: size * hours[s] / HOURS_PER_MONTH for s in SCENARIOS}
+            lines.append(CostLine(
+                resource=f"{group.name}/{label} (gp3, {size} GiB per instance)",
+                quantity=_values(gb_months),
+                unit="GB-months",
+                unit_price=_values({s: gp3.usd_per_gb_month for s in SCENARIOS}),
+                monthly=_values({s: gp3_volume_month(gp3, gb_months[s]) for s in SCENARIOS}),
+                note="exists while its instance runs; baseline 3000 IOPS / 125 MiB/s included",
+            ))
+    if group.persistent_volume_gib:
+        size = group.persistent_volume_gib
+        lines.append(CostLine(
+            resource=f"{group.name}/persistent volume (gp3, {size} GiB)",
+            quantity=_values({s: float(size) for s in SCENARIOS}),
+            unit="GB-months",
+            unit_price=_values({s: gp3.usd_per_gb_month for s in SCENARIOS}),
+            monthly=_values({s: gp3_volume_month(gp3, size) for s in SCENARIOS}),
+            note="kept all month, whether or not an instance runs",
+        ))
+
+    def total(selected: list[CostLine]) -> ScenarioValues:
+        result = ScenarioValues()
+        for line in selected:
+            result = result + line.monthly
+        return result
+
+    compute_on_demand = lines[0].monthly
+    compute_spot = lines[1].monthly if group.uses_spot else ScenarioValues()
+    storage = total([line for line in lines if line.unit == "GB-months"])
+    estimate = GroupEstimate(
+        name=group.name,
+        instance_type=first.instance_type,
+        max_instance_type=most_expensive.instance_type,
+        monthly=compute_on_demand + compute_spot + storage,
+        on_demand=compute_on_demand,
+        spot=compute_spot,
+        storage=storage,
+        instance_hours=_values(hours),
+        notes=notes,
+    )
+    return estimate, lines
+
+
+def estimate_stack(config: StackConfig, region: str, catalog: Catalog | None = None) -> CostEstimate:
+    """Monthly cost of every group plus the stack's KMS key, in USD, for min/desired/max."""
+    catalog = catalog if catalog is not None else load_catalog()
+    if catalog.currency != "USD":
+        raise PricingError(f"the price catalog is in {catalog.currency}; estimates are in USD only")
+    groups: list[GroupEstimate] = []
+    lines: list[CostLine] = []
+    for group in config.groups:
+        group_estimate, group_lines = _estimate_group(group, region, catalog)
+        groups.append(group_estimate)
+        lines.extend(group_lines)
+    key = catalog.kms_key(region)
+    lines.append(CostLine(
+        resource=f"{config.project}/kms key (customer managed)",
+        quantity=ScenarioValues(min=1, desired=1, max=1),
+        unit="key-months",
+        unit_price=ScenarioValues(min=key.usd_per_key_month, desired=key.usd_per_key_month, max=key.usd_per_key_month),
+        monthly=ScenarioValues(min=key.usd_per_key_month, desired=key.usd_per_key_month, max=key.usd_per_key_month),
+        note=("one key per stack; rotation is on, and AWS adds $1/month for each rotated backing key, "
+              "so from the second year the key costs more than shown"),
+    ))
+    monthly = ScenarioValues()
+    for line in lines:
+        monthly = monthly + line.monthly
+    return CostEstimate(monthly=monthly, groups=groups, lines=lines)

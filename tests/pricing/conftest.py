@@ -1,0 +1,50 @@
+import json
+from pathlib import Path
+
+import pytest
+
+from gpucloud.config import parse_stack_config
+
+CATALOG_FILE = Path(__file__).resolve().parents[2] / "infra" / "gpucloud" / "data" / "prices.json"
+
+
+@pytest.fixture(scope="session")
+def rows():
+    """The catalog file read as plain JSON, so expected figures do not go through the code under test."""
+    document = json.loads(CATALOG_FILE.read_text(encoding="utf-8"))
+
+    class Rows:
+        def hourly(self, instance_type, region):
+            (price,) = [row["usdPerHour"] for row in document["instances"]
+                        if row["instanceType"] == instance_type and row["region"] == region]
+            return price
+
+        def gp3(self, region):
+            (row,) = [row for row in document["storage"] if row["region"] == region]
+            return row
+
+        def gp3_per_gb_month(self, region):
+            return self.gp3(region)["usdPerGbMonth"]
+
+        def kms_key_month(self, region):
+            (price,) = [row["usdPerKeyMonth"] for row in document["kms"] if row["region"] == region]
+            return price
+
+        def spot_discount(self, family):
+            (discount,) = [row["discount"] for row in document["spotDiscounts"] if row["family"] == family]
+            return discount
+
+    return Rows()
+
+
+@pytest.fixture
+def stack_config():
+    def build(*groups, region="us-east-1"):
+        values = {"project": "vision", "owner": "ml-team@example.com", "costCenter": "cc-42", "groups": list(groups)}
+        return parse_stack_config(values, stack="dev", source="Pulumi.dev.yaml", region=region).config
+
+    return build
+
+
+def assert_cents(actual, expected):
+    assert round(actual, 2) == round(expected, 2), f"{actual!r} != {expected!r} to the cent"

@@ -1,0 +1,189 @@
+import pytest
+
+from gpucloud.pricing import PriceNotFound, estimate_stack, load_catalog
+from gpucloud.pricing.estimate import gp3_volume_month
+
+from conftest import assert_cents
+
+HOURS = 730
+
+
+def test_json_document_has_exactly_the_documented_keys(stack_config):
+    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 1})
+
+    document = estimate_stack(config, "us-east-1").to_dict()
+
+    assert list(document) == ["currency", "hoursPerMonth", "monthly", "groups", "lines"]
+    assert document["currency"] == "USD" and document["hoursPerMonth"] == 730
+    assert set(document["monthly"]) == {"min", "desired", "max"}
+    assert {"monthly", "onDemand", "spot"} <= set(document["groups"][0])
+    assert {"resource", "quantity", "unit", "monthly"} <= set(document["lines"][0])
+
+
+def test_always_on_group_costs_every_hour_of_the_month_at_its_first_type(stack_config, rows):
+    config = stack_config({
+        "name": "serve", "instanceTypes": ["g5.xlarge", "g5.2xlarge"], "minSize": 2, "maxSize": 2,
+        "spotPercent": 0, "rootVolumeGiB": 100, "dataVolumeGiB": 50,
+    })
+
+    estimate = estimate_stack(config, "us-east-1")
+
+    compute_first = 2 * HOURS * rows.hourly("g5.xlarge", "us-east-1")
+    compute_max = 2 * HOURS * rows.hourly("g5.2xlarge", "us-east-1")  # the most expensive listed type
+    volumes = 2 * (100 + 50) * rows.gp3_per_gb_month("us-east-1")
+    key = rows.kms_key_month("us-east-1")
+    group = estimate.groups[0]
+    assert_cents(group.on_demand.desired, compute_first)
+    assert_cents(group.spot.desired, 0)
+    assert_cents(estimate.monthly.min, compute_first + volumes + key)
+    assert_cents(estimate.monthly.desired, compute_first + volumes + key)
+    assert_cents(estimate.monthly.max, compute_max + volumes + key)
+    assert group.instance_type == "g5.xlarge" and group.max_instance_type == "g5.2xlarge"
+    assert any("first listed type" in note for note in group.notes)
+    for scenario in ("min", "desired", "max"):
+        assert_cents(sum(line.monthly.get(scenario) for line in estimate.lines), estimate.monthly.get(scenario))
+
+
+def test_spot_split_prices_instances_above_the_base_at_the_family_discount(stack_config, rows):
+    config = stack_config({
+        "name": "train", "instanceTypes": ["g5.2xlarge"], "minSize": 1, "desiredCapacity": 4, "maxSize": 6,
+        "onDemandBaseCapacity": 1, "spotPercent": 75, "rootVolumeGiB": 200,
+    }, region="ap-northeast-1")
+
+    estimate = estimate_stack(config, "ap-northeast-1")
+
+    hourly = rows.hourly("g5.2xlarge", "ap-northeast-1")
+    spot_hourly = hourly * (1 - rows.spot_discount("g5"))
+    gb_month = rows.gp3_per_gb_month("ap-northeast-1")
+    # Worked by hand: base 1 on demand; of the rest 25% on demand, rounded up.
+    # min 1 -> 1 OD + 0 spot; desired 4 -> 1 + ceil(0.75) = 2 OD + 2 spot; max 6 -> 1 + ceil(1.25) = 3 OD + 3 spot.
+    expected = {"min": (1, 0), "desired": (2, 2), "max": (3, 3)}
+    group = estimate.groups[0]
+    for scenario, (on_demand, spot) in expected.items():
+        assert_cents(group.on_demand.get(scenario), on_demand * HOURS * hourly)
+        assert_cents(group.spot.get(scenario), spot * HOURS * spot_hourly)
+        volumes = (on_demand + spot) * 200 * gb_month
+        assert_cents(group.monthly.get(scenario), on_demand * HOURS * hourly + spot * HOURS * spot_hourly + volumes)
+        assert_cents(estimate.monthly.get(scenario), group.monthly.get(scenario) + rows.kms_key_month("ap-northeast-1"))
+
+
+def test_group_scaled_to_zero_twelve_hours_a_day_costs_half(stack_config, rows):
+    always_on = {"name": "dev", "instanceTypes": ["p3.2xlarge"], "minSize": 0, "desiredCapacity": 1, "maxSize": 1,
+                 "spotPercent": 0}
+    nightly = dict(always_on, scaling={"schedules": [
+        {"name": "evening", "recurrence": "0 20 * * *", "desiredCapacity": 0, "timeZone": "America/New_York"},
+        {"name": "morning", "recurrence": "0 8 * * *", "desiredCapacity": 1, "timeZone": "America/New_York"},
+    ]})
+
+    estimate = estimate_stack(stack_config(nightly), "us-east-1")
+
+    running_month = HOURS * rows.hourly("p3.2xlarge", "us-east-1") + 100 * rows.gp3_per_gb_month("us-east-1")
+    group = estimate.groups[0]
+    for scenario in ("min", "desired", "max"):
+        assert_cents(group.monthly.get(scenario), running_month / 2)
+        assert_cents(group.instance_hours.get(scenario), HOURS / 2)
+    unscheduled = estimate_stack(stack_config(always_on), "us-east-1").groups[0]
+    assert_cents(group.monthly.desired, unscheduled.monthly.desired / 2)
+
+
+def test_schedule_firing_mid_hour_is_counted_to_the_minute(stack_config, rows):
+    group = {"name": "lab", "instanceTypes": ["g4dn.xlarge"], "maxSize": 3, "spotPercent": 0, "rootVolumeGiB": 30,
+             "scaling": {"schedules": [
+                 {"name": "start", "recurrence": "15 9 * * MON-FRI", "desiredCapacity": 3, "timeZone": "Europe/Paris"},
+                 {"name": "stop", "recurrence": "45 17 * * 1-5", "desiredCapacity": 0, "timeZone": "Europe/Paris"},
+             ]}}
+
+    estimate = estimate_stack(stack_config(group), "us-east-1")
+
+    # 3 instances for 8.5 h on each of 5 weekdays, out of a 168-hour week.
+    fraction = 5 * 8.5 / 168
+    instance_hours = 3 * fraction * HOURS
+    expected = instance_hours * rows.hourly("g4dn.xlarge", "us-east-1") + instance_hours * 30 * rows.gp3_per_gb_month(
+        "us-east-1") / HOURS
+    assert_cents(estimate.groups[0].instance_hours.desired, instance_hours)
+    assert_cents(estimate.groups[0].monthly.desired, expected)
+
+
+def test_schedule_that_only_lowers_max_at_night_returns_to_the_scenario_capacity(stack_config, rows):
+    group = {"name": "batch", "instanceTypes": ["g6.xlarge"], "minSize": 1, "desiredCapacity": 2, "maxSize": 4,
+             "spotPercent": 0, "rootVolumeGiB": 30, "scaling": {"schedules": [
+                 {"name": "night", "recurrence": "0 0 * * *", "minSize": 0, "maxSize": 0},
+                 {"name": "day", "recurrence": "0 12 * * *", "minSize": 1, "maxSize": 4},
+             ]}}
+
+    estimate = estimate_stack(stack_config(group), "us-east-1")
+
+    hourly = rows.hourly("g6.xlarge", "us-east-1")
+    for scenario, capacity in {"min": 1, "desired": 2, "max": 4}.items():
+        assert_cents(estimate.groups[0].on_demand.get(scenario), capacity * HOURS / 2 * hourly)
+
+
+def test_persistent_volume_is_billed_all_month_even_with_no_instance(stack_config, rows):
+    config = stack_config({
+        "name": "notebook", "instanceTypes": ["g6.xlarge"], "minSize": 0, "maxSize": 1, "spotPercent": 0,
+        "rootVolumeGiB": 100, "persistentVolumeGiB": 500,
+    })
+
+    estimate = estimate_stack(config, "us-east-1")
+
+    gb_month = rows.gp3_per_gb_month("us-east-1")
+    key = rows.kms_key_month("us-east-1")
+    persistent = 500 * gb_month
+    assert_cents(estimate.monthly.min, persistent + key)
+    assert_cents(estimate.monthly.desired, persistent + key)
+    assert_cents(estimate.monthly.max, HOURS * rows.hourly("g6.xlarge", "us-east-1") + 100 * gb_month + persistent + key)
+    persistent_lines = [line for line in estimate.lines if "persistent volume" in line.resource]
+    assert len(persistent_lines) == 1 and persistent_lines[0].quantity.min == 500
+
+
+def test_spot_in_a_family_without_a_sourced_discount_is_priced_at_on_demand_and_says_so(stack_config, rows):
+    config = stack_config({"name": "infer", "instanceTypes": ["g4dn.2xlarge"], "minSize": 2, "maxSize": 2})
+
+    group = estimate_stack(config, "us-east-1").groups[0]
+
+    assert_cents(group.spot.desired, 2 * HOURS * rows.hourly("g4dn.2xlarge", "us-east-1"))
+    assert any("no sourced spot discount for g4dn" in note for note in group.notes)
+
+
+def test_type_not_offered_in_the_region_stops_the_estimate_naming_type_and_region(stack_config):
+    config = stack_config({"name": "train", "instanceTypes": ["g6.xlarge"], "maxSize": 1}, region="eu-west-1")
+
+    with pytest.raises(PriceNotFound) as error:
+        estimate_stack(config, "eu-west-1")
+
+    assert "g6.xlarge" in str(error.value) and "eu-west-1" in str(error.value)
+    assert "not offered" in str(error.value)
+
+
+def test_region_outside_the_catalog_stops_the_estimate_naming_type_and_region(stack_config):
+    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 1}, region="sa-east-1")
+
+    with pytest.raises(PriceNotFound) as error:
+        estimate_stack(config, "sa-east-1")
+
+    assert "g5.xlarge" in str(error.value) and "sa-east-1" in str(error.value)
+
+
+def test_any_listed_type_without_a_price_stops_the_estimate(stack_config):
+    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge", "p5e.48xlarge"], "maxSize": 1})
+
+    with pytest.raises(PriceNotFound, match=r"p5e\.48xlarge in us-east-1"):
+        estimate_stack(config, "us-east-1")
+
+
+def test_region_without_a_gp3_price_stops_the_estimate_naming_it(stack_config):
+    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 1}, region="us-west-2")
+
+    with pytest.raises(PriceNotFound, match=r"gp3 storage price for us-west-2"):
+        estimate_stack(config, "us-west-2")
+
+
+def test_gp3_iops_and_throughput_above_the_free_baseline_are_charged(rows):
+    price = load_catalog().gp3("ap-northeast-1")
+
+    monthly = gp3_volume_month(price, 1000, iops=6000, throughput_mibps=250)
+
+    row = rows.gp3("ap-northeast-1")
+    assert (row["baselineIops"], row["baselineMibps"]) == (3000, 125)
+    assert_cents(monthly, 1000 * row["usdPerGbMonth"] + 3000 * row["usdPerIopsMonth"] + 125 * row["usdPerMibpsMonth"])
+    assert_cents(gp3_volume_month(price, 1000), 1000 * rows.gp3_per_gb_month("ap-northeast-1"))
