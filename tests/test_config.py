@@ -21,7 +21,7 @@ def group(**changes):
     return {"name": "workers", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 2, **changes}
 
 
-@pytest.mark.parametrize("missing", ["project", "owner", "costCenter", "groups"])
+@pytest.mark.parametrize("missing", ["project", "owner", "costCenter", "budget", "groups"])
 def test_required_keys_are_named_when_missing(missing):
     values = minimal_config()
     del values[missing]

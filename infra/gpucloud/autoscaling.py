@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from gpucloud.config import ScalingConfig
+from gpucloud.config import IdleShutdown, ScalingConfig
 
 GPU_METRICS_NAMESPACE = "CWAgent"
 GPU_UTILIZATION_METRIC = "nvidia_smi_utilization_gpu"
 """Published by the CloudWatch agent's `nvidia_gpu` section, aggregated per Auto Scaling group."""
+IDLE_PERIOD_SECONDS = 300
 
 
 def _dimensions(dimensions: Mapping[str, str]) -> list[dict]:
@@ -23,6 +24,8 @@ def _dimensions(dimensions: Mapping[str, str]) -> list[dict]:
 class GpuAutoscalingArgs:
     group_name: pulumi.Input[str]
     scaling: ScalingConfig
+    idle_shutdown: IdleShutdown | None = None
+    """Scale to zero (exact capacity 0) once GPUs stay idle; the group's minimum must be 0."""
     tags: Mapping[str, str] = field(default_factory=dict)
     alarm_actions: tuple[pulumi.Input[str], ...] = ()
     """Extra alarm targets (e.g. the project's SNS topic) besides the scaling policies."""
@@ -98,37 +101,24 @@ class GpuAutoscaling(pulumi.ComponentResource):
 
         if scaling.gpu_idle_scale_in:
             idle = scaling.gpu_idle_scale_in
-            policy = aws.autoscaling.Policy(
-                f"{name}-gpu-idle-in",
-                autoscaling_group_name=args.group_name,
-                policy_type="StepScaling",
+            self._scale_in_when_idle(
+                f"{name}-gpu-idle",
+                args,
                 adjustment_type="ChangeInCapacity",
-                metric_aggregation_type="Average",
-                step_adjustments=[{"metric_interval_upper_bound": "0", "scaling_adjustment": -idle.scale_in_by}],
-                opts=child,
+                adjustment=-idle.scale_in_by,
+                utilization_percent=idle.utilization_percent,
+                minutes=idle.minutes,
+                description=f"scale in by {idle.scale_in_by}",
             )
-            self.policies.append(policy)
-            period = 300
-            self.alarms.append(
-                aws.cloudwatch.MetricAlarm(
-                    f"{name}-gpu-idle-alarm",
-                    alarm_description=(
-                        f"scale in by {idle.scale_in_by} while average GPU utilisation stays under "
-                        f"{idle.utilization_percent}% for {idle.minutes} minutes"
-                    ),
-                    namespace=GPU_METRICS_NAMESPACE,
-                    metric_name=GPU_UTILIZATION_METRIC,
-                    dimensions={"AutoScalingGroupName": args.group_name},
-                    statistic="Average",
-                    period=period,
-                    evaluation_periods=max(1, idle.minutes * 60 // period),
-                    threshold=idle.utilization_percent,
-                    comparison_operator="LessThanThreshold",
-                    treat_missing_data="notBreaching",
-                    alarm_actions=[policy.arn, *args.alarm_actions],
-                    tags=dict(args.tags),
-                    opts=child,
-                )
+        if args.idle_shutdown:
+            self._scale_in_when_idle(
+                f"{name}-idle-shutdown",
+                args,
+                adjustment_type="ExactCapacity",
+                adjustment=0,
+                utilization_percent=args.idle_shutdown.utilization_percent,
+                minutes=args.idle_shutdown.minutes,
+                description="scale to zero",
             )
 
         for schedule in scaling.schedules:
@@ -149,3 +139,48 @@ class GpuAutoscaling(pulumi.ComponentResource):
         self.policy_arns = pulumi.Output.all(*[policy.arn for policy in self.policies])
         self.alarm_arns = pulumi.Output.all(*[alarm.arn for alarm in self.alarms])
         self.register_outputs({"policyArns": self.policy_arns, "alarmArns": self.alarm_arns})
+
+    def _scale_in_when_idle(
+        self,
+        name: str,
+        args: GpuAutoscalingArgs,
+        *,
+        adjustment_type: str,
+        adjustment: int,
+        utilization_percent: float,
+        minutes: int,
+        description: str,
+    ) -> None:
+        """A step policy fired by the group's average GPU utilisation staying under a threshold."""
+        child = pulumi.ResourceOptions(parent=self)
+        policy = aws.autoscaling.Policy(
+            f"{name}-in",
+            autoscaling_group_name=args.group_name,
+            policy_type="StepScaling",
+            adjustment_type=adjustment_type,
+            metric_aggregation_type="Average",
+            step_adjustments=[{"metric_interval_upper_bound": "0", "scaling_adjustment": adjustment}],
+            opts=child,
+        )
+        self.policies.append(policy)
+        self.alarms.append(
+            aws.cloudwatch.MetricAlarm(
+                f"{name}-alarm",
+                alarm_description=(
+                    f"{description} while average GPU utilisation stays under {utilization_percent}% "
+                    f"for {minutes} minutes"
+                ),
+                namespace=GPU_METRICS_NAMESPACE,
+                metric_name=GPU_UTILIZATION_METRIC,
+                dimensions={"AutoScalingGroupName": args.group_name},
+                statistic="Average",
+                period=IDLE_PERIOD_SECONDS,
+                evaluation_periods=max(1, minutes * 60 // IDLE_PERIOD_SECONDS),
+                threshold=utilization_percent,
+                comparison_operator="LessThanThreshold",
+                treat_missing_data="notBreaching",
+                alarm_actions=[policy.arn, *args.alarm_actions],
+                tags=dict(args.tags),
+                opts=child,
+            )
+        )

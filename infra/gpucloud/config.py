@@ -224,6 +224,13 @@ class GpuIdleScaleIn(_Model):
     scale_in_by: int = Field(default=1, ge=1, le=100)
 
 
+class IdleShutdown(_Model):
+    """Scale the group to zero once its GPUs have been idle this long (an idle fleet costs only its volumes)."""
+
+    utilization_percent: float = Field(default=5, gt=0, le=100)
+    minutes: int = Field(default=60, ge=10, le=1440)
+
+
 class ScalingConfig(_Model):
     target_tracking: TargetTracking | None = None
     step_scaling: list[StepScaling] = Field(default_factory=list)
@@ -257,6 +264,7 @@ class GroupConfig(_Model):
     ami_id: AmiId | None = None
     health_check_grace_period_seconds: int = Field(default=900, ge=0, le=7200)
     scaling: ScalingConfig = Field(default_factory=ScalingConfig)
+    idle_shutdown: IdleShutdown | None = None
 
     @property
     def initial_capacity(self) -> int:
@@ -300,6 +308,14 @@ class GroupConfig(_Model):
         return self
 
     @model_validator(mode="after")
+    def idle_shutdown_needs_zero_minimum(self) -> GroupConfig:
+        if self.idle_shutdown and self.min_size != 0:
+            raise ValueError(
+                f"idleShutdown scales the group to zero, which needs minSize: 0 (got {self.min_size})"
+            )
+        return self
+
+    @model_validator(mode="after")
     def schedules_stay_within_max(self) -> GroupConfig:
         for schedule in self.scaling.schedules:
             for size in (schedule.max_size, schedule.desired_capacity, schedule.min_size):
@@ -311,6 +327,22 @@ class GroupConfig(_Model):
         return self
 
 
+class MonitoringConfig(_Model):
+    """GPU alarms sent to the project's SNS topic (the owner's e-mail is subscribed)."""
+
+    temperature_threshold_c: int = Field(default=85, ge=40, le=100)
+    memory_saturation_percent: float = Field(default=95, gt=0, le=100)
+    idle_utilization_percent: float = Field(default=5, gt=0, le=100)
+    idle_minutes: int = Field(default=60, ge=10, le=1440)
+    dashboard: bool = True
+
+
+class BudgetConfig(_Model):
+    """The project's monthly AWS Budgets cost budget, filtered on its `Project` tag."""
+
+    monthly_usd: float = Field(gt=0, le=10_000_000)
+
+
 class StackConfig(_Model):
     """Everything one project's stack declares under the `gpu-cloud:` namespace."""
 
@@ -320,6 +352,8 @@ class StackConfig(_Model):
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     data: DataConfig | None = None
     access: AccessConfig = Field(default_factory=AccessConfig)
+    monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
+    budget: BudgetConfig
     groups: list[GroupConfig] = Field(min_length=1, max_length=50)
 
     @field_validator("groups")

@@ -7,9 +7,11 @@ from dataclasses import dataclass
 import pulumi
 
 from gpucloud.autoscaling import GpuAutoscaling, GpuAutoscalingArgs
+from gpucloud.cost_budget import CostBudget, CostBudgetArgs
 from gpucloud.encrypted_volume import EncryptedVolume, EncryptedVolumeArgs
 from gpucloud.encryption_key import EncryptionKey, EncryptionKeyArgs
 from gpucloud.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
+from gpucloud.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpucloud.policy_documents import autoscaling_group_name, instance_role_name
 from gpucloud.resolve import ResolvedGroup, ResolvedStack
 from gpucloud.s3_access import S3PrefixAccess, S3PrefixAccessArgs
@@ -28,6 +30,8 @@ class ProjectEnvironment(pulumi.ComponentResource):
     """The project's customer-managed key."""
     instance_role_arn: pulumi.Output[str]
     """The role every node of the project runs as."""
+    alerts_topic_arn: pulumi.Output[str]
+    """SNS topic for GPU alarms and budget alerts."""
     groups: pulumi.Output[dict]
     """Per group: Auto Scaling group name and ARN, security group id, persistent volume id."""
 
@@ -69,11 +73,48 @@ class ProjectEnvironment(pulumi.ComponentResource):
         self.instance_groups: dict[str, GpuInstanceGroup] = {}
         for group in stack.groups:
             group_outputs[group.config.name] = self._group(name, stack, group, child)
+        monitoring = config.monitoring
+        self.monitoring = GpuMonitoring(
+            f"{name}-monitoring",
+            GpuMonitoringArgs(
+                project=config.project,
+                account_id=stack.account_id,
+                region=stack.settings.region,
+                owner_email=config.owner,
+                kms_key_arn=self.key.key_arn,
+                group_names=[autoscaling_group_name(config.project, group.config.name) for group in stack.groups],
+                temperature_threshold_c=monitoring.temperature_threshold_c,
+                memory_saturation_percent=monitoring.memory_saturation_percent,
+                idle_utilization_percent=monitoring.idle_utilization_percent,
+                idle_minutes=monitoring.idle_minutes,
+                dashboard=monitoring.dashboard,
+                tags=tags,
+            ),
+            opts=child,
+        )
+        self.budget = CostBudget(
+            f"{name}-budget",
+            CostBudgetArgs(
+                project=config.project,
+                monthly_usd=config.budget.monthly_usd,
+                owner_email=config.owner,
+                topic_arn=self.monitoring.topic_arn,
+                tags=tags,
+            ),
+            opts=child,
+        )
         self.kms_key_arn = self.key.key_arn
         self.instance_role_arn = self.access.role_arn
+        self.alerts_topic_arn = self.monitoring.topic_arn
         self.groups = pulumi.Output.from_input(group_outputs)
         self.register_outputs(
-            {"kmsKeyArn": self.kms_key_arn, "instanceRoleArn": self.instance_role_arn, "groups": self.groups}
+            {
+                "kmsKeyArn": self.kms_key_arn,
+                "instanceRoleArn": self.instance_role_arn,
+                "alertsTopicArn": self.alerts_topic_arn,
+                "budgetName": self.budget.budget_name,
+                "groups": self.groups,
+            }
         )
 
     def _group(self, name: str, stack: ResolvedStack, group: ResolvedGroup, child: pulumi.ResourceOptions) -> dict:
@@ -137,7 +178,12 @@ class ProjectEnvironment(pulumi.ComponentResource):
         self.instance_groups[settings.name] = instances
         GpuAutoscaling(
             f"{prefix}-scaling",
-            GpuAutoscalingArgs(group_name=instances.group_name, scaling=settings.scaling, tags=tags),
+            GpuAutoscalingArgs(
+                group_name=instances.group_name,
+                scaling=settings.scaling,
+                idle_shutdown=settings.idle_shutdown,
+                tags=tags,
+            ),
             opts=child,
         )
         outputs.update(autoScalingGroupName=instances.group_name, autoScalingGroupArn=instances.group_arn)

@@ -96,6 +96,9 @@ def _schedule(state: dict[str, Any]) -> str:
 
 
 def _alarm(state: dict[str, Any]) -> str:
+    if state.get("metricQueries"):
+        expression = next(q.get("expression") for q in state["metricQueries"] if q.get("expression"))
+        return f"{expression} > {state.get('threshold')} for {state.get('evaluationPeriods')} periods"
     operator = {"GreaterThanOrEqualToThreshold": ">=", "LessThanThreshold": "<", "GreaterThanThreshold": ">"}.get(
         state.get("comparisonOperator", ""), state.get("comparisonOperator")
     )
@@ -121,6 +124,15 @@ SUMMARIES: dict[str, Summary] = {
     "aws:autoscaling/policy:Policy": _scaling_policy,
     "aws:autoscaling/schedule:Schedule": _schedule,
     "aws:cloudwatch/metricAlarm:MetricAlarm": _alarm,
+    "aws:cloudwatch/dashboard:Dashboard": lambda state: str(state.get("dashboardName")),
+    "aws:sns/topic:Topic": lambda state: f"{state.get('name')}, encrypted with the project key" if state.get("kmsMasterKeyId") else str(state.get("name")),
+    "aws:sns/topicSubscription:TopicSubscription": lambda state: f"{state.get('protocol')} {state.get('endpoint')}",
+    "aws:sns/topicPolicy:TopicPolicy": lambda state: "publish: CloudWatch alarms and AWS Budgets of this account",
+    "aws:budgets/budget:Budget": lambda state: (
+        f"{state.get('limitAmount')} {state.get('limitUnit')}/month on "
+        + ", ".join(v for f in state.get("costFilters", []) for v in f.get("values", []))
+        + f"; {len(state.get('notifications', []))} alerts"
+    ),
 }
 
 

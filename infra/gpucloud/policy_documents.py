@@ -98,6 +98,14 @@ def key_policy(partition: str, account_id: str, user_role_names: Sequence[str]) 
                 "Resource": "*",
             },
             {
+                "Sid": "AlarmAndBudgetServicesPublishToEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+            },
+            {
                 "Sid": "AutoScalingAttachesEncryptedVolumes",
                 "Effect": "Allow",
                 "Principal": {"AWS": autoscaling},
@@ -256,3 +264,20 @@ def instance_role_policy(
     if bucket:
         statements = s3_prefix_statements(partition, bucket, read_prefixes, write_prefixes) + statements
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def alerts_topic_policy(topic_arn: str, account_id: str) -> Document:
+    """Only CloudWatch alarms and AWS Budgets of this account may publish to the alerts topic."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AlarmsAndBudgetsOfThisAccountPublish",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
+                "Action": "sns:Publish",
+                "Resource": topic_arn,
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+            }
+        ],
+    }

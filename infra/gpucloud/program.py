@@ -40,6 +40,7 @@ def build(settings: StackSettings) -> ProjectEnvironment:
     environment = ProjectEnvironment(settings.config.project, ProjectEnvironmentArgs(stack=resolved))
     pulumi.export("kmsKeyArn", environment.kms_key_arn)
     pulumi.export("instanceRoleArn", environment.instance_role_arn)
+    pulumi.export("alertsTopicArn", environment.alerts_topic_arn)
     pulumi.export("groups", environment.groups)
     return environment
 

@@ -9,6 +9,7 @@
 
 from gpucloud.testing.account import Deployment, moto_account, run_program, run_program_file
 from gpucloud.testing.engine import AppliedResource, MotoEngine
+from gpucloud.testing.handlers.budgets import budget_subscribers
 from gpucloud.testing.registry import BrokenReferenceError, UnsupportedResourceError
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "Deployment",
     "MotoEngine",
     "UnsupportedResourceError",
+    "budget_subscribers",
     "moto_account",
     "run_program",
     "run_program_file",

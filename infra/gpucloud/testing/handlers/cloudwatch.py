@@ -27,6 +27,7 @@ def put_metric_alarm(account: Account, request: ResourceRequest) -> Created:
                 "ComparisonOperator": inputs["comparisonOperator"],
                 "TreatMissingData": inputs.get("treatMissingData"),
                 "ActionsEnabled": inputs.get("actionsEnabled", True),
+                "Metrics": [_metric_query(query) for query in inputs.get("metricQueries", [])],
                 "AlarmActions": inputs.get("alarmActions"),
                 "OKActions": inputs.get("okActions"),
                 "InsufficientDataActions": inputs.get("insufficientDataActions"),
@@ -36,3 +37,40 @@ def put_metric_alarm(account: Account, request: ResourceRequest) -> Created:
     )
     alarm = cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]
     return Created(id=name, outputs={"arn": alarm["AlarmArn"]})
+
+
+def _metric_query(query: dict) -> dict:
+    metric = query.get("metric")
+    return drop_none(
+        {
+            "Id": query["id"],
+            "Expression": query.get("expression"),
+            "Label": query.get("label"),
+            "ReturnData": query.get("returnData"),
+            "Period": query.get("period"),
+            "MetricStat": drop_none(
+                {
+                    "Metric": drop_none(
+                        {
+                            "Namespace": metric.get("namespace"),
+                            "MetricName": metric["metricName"],
+                            "Dimensions": [{"Name": k, "Value": v} for k, v in (metric.get("dimensions") or {}).items()],
+                        }
+                    ),
+                    "Period": metric["period"],
+                    "Stat": metric["stat"],
+                    "Unit": metric.get("unit"),
+                }
+            )
+            if metric
+            else None,
+        }
+    )
+
+
+@resource("aws:cloudwatch/dashboard:Dashboard")
+def put_dashboard(account: Account, request: ResourceRequest) -> Created:
+    name = request.inputs["dashboardName"]
+    account.client("cloudwatch").put_dashboard(DashboardName=name, DashboardBody=request.inputs["dashboardBody"])
+    arn = account.client("cloudwatch").get_dashboard(DashboardName=name)["DashboardArn"]
+    return Created(id=name, outputs={"dashboardArn": arn})
