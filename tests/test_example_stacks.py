@@ -8,6 +8,18 @@ import json
 GPU_TYPES = {"vision-train": {"p4d.24xlarge", "p5.48xlarge"}, "llm-infer": {"g5.2xlarge", "g6e.2xlarge", "g5.4xlarge"}, "notebooks": {"g5.xlarge", "g4dn.xlarge"}}
 
 
+UNTAGGABLE = {
+    "aws:kms/alias:Alias",
+    "aws:iam/rolePolicy:RolePolicy",
+    "aws:autoscaling/policy:Policy",
+    "aws:autoscaling/schedule:Schedule",
+    "aws:cloudwatch/dashboard:Dashboard",
+    "aws:sns/topicPolicy:TopicPolicy",
+    "aws:sns/topicSubscription:TopicSubscription",
+}
+"""Types whose pulumi-aws resource has no `tags` input."""
+
+
 def project_key_arn(example) -> str:
     return example.outputs["kmsKeyArn"]
 
@@ -33,7 +45,7 @@ def test_stack_builds_with_every_resource_applied(example):
     assert {"aws:kms/key:Key", "aws:iam/role:Role", "aws:ec2/launchTemplate:LaunchTemplate", "aws:autoscaling/group:Group"} <= types
     not_validated = {resource.type for resource in example.unvalidated}
     assert not_validated <= {"aws:ec2/placementGroup:PlacementGroup"}
-    assert set(example.outputs) == {"kmsKeyArn", "instanceRoleArn", "groups"}
+    assert set(example.outputs) == {"kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "groups"}
 
 
 def test_key_is_customer_managed_with_rotation(example):
@@ -121,7 +133,7 @@ def test_security_groups_have_no_world_open_ingress(example):
 
 def test_every_taggable_resource_carries_the_project_tags(example):
     for resource in example.resources:
-        if not resource.custom or resource.type in ("aws:kms/alias:Alias", "aws:iam/rolePolicy:RolePolicy", "aws:autoscaling/policy:Policy", "aws:autoscaling/schedule:Schedule"):
+        if not resource.custom or resource.type in UNTAGGABLE:
             continue
         tags = resource.inputs.get("tags")
         if isinstance(tags, list):
@@ -225,7 +237,11 @@ def test_scaling_policies_and_schedules_are_as_configured(example):
             assert spec["CustomizedMetricSpecification"]["MetricName"] == scaling.target_tracking.metric_name
             assert spec["TargetValue"] == scaling.target_tracking.target_value
         adjustments = sorted(p["StepAdjustments"][0]["ScalingAdjustment"] for p in steps)
-        expected = sorted([s.scale_out_by for s in scaling.step_scaling] + ([-scaling.gpu_idle_scale_in.scale_in_by] if scaling.gpu_idle_scale_in else []))
+        expected = sorted(
+            [s.scale_out_by for s in scaling.step_scaling]
+            + ([-scaling.gpu_idle_scale_in.scale_in_by] if scaling.gpu_idle_scale_in else [])
+            + ([0] if config.idle_shutdown else [])
+        )
         assert adjustments == expected
         alarms = example.client("cloudwatch").describe_alarms()["MetricAlarms"]
         for policy in steps:
@@ -245,7 +261,10 @@ def test_gpu_idle_alarm_watches_the_group_utilisation(example):
         idle = config.scaling.gpu_idle_scale_in
         if not idle:
             continue
-        alarm = next(a for a in alarms if a["MetricName"] == "nvidia_smi_utilization_gpu")
+        policies = example.client("autoscaling").describe_policies(AutoScalingGroupName=group["AutoScalingGroupName"])["ScalingPolicies"]
+        [scale_in] = [p for p in policies if p.get("StepAdjustments", [{}])[0].get("ScalingAdjustment") == -idle.scale_in_by]
+        [alarm] = [a for a in alarms if scale_in["PolicyARN"] in a["AlarmActions"]]
+        assert alarm["MetricName"] == "nvidia_smi_utilization_gpu"
         assert alarm["Dimensions"] == [{"Name": "AutoScalingGroupName", "Value": group["AutoScalingGroupName"]}]
         assert alarm["Threshold"] == idle.utilization_percent and alarm["ComparisonOperator"] == "LessThanThreshold"
         assert alarm["Period"] * alarm["EvaluationPeriods"] == idle.minutes * 60

@@ -58,7 +58,7 @@ def test_config_error_found_through_aws_facts_also_exits_2(tmp_path, capsys):
     stack = tmp_path / "Pulumi.cpu.yaml"
     stack.write_text(
         "config:\n  aws:region: us-east-1\n  gpu-cloud:project: cpu\n  gpu-cloud:owner: a@example.com\n"
-        "  gpu-cloud:costCenter: cc\n  gpu-cloud:groups:\n    - {name: cpus, instanceTypes: [m5.large], maxSize: 1}\n"
+        "  gpu-cloud:costCenter: cc\n  gpu-cloud:budget: {monthlyUsd: 100}\n  gpu-cloud:groups:\n    - {name: cpus, instanceTypes: [m5.large], maxSize: 1}\n"
     )
     assert main(["plan", "--config", str(stack)]) == 2
     captured = capsys.readouterr()

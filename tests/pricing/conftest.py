@@ -40,7 +40,7 @@ def rows():
 @pytest.fixture
 def stack_config():
     def build(*groups, region="us-east-1"):
-        values = {"project": "vision", "owner": "ml-team@example.com", "costCenter": "cc-42", "groups": list(groups)}
+        values = {"project": "vision", "owner": "ml-team@example.com", "costCenter": "cc-42", "budget": {"monthlyUsd": 100000}, "groups": list(groups)}
         return parse_stack_config(values, stack="dev", source="Pulumi.dev.yaml", region=region).config
 
     return build
