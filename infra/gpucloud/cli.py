@@ -11,6 +11,8 @@ from rich.console import Console
 from gpucloud.config import ConfigError, load_stack_file
 
 STACKS_DIRECTORY = Path("stacks")
+WIDE_OUTPUT = 200
+"""Columns for the tree when printing to a file or CI log rather than a terminal."""
 
 
 def _stack_file(arguments: argparse.Namespace) -> Path:
@@ -32,8 +34,10 @@ def plan(arguments: argparse.Namespace) -> int:
     if arguments.json:
         print(planning.dumps(result.to_preview_json()))
     else:
-        render(result, Console(width=arguments.width, soft_wrap=False))
-    return 0
+        console = Console(soft_wrap=False)
+        console.width = arguments.width or (console.width if console.is_terminal else WIDE_OUTPUT)
+        render(result, console)
+    return 1 if result.failed else 0
 
 
 def build_parser() -> argparse.ArgumentParser:

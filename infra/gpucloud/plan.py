@@ -9,9 +9,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucloud.config import StackSettings
+from gpucloud.pricing import CostEstimate, PricingError, budget_findings, estimate_stack
 from gpucloud.testing import AppliedResource, Deployment, moto_account, run_program
 
 PROJECT = "gpu-cloud"
+
+
+@dataclass(frozen=True)
+class PlanFinding:
+    """Something the plan found besides the resources: a budget check, a policy violation, a warning."""
+
+    source: str
+    severity: str
+    """`failure` makes the plan exit 1; `warning` is printed only."""
+    rule: str
+    message: str
+    urn: str | None = None
 
 
 @dataclass
@@ -23,7 +36,12 @@ class Plan:
     region: str
     resources: list[AppliedResource]
     outputs: dict[str, Any]
-    extras: dict[str, Any] = field(default_factory=dict)
+    findings: list[PlanFinding] = field(default_factory=list)
+    cost_estimate: CostEstimate | None = None
+
+    @property
+    def failed(self) -> bool:
+        return any(finding.severity == "failure" for finding in self.findings)
 
     @property
     def stack_urn(self) -> str:
@@ -58,12 +76,17 @@ class Plan:
             if not resource.validated:
                 state["gpucloudNotValidated"] = resource.note
             steps.append({"op": "create", "urn": resource.urn, "newState": state})
-        return {
+        document: dict[str, Any] = {
             "steps": steps,
             "changeSummary": {"create": len(steps)},
             "outputs": self.outputs,
-            **self.extras,
+            "findings": [
+                {key: value for key, value in vars(finding).items() if value is not None} for finding in self.findings
+            ],
         }
+        if self.cost_estimate:
+            document["costEstimate"] = self.cost_estimate.to_dict()
+        return document
 
 
 def _from_deployment(deployment: Deployment, region: str) -> Plan:
@@ -76,13 +99,36 @@ def _from_deployment(deployment: Deployment, region: str) -> Plan:
     )
 
 
+def cost_findings(settings: StackSettings) -> tuple[CostEstimate | None, list[PlanFinding]]:
+    """The stack's cost estimate and what it means for the budget."""
+    try:
+        estimate = estimate_stack(settings.config, settings.region)
+    except PricingError as error:
+        return None, [
+            PlanFinding(
+                source="cost",
+                severity="warning",
+                rule="no-cost-estimate",
+                message=f"no cost estimate, so the budget is not checked: {error} (run `gpucloud prices refresh`)",
+            )
+        ]
+    findings = [
+        PlanFinding(source="budget", severity=finding.severity, rule=finding.rule, message=finding.message)
+        for finding in budget_findings(estimate, settings.config.budget.monthly_usd)
+    ]
+    return estimate, findings
+
+
 def plan_stack(settings: StackSettings) -> Plan:
-    """Run the gpu-cloud program for one stack on a fresh moto account."""
+    """Run the gpu-cloud program for one stack on a fresh moto account, then price it."""
     from gpucloud.program import build
 
     with moto_account(settings.region) as account:
         deployment = run_program(lambda: build(settings), account, project=PROJECT, stack=settings.stack)
-    return _from_deployment(deployment, settings.region)
+    plan = _from_deployment(deployment, settings.region)
+    plan.cost_estimate, budget = cost_findings(settings)
+    plan.findings.extend(budget)
+    return plan
 
 
 def plan_program(program: Callable[[], None], *, stack: str, region: str, config: dict[str, Any] | None = None) -> Plan:

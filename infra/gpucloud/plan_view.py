@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpucloud.plan import Plan
+from gpucloud.pricing import render_estimate
 from gpucloud.testing import AppliedResource
 
 Summary = Callable[[dict[str, Any]], str]
@@ -168,7 +169,8 @@ def render(plan: Plan, console: Console) -> None:
     )
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
     for column in ("", "Type", "Name", "Plan"):
-        table.add_column(column, no_wrap=True)
+        table.add_column(column, no_wrap=True, min_width=len(column) or 1)
+    table.columns[3].min_width = len("create")
     table.add_column("Info", overflow="fold", min_width=30)
     table.add_row("+", "pulumi:pulumi:Stack", f"{plan.project}-{plan.stack}", "create", "")
     for prefix, resource in _tree_rows(plan):
@@ -188,3 +190,15 @@ def render(plan: Plan, console: Console) -> None:
     unvalidated = [resource for resource in plan.resources if not resource.validated]
     if unvalidated:
         console.print(f"    ({len(unvalidated)} recorded without moto validation: {', '.join(r.type for r in unvalidated)})")
+    if plan.cost_estimate:
+        console.print()
+        render_estimate(plan.cost_estimate, console)
+    if plan.findings:
+        console.print("\nFindings:")
+        for finding in plan.findings:
+            style = "bold red" if finding.severity == "failure" else "yellow"
+            where = f" {finding.urn}" if finding.urn else ""
+            console.print(
+                Text(f"    {finding.severity} [{finding.source}: {finding.rule}]{where}: ", style=style) + Text(finding.message),
+                soft_wrap=True,
+            )

@@ -1,0 +1,91 @@
+"""What a stack will cost: the three example stacks priced independently from the catalog's rows,
+and budgets that warn or fail the plan."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpucloud.cli import main
+from gpucloud.config import load_stack_file
+from gpucloud.plan import cost_findings
+from support import ROOT, STACKS
+
+CATALOG = json.loads((ROOT / "infra/gpucloud/data/prices.json").read_text())
+HOURS = 730
+WORKDAY_FRACTION = (5 * 12) / (7 * 24)
+"""08:00-20:00 Monday to Friday, the schedules of vision-train and notebooks."""
+
+
+def hourly(instance_type: str) -> float:
+    [row] = [r for r in CATALOG["instances"] if r["instanceType"] == instance_type and r["region"] == "us-east-1"]
+    return row["usdPerHour"]
+
+
+def spot_hourly(instance_type: str) -> float:
+    family = instance_type.split(".")[0]
+    discounts = [r["discount"] for r in CATALOG["spotDiscounts"] if r["family"] == family]
+    return hourly(instance_type) * (1 - discounts[0]) if discounts else hourly(instance_type)
+
+
+GP3 = next(r["usdPerGbMonth"] for r in CATALOG["storage"] if r["region"] == "us-east-1" and r["volumeType"] == "gp3")
+KMS = next(r["usdPerKeyMonth"] for r in CATALOG["kms"] if r["region"] == "us-east-1")
+
+EXPECTED_DESIRED = {
+    # two nodes in working hours: the on-demand base of 1, and 1 spot (no sourced p4d discount: on-demand price)
+    "vision-train": HOURS * WORKDAY_FRACTION * (hourly("p4d.24xlarge") + spot_hourly("p4d.24xlarge"))
+    + 2 * (200 + 2000) * GP3 * WORKDAY_FRACTION
+    + KMS,
+    # one on-demand server all month
+    "llm-infer": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS,
+    # one on-demand notebook in working hours, its 200 GiB home volume all month
+    "notebooks": HOURS * WORKDAY_FRACTION * hourly("g5.xlarge") + 100 * GP3 * WORKDAY_FRACTION + 200 * GP3 + KMS,
+}
+EXPECTED_MAX = {
+    # 8 servers at the dearest type (g6e.2xlarge, no sourced spot discount), all month
+    "llm-infer": 8 * HOURS * hourly("g6e.2xlarge") + 8 * 150 * GP3 + KMS,
+}
+
+
+@pytest.mark.parametrize("stack", sorted(EXPECTED_DESIRED))
+def test_example_stack_estimate_matches_the_catalog_to_the_cent(stack):
+    settings = load_stack_file(STACKS / f"Pulumi.{stack}.yaml")
+    estimate, findings = cost_findings(settings)
+    assert estimate is not None and findings == []
+    assert round(estimate.monthly.desired, 2) == round(EXPECTED_DESIRED[stack], 2)
+    if stack in EXPECTED_MAX:
+        assert round(estimate.monthly.max, 2) == round(EXPECTED_MAX[stack], 2)
+    document = estimate.to_dict()
+    assert document["currency"] == "USD" and document["hoursPerMonth"] == 730
+    assert set(document["monthly"]) == {"min", "desired", "max"}
+
+
+def write_stack(tmp_path, budget: float, min_size: int, desired: int) -> str:
+    path = tmp_path / "Pulumi.pricey.yaml"
+    path.write_text(
+        "config:\n  aws:region: us-east-1\n  gpu-cloud:project: pricey\n  gpu-cloud:owner: a@example.com\n"
+        f"  gpu-cloud:costCenter: cc\n  gpu-cloud:budget: {{monthlyUsd: {budget}}}\n"
+        "  gpu-cloud:groups:\n"
+        f"    - {{name: big, instanceTypes: [p5.48xlarge], minSize: {min_size}, desiredCapacity: {desired}, maxSize: 4,"
+        " onDemandBaseCapacity: 4, spotPercent: 0}\n"
+    )
+    return str(path)
+
+
+def test_minimum_capacity_over_budget_fails_the_plan_naming_group_and_figures(tmp_path, capsys):
+    assert main(["plan", "--config", write_stack(tmp_path, budget=1000, min_size=1, desired=1), "--json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    [finding] = [f for f in document["findings"] if f["source"] == "budget"]
+    minimum = HOURS * hourly("p5.48xlarge") + 100 * GP3 + KMS
+    assert finding["severity"] == "failure"
+    assert f"${minimum:,.2f}" in finding["message"] and "$1,000.00" in finding["message"]
+    assert "big" in finding["message"]
+    assert round(document["costEstimate"]["monthly"]["min"], 2) == round(minimum, 2)
+
+
+def test_desired_capacity_over_budget_only_warns(tmp_path, capsys):
+    assert main(["plan", "--config", write_stack(tmp_path, budget=1000, min_size=0, desired=1)]) == 0
+    out = capsys.readouterr().out
+    assert "warning [budget: budget-exceeded-at-desired]" in out
+    assert "All amounts are in USD" in out
