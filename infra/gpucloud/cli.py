@@ -40,6 +40,22 @@ def plan(arguments: argparse.Namespace) -> int:
     return 1 if result.failed else 0
 
 
+def refresh_prices(arguments: argparse.Namespace) -> int:
+    """Rebuild the price catalog from the AWS Price List API (needs AWS credentials)."""
+    import boto3
+
+    from gpucloud.pricing import DEFAULT_CATALOG_PATH, SUPPORTED_INSTANCE_TYPES, SUPPORTED_REGIONS, refresh_catalog
+
+    catalog = refresh_catalog(
+        boto3.Session(),
+        arguments.output or DEFAULT_CATALOG_PATH,
+        arguments.regions or SUPPORTED_REGIONS,
+        arguments.instance_types or SUPPORTED_INSTANCE_TYPES,
+    )
+    print(f"wrote {len(catalog.instances)} instance prices to {arguments.output or DEFAULT_CATALOG_PATH}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpucloud", description="Per-project GPU environments on AWS.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -53,6 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     plan_parser.add_argument("--json", action="store_true", help="print the plan in `pulumi preview --json` layout")
     plan_parser.add_argument("--width", type=int, default=None, help="terminal width for the tree")
     plan_parser.set_defaults(handler=plan)
+
+    prices = commands.add_parser("prices", help="the price catalog behind the plan's cost estimate")
+    prices_commands = prices.add_subparsers(dest="prices_command", required=True)
+    refresh = prices_commands.add_parser("refresh", help="rebuild the catalog from the AWS Price List API")
+    refresh.add_argument("--regions", nargs="+", help="regions to refresh (default: all supported)")
+    refresh.add_argument("--instance-types", nargs="+", help="instance types to refresh (default: all supported)")
+    refresh.add_argument("--output", help="catalog file to write (default: the packaged catalog)")
+    refresh.set_defaults(handler=refresh_prices)
     return parser
 
 

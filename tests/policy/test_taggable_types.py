@@ -1,0 +1,51 @@
+"""Taggable resource types come from the installed pulumi-aws SDK, not a hand-kept list."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from gpucloud.policy.taggable import is_taggable
+
+
+@pytest.mark.parametrize(
+    "type_token",
+    [
+        "aws:ebs/volume:Volume",
+        "aws:ec2/launchTemplate:LaunchTemplate",
+        "aws:autoscaling/group:Group",
+        "aws:kms/key:Key",
+        "aws:iam/role:Role",
+        "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+        "aws:lambda/function:Function",  # lives in pulumi_aws.lambda_
+    ],
+)
+def test_types_with_a_tags_input_are_taggable(type_token):
+    assert is_taggable(type_token)
+
+
+@pytest.mark.parametrize(
+    "type_token",
+    [
+        "aws:iam/rolePolicy:RolePolicy",
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "aws:ec2/securityGroupRule:SecurityGroupRule",
+        "aws:autoscaling/schedule:Schedule",
+        "aws:autoscaling/policy:Policy",
+        "aws:kms/alias:Alias",
+        "aws:ec2/noSuchThing:NoSuchThing",
+        "pulumi:providers:aws",
+        "gpu-cloud:index:GpuInstanceGroup",
+    ],
+)
+def test_types_without_tags_are_not_taggable(type_token):
+    assert not is_taggable(type_token)
+
+
+def test_repeated_lookups_are_cached():
+    is_taggable("aws:ec2/instance:Instance")
+    started = time.perf_counter()
+    for _ in range(10_000):
+        is_taggable("aws:ec2/instance:Instance")
+    assert time.perf_counter() - started < 0.5
