@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
+from gpucloud.autoscaling import GPU_METRICS_NAMESPACE
+from gpucloud.encrypted_volume import ATTACH_TAG
 from gpucloud.resolve import InstanceTypeFacts
+from gpucloud.userdata import NodeBootstrap, instance_type_has_nvlink, user_data_base64
 
 LAUNCH_HOOK_TIMEOUT_SECONDS = 900
 TERMINATE_HOOK_TIMEOUT_SECONDS = 600
@@ -44,8 +46,48 @@ class GpuInstanceGroupArgs:
     root_volume_gib: int = 100
     data_volume_gib: int = 0
     health_check_grace_period_seconds: int = 900
-    user_data: str | None = None
+    project: str = ""
+    region: str = "us-east-1"
+    max_temperature_c: int = 85
+    persistent_volume_attach_to: str | None = None
+    """`gpu-cloud:attach-to` tag value of the volume the node attaches at boot, if any."""
+    checkpoint_bucket: str | None = None
+    checkpoint_prefix: str | None = None
+    """Where the node syncs checkpoints when it is told to go (spot notice, scale-in)."""
     tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def node_shape(facts: InstanceTypeFacts, multi_node: bool) -> tuple:
+    """What a launch template must know about a type: EFA cards, GPUs, NVLink, scratch disks."""
+    return (
+        facts.efa_interfaces if multi_node else 0,
+        facts.gpu_count,
+        facts.gpu_model,
+        instance_type_has_nvlink(facts.name, facts.gpu_count),
+        facts.instance_store_disks,
+    )
+
+
+def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> NodeBootstrap:
+    """The user data parameters for nodes of this type: what the health gate expects to find."""
+    return NodeBootstrap(
+        project=args.project,
+        group_name=args.group_name,
+        region=args.region,
+        expected_gpu_count=facts.gpu_count,
+        expected_gpu_model=facts.gpu_model,
+        launch_hook_name=launch_hook_name(args.group_name),
+        terminate_hook_name=terminate_hook_name(args.group_name),
+        max_temperature_c=args.max_temperature_c,
+        nvlink_expected=instance_type_has_nvlink(facts.name, facts.gpu_count),
+        scratch_disk_count=facts.instance_store_disks,
+        data_disk_device=DATA_DEVICE_NAME if args.data_volume_gib else None,
+        persistent_volume_tag_key=ATTACH_TAG if args.persistent_volume_attach_to else None,
+        persistent_volume_tag_value=args.persistent_volume_attach_to,
+        checkpoint_bucket=args.checkpoint_bucket,
+        checkpoint_prefix=args.checkpoint_prefix.rstrip("/") if args.checkpoint_prefix else None,
+        cloudwatch_namespace=GPU_METRICS_NAMESPACE,
+    )
 
 
 def _network_interfaces(args: GpuInstanceGroupArgs, efa_interfaces: int) -> list[dict]:
@@ -96,7 +138,8 @@ class GpuInstanceGroup(pulumi.ComponentResource):
     group_arn: pulumi.Output[str]
     """ARN of the Auto Scaling group."""
     launch_template_ids: pulumi.Output[list[str]]
-    """Ids of the group's launch templates (one per EFA layout on multi-node groups)."""
+    """Ids of the group's launch templates: one per node shape (GPUs, scratch disks, EFA cards),
+    since each template's user data tells the health gate what to expect."""
     placement_group_name: pulumi.Output[str] | None
     """Cluster placement group of a multi-node group."""
 
@@ -111,25 +154,25 @@ class GpuInstanceGroup(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
 
-        layouts: dict[int, list[InstanceTypeFacts]] = {}
+        shapes: dict[tuple, list[InstanceTypeFacts]] = {}
         for facts in args.instance_types:
-            layouts.setdefault(facts.efa_interfaces if args.multi_node else 0, []).append(facts)
-        self.launch_templates: dict[int, aws.ec2.LaunchTemplate] = {}
-        for index, efa_interfaces in enumerate(layouts):
-            suffix = "" if index == 0 else f"-efa{efa_interfaces}"
-            self.launch_templates[efa_interfaces] = self._launch_template(f"{name}-lt{suffix}", args, efa_interfaces)
-        primary_layout = next(iter(layouts))
-        primary = self.launch_templates[primary_layout]
+            shapes.setdefault(node_shape(facts, args.multi_node), []).append(facts)
+        self.launch_templates: dict[tuple, aws.ec2.LaunchTemplate] = {}
+        for index, (shape, types) in enumerate(shapes.items()):
+            suffix = "" if index == 0 else "-" + types[0].name.replace(".", "-")
+            self.launch_templates[shape] = self._launch_template(f"{name}-lt{suffix}", args, types[0])
+        primary_shape = next(iter(shapes))
+        primary = self.launch_templates[primary_shape]
 
         def template_spec(template: aws.ec2.LaunchTemplate) -> dict:
             return {"launch_template_id": template.id, "version": template.latest_version.apply(str)}
 
         overrides = []
-        for efa_interfaces, types in layouts.items():
+        for shape, types in shapes.items():
             for facts in types:
                 override: dict = {"instance_type": facts.name}
-                if efa_interfaces != primary_layout:
-                    override["launch_template_specification"] = template_spec(self.launch_templates[efa_interfaces])
+                if shape != primary_shape:
+                    override["launch_template_specification"] = template_spec(self.launch_templates[shape])
                 overrides.append(override)
 
         desired = args.min_size if args.desired_capacity is None else args.desired_capacity
@@ -199,7 +242,8 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             }
         )
 
-    def _launch_template(self, name: str, args: GpuInstanceGroupArgs, efa_interfaces: int) -> aws.ec2.LaunchTemplate:
+    def _launch_template(self, name: str, args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> aws.ec2.LaunchTemplate:
+        efa_interfaces = facts.efa_interfaces if args.multi_node else 0
         instance_tags = {**args.tags, "Name": args.group_name}
         return aws.ec2.LaunchTemplate(
             name,
@@ -217,7 +261,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             monitoring={"enabled": True},
             block_device_mappings=_block_devices(args),
             network_interfaces=_network_interfaces(args, efa_interfaces),
-            user_data=base64.b64encode(args.user_data.encode()).decode() if args.user_data else None,
+            user_data=user_data_base64(node_bootstrap(args, facts)),
             tag_specifications=[
                 {"resource_type": kind, "tags": instance_tags}
                 for kind in ("instance", "volume", "network-interface")

@@ -222,6 +222,8 @@ def node_statements(partition: str, region: str, account_id: str, project: str, 
             "Effect": "Allow",
             "Action": [
                 "autoscaling:DescribeAutoScalingInstances",
+                "autoscaling:DescribeLifecycleHooks",
+                "ec2:DescribeInstances",
                 "ec2:DescribeTags",
                 "ec2:DescribeVolumes",
             ],

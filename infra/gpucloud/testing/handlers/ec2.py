@@ -7,7 +7,6 @@ from typing import Any
 from gpucloud.testing.handlers.kms import require_key
 from gpucloud.testing.registry import (
     Account,
-    BrokenReferenceError,
     Created,
     ResourceRequest,
     as_bool,
@@ -22,10 +21,6 @@ from gpucloud.testing.registry import (
 def create_security_group(account: Account, request: ResourceRequest) -> Created:
     ec2 = account.client("ec2")
     inputs = request.inputs
-    if inputs.get("ingress") or inputs.get("egress"):
-        raise BrokenReferenceError(
-            f"{request.name}: inline ingress/egress blocks are not mapped; use aws.vpc.SecurityGroupIngressRule"
-        )
     name = request.physical_name()
     group_id = ec2.create_security_group(
         **drop_none(
@@ -41,9 +36,33 @@ def create_security_group(account: Account, request: ResourceRequest) -> Created
     ec2.revoke_security_group_egress(
         GroupId=group_id, IpPermissions=[{"IpProtocol": "-1", "IpRanges": [{"CidrIp": "0.0.0.0/0"}]}]
     )
+    ingress = [_inline_permission(rule, group_id) for rule in inputs.get("ingress", [])]
+    egress = [_inline_permission(rule, group_id) for rule in inputs.get("egress", [])]
+    if ingress:
+        ec2.authorize_security_group_ingress(GroupId=group_id, IpPermissions=ingress)
+    if egress:
+        ec2.authorize_security_group_egress(GroupId=group_id, IpPermissions=egress)
     return Created(
         id=group_id,
         outputs={"arn": account.arn("ec2", f"security-group/{group_id}"), "name": name, "ownerId": account.account_id},
+    )
+
+
+def _inline_permission(rule: dict[str, Any], own_group_id: str) -> dict[str, Any]:
+    """An inline `ingress`/`egress` block of aws.ec2.SecurityGroup as an IpPermission."""
+    protocol = str(rule["protocol"])
+    description = drop_none({"Description": rule.get("description")})
+    groups = list(rule.get("securityGroups") or []) + ([own_group_id] if rule.get("self") else [])
+    return drop_none(
+        {
+            "IpProtocol": protocol,
+            "FromPort": None if protocol in ("-1", "all") else rule.get("fromPort"),
+            "ToPort": None if protocol in ("-1", "all") else rule.get("toPort"),
+            "IpRanges": [{"CidrIp": cidr, **description} for cidr in rule.get("cidrBlocks") or []],
+            "Ipv6Ranges": [{"CidrIpv6": cidr, **description} for cidr in rule.get("ipv6CidrBlocks") or []],
+            "UserIdGroupPairs": [{"GroupId": group, **description} for group in groups],
+            "PrefixListIds": [{"PrefixListId": item, **description} for item in rule.get("prefixListIds") or []],
+        }
     )
 
 

@@ -42,3 +42,28 @@ def create_instance_profile(account: Account, request: ResourceRequest) -> Creat
     if request.inputs.get("role"):
         iam.add_role_to_instance_profile(InstanceProfileName=name, RoleName=request.inputs["role"])
     return Created(id=name, outputs={"arn": profile["Arn"], "name": name, "uniqueId": profile["InstanceProfileId"]})
+
+
+@resource("aws:iam/policy:Policy")
+def create_policy(account: Account, request: ResourceRequest) -> Created:
+    inputs = request.inputs
+    name = request.physical_name()
+    policy = account.client("iam").create_policy(
+        **drop_none(
+            {
+                "PolicyName": name,
+                "Path": inputs.get("path", "/"),
+                "PolicyDocument": inputs["policy"],
+                "Description": inputs.get("description"),
+                "Tags": aws_tags(inputs.get("tags")),
+            }
+        )
+    )["Policy"]
+    return Created(id=policy["Arn"], outputs={"arn": policy["Arn"], "name": name, "policyId": policy["PolicyId"]})
+
+
+@resource("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+def attach_role_policy(account: Account, request: ResourceRequest) -> Created:
+    role, policy_arn = request.inputs["role"], request.inputs["policyArn"]
+    account.client("iam").attach_role_policy(RoleName=role, PolicyArn=policy_arn)
+    return Created(id=f"{role}-{policy_arn}")

@@ -1,0 +1,201 @@
+"""`gpucloud-node`: the command line that the instance's systemd units and boot scripts call.
+
+Exit status: 0 healthy or done; 1 unhealthy, or a volume that could not be prepared;
+2 bad usage or config; 3 the verdict could not be reported to AWS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from gpucloud.node.config import NodeConfig, NodeConfigError, load_node_config
+from gpucloud.node.nvidia import Expectations, HealthReport, check_gpus
+
+IMDS_ENDPOINT_ENV = "GPUCLOUD_IMDS_ENDPOINT"
+EXIT_NOT_REPORTED = 3
+
+log = logging.getLogger("gpucloud.node")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = build_parser().parse_args(argv)
+    # No timestamps: under systemd, journald stamps and keeps each stderr line.
+    logging.basicConfig(
+        level=arguments.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        config = load_node_config(arguments.config)
+    except NodeConfigError as error:
+        log.error("%s", error)
+        return 2
+    return arguments.handler(apply_overrides(config, arguments), arguments)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpucloud-node",
+        description="Health gate, drain and storage helpers for a gpu-cloud GPU instance.",
+    )
+    parser.add_argument(
+        "--config", help="node config JSON (default: $GPUCLOUD_NODE_CONFIG or /etc/gpucloud/node.json)"
+    )
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument(
+        "--imds-endpoint",
+        help=f"instance metadata base URL (default: ${IMDS_ENDPOINT_ENV} or http://169.254.169.254)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    check = commands.add_parser(
+        "check", help="check the GPUs: exit 0 healthy, 1 unhealthy (one reason per line)"
+    )
+    _add_check_options(check)
+    check.add_argument("--json", action="store_true", help="print the full report as JSON")
+    check.set_defaults(handler=_check)
+
+    gate = commands.add_parser(
+        "gate", help="check at boot, then complete the launch lifecycle hook with CONTINUE or ABANDON"
+    )
+    _add_check_options(gate)
+    gate.set_defaults(handler=_gate)
+
+    drain = commands.add_parser(
+        "drain", help="on spot interruption or scale-in: checkpoint, then complete the terminate hook"
+    )
+    drain.add_argument("--max-polls", type=int, help="give up after this many polls (default: never)")
+    drain.set_defaults(handler=_drain)
+
+    attach = commands.add_parser(
+        "attach-volume", help="attach the group's persistent EBS volume by tag; print its device"
+    )
+    attach.set_defaults(handler=_attach_volume)
+
+    device = commands.add_parser(
+        "ebs-device", help="print the local device of the EBS volume attached as DEVICE_NAME"
+    )
+    device.add_argument("device_name", help="attachment name in the launch template, e.g. /dev/sdf")
+    device.set_defaults(handler=_ebs_device)
+    return parser
+
+
+def _add_check_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--expect-gpus", type=int, metavar="N", help="expected GPU count (overrides the config file)"
+    )
+    parser.add_argument(
+        "--expect-model", metavar="NAME", help='expected GPU model, e.g. "H100" (overrides the config file)'
+    )
+    parser.add_argument("--max-temperature", type=int, metavar="CELSIUS")
+    parser.add_argument(
+        "--nvlink",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="require every GPU's NVLink links up",
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="change no GPU setting: report persistence mode off instead of enabling it",
+    )
+
+
+def apply_overrides(config: NodeConfig, arguments: argparse.Namespace) -> NodeConfig:
+    """Command-line options win over the config file."""
+    changes = {
+        field: getattr(arguments, option, None)
+        for option, field in (
+            ("expect_gpus", "expected_gpu_count"),
+            ("expect_model", "expected_gpu_model"),
+            ("max_temperature", "max_temperature_c"),
+            ("nvlink", "nvlink_expected"),
+            ("imds_endpoint", "imds_endpoint"),
+        )
+    }
+    changes["imds_endpoint"] = changes["imds_endpoint"] or os.environ.get(IMDS_ENDPOINT_ENV)
+    return config.replace(**{field: value for field, value in changes.items() if value is not None})
+
+
+def run_node_check(config: NodeConfig, read_only: bool = False) -> HealthReport:
+    expectations = Expectations(
+        gpu_count=config.expected_gpu_count,
+        gpu_model=config.expected_gpu_model,
+        max_temperature_c=config.max_temperature_c,
+        nvlink=config.nvlink_expected,
+        required_mounts=config.required_mounts,
+    )
+    return check_gpus(
+        expectations,
+        nvidia_smi=config.nvidia_smi,
+        timeout_s=config.command_timeout_s,
+        enable_persistence=not read_only,
+    )
+
+
+def _check(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    report = run_node_check(config, read_only=arguments.read_only)
+    for action in report.actions:
+        log.info("%s", action)
+    if arguments.json:
+        print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+    elif report.healthy:
+        names = ", ".join(sorted({gpu.value("name") for gpu in report.gpus}))
+        drivers = ", ".join(sorted({gpu.value("driver_version") for gpu in report.gpus}))
+        print(f"healthy: {len(report.gpus)} GPU(s) ({names}), driver {drivers}")
+    else:
+        print("\n".join(report.problems))
+    return 0 if report.healthy else 1
+
+
+def _gate(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    from gpucloud.node.imds import InstanceMetadata
+    from gpucloud.node.lifecycle import LifecycleError, gate
+
+    try:
+        return gate(
+            config,
+            InstanceMetadata(config.imds_endpoint),
+            lambda: run_node_check(config, arguments.read_only),
+        )
+    except LifecycleError as error:
+        log.error("could not report the health verdict: %s", error)
+        return EXIT_NOT_REPORTED
+
+
+def _drain(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    from gpucloud.node.imds import InstanceMetadata
+    from gpucloud.node.lifecycle import LifecycleError, drain
+
+    try:
+        return drain(config, InstanceMetadata(config.imds_endpoint), max_polls=arguments.max_polls)
+    except LifecycleError as error:
+        log.error("drain failed: %s", error)
+        return EXIT_NOT_REPORTED
+
+
+def _attach_volume(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    from gpucloud.node.imds import InstanceMetadata
+    from gpucloud.node.volumes import VolumeError, attach_persistent_volume
+
+    try:
+        print(attach_persistent_volume(config, InstanceMetadata(config.imds_endpoint)))
+    except VolumeError as error:
+        log.error("%s", error)
+        return 1
+    return 0
+
+
+def _ebs_device(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    from gpucloud.node.imds import InstanceMetadata
+    from gpucloud.node.volumes import VolumeError, local_device_for
+
+    try:
+        print(local_device_for(arguments.device_name, config, InstanceMetadata(config.imds_endpoint)))
+    except VolumeError as error:
+        log.error("%s", error)
+        return 1
+    return 0

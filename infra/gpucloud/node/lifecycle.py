@@ -1,0 +1,296 @@
+"""Auto Scaling lifecycle: the boot gate (CONTINUE or ABANDON) and the drain on termination.
+
+boto3 is imported only when a client is built, so `check` keeps working on hosts without it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from gpucloud.node.commands import CommandRunner, run_command
+from gpucloud.node.config import NodeConfig
+from gpucloud.node.imds import InstanceMetadata, MetadataError
+from gpucloud.node.nvidia import HealthReport
+from gpucloud.node.retry import Backoff, retry
+
+CONTINUE = "CONTINUE"
+ABANDON = "ABANDON"
+TERMINATED = "Terminated"
+
+ClientFactory = Callable[[str, str], Any]
+Sleep = Callable[[float], None]
+
+_TRANSIENT_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "ServiceUnavailable",
+        "InternalFailure",
+        "InternalError",
+        "RequestTimeout",
+    }
+)
+
+log = logging.getLogger("gpucloud.node.lifecycle")
+
+
+class LifecycleError(RuntimeError):
+    """Auto Scaling (or the metadata service) could not be reached or refused a call."""
+
+
+def boto3_client(service: str, region: str) -> Any:
+    import boto3
+
+    return boto3.client(service, region_name=region)
+
+
+def is_transient_aws_error(error: Exception) -> bool:
+    """Throttling, 5xx and connection failures are worth retrying; validation errors are not."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if isinstance(error, ClientError):
+        code = error.response.get("Error", {}).get("Code", "")
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return code in _TRANSIENT_CODES or status >= 500
+    return isinstance(error, BotoCoreError)
+
+
+def call_aws(what: str, operation: Callable[[], Any], backoff: Backoff, sleep: Sleep) -> Any:
+    """One AWS call with retries on transient errors; any other failure is a LifecycleError
+    (a ClientError stays reachable as its __cause__)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        return retry(operation, what=what, backoff=backoff, retryable=is_transient_aws_error, sleep=sleep)
+    except (ClientError, BotoCoreError) as error:
+        raise LifecycleError(f"{what}: {error}") from error
+
+
+def identify(config: NodeConfig, metadata: InstanceMetadata) -> tuple[str, str]:
+    """This instance's id and region, from metadata (the config may pin the region)."""
+    try:
+        return metadata.instance_id(), config.region or metadata.region()
+    except MetadataError as error:
+        raise LifecycleError(f"cannot identify this instance: {error}") from error
+
+
+def gate(
+    config: NodeConfig,
+    metadata: InstanceMetadata,
+    run_check: Callable[[], HealthReport],
+    client_factory: ClientFactory = boto3_client,
+    backoff: Backoff = Backoff(),
+    sleep: Sleep = time.sleep,
+) -> int:
+    """Check the node, then let Auto Scaling put it in service (CONTINUE) or replace it (ABANDON).
+    Returns 0 when healthy, 1 when not.
+
+    Without a pending launch action (no hook configured, or a reboot long after launch) an
+    unhealthy node is marked Unhealthy instead, so Auto Scaling replaces it rather than use it.
+    """
+    instance_id, region = identify(config, metadata)
+    report = run_check()
+    for line in report.actions:
+        log.info("%s", line)
+    for problem in report.problems:
+        log.warning("unhealthy: %s", problem)
+    if report.healthy:
+        log.info("healthy: %d GPU(s)", len(report.gpus))
+    verdict = 0 if report.healthy else 1
+
+    autoscaling = client_factory("autoscaling", region)
+    group = find_group_name(metadata, autoscaling, instance_id, backoff, sleep)
+    if group is None:
+        log.warning("%s is not in an Auto Scaling group; nothing to report", instance_id)
+        return verdict
+    hook = config.launch_hook_name
+    if hook and _hook_exists(autoscaling, group, hook, backoff, sleep):
+        result = CONTINUE if report.healthy else ABANDON
+        if complete_lifecycle_action(autoscaling, group, hook, instance_id, result, backoff, sleep):
+            return verdict
+    elif hook:
+        log.warning("launch hook %s does not exist on %s", hook, group)
+    if not report.healthy:
+        call_aws(
+            "SetInstanceHealth",
+            lambda: autoscaling.set_instance_health(
+                InstanceId=instance_id, HealthStatus="Unhealthy", ShouldRespectGracePeriod=False
+            ),
+            backoff,
+            sleep,
+        )
+        log.info("marked %s Unhealthy in %s", instance_id, group)
+    return verdict
+
+
+def drain(
+    config: NodeConfig,
+    metadata: InstanceMetadata,
+    run: CommandRunner = run_command,
+    client_factory: ClientFactory = boto3_client,
+    backoff: Backoff = Backoff(attempts=3),
+    sleep: Sleep = time.sleep,
+    max_polls: int | None = None,
+) -> int:
+    """Poll for a spot interruption notice or an Auto Scaling termination; on the first notice
+    save a checkpoint, then complete the terminate hook so the instance goes without waiting out
+    the hook's timeout. Returns 0 once done, or after max_polls polls (for tests)."""
+    instance_id, region = identify(config, metadata)
+    log.info("watching %s for spot interruption and scale-in", instance_id)
+    checkpointed = False
+    polls = 0
+    while max_polls is None or polls < max_polls:
+        polls += 1
+        try:
+            spot, target = metadata.spot_instance_action(), metadata.target_lifecycle_state()
+        except MetadataError as error:
+            log.warning("metadata poll failed, will poll again: %s", error)
+            spot, target = None, None
+        if spot is not None or target == TERMINATED:
+            if not checkpointed:
+                log.info("termination notice: spot=%s, target lifecycle state=%s", spot, target)
+                save_checkpoint(config, instance_id, run, backoff, sleep)
+                checkpointed = True
+            if target == TERMINATED:
+                autoscaling = client_factory("autoscaling", region)
+                _complete_terminate_hook(config, metadata, instance_id, autoscaling, backoff, sleep)
+                return 0
+            if not config.terminate_hook_name:
+                log.info("checkpoint done and no terminate hook to complete")
+                return 0
+        sleep(config.poll_interval_s)
+    return 0
+
+
+def checkpoint_uri(config: NodeConfig, instance_id: str) -> str | None:
+    """s3://<bucket>/<write prefix>/checkpoints/<instance id>/, or None without a bucket."""
+    if not config.checkpoint_bucket:
+        return None
+    prefix = (config.checkpoint_prefix or "").strip("/")
+    parts = [part for part in (prefix, "checkpoints", instance_id) if part]
+    return f"s3://{config.checkpoint_bucket}/{'/'.join(parts)}/"
+
+
+def checkpoint_argv(config: NodeConfig, instance_id: str) -> list[str] | None:
+    """The configured checkpoint command, else `aws s3 sync` of the checkpoint dir to S3."""
+    if config.checkpoint_command:
+        return list(config.checkpoint_command)
+    uri = checkpoint_uri(config, instance_id)
+    return ["aws", "s3", "sync", "--no-progress", config.checkpoint_dir, uri] if uri else None
+
+
+def save_checkpoint(
+    config: NodeConfig, instance_id: str, run: CommandRunner, backoff: Backoff, sleep: Sleep
+) -> bool:
+    """Run the checkpoint command with bounded retries; True once it succeeded. The command also
+    gets GPUCLOUD_INSTANCE_ID, GPUCLOUD_CHECKPOINT_DIR and GPUCLOUD_CHECKPOINT_URI."""
+    argv = checkpoint_argv(config, instance_id)
+    if argv is None:
+        log.warning("no checkpoint bucket or command configured; nothing saved")
+        return False
+    if not config.checkpoint_command and not Path(config.checkpoint_dir).is_dir():
+        log.info("no checkpoint directory %s; nothing to save", config.checkpoint_dir)
+        return True
+    environment = dict(
+        os.environ,
+        GPUCLOUD_INSTANCE_ID=instance_id,
+        GPUCLOUD_CHECKPOINT_DIR=config.checkpoint_dir,
+        GPUCLOUD_CHECKPOINT_URI=checkpoint_uri(config, instance_id) or "",
+    )
+    delays = backoff.delays()
+    for attempt in range(1, backoff.attempts + 1):
+        log.info("checkpoint attempt %d of %d: %s", attempt, backoff.attempts, " ".join(argv))
+        result = run(argv, config.checkpoint_timeout_s, environment)
+        for line in (result.stdout + result.stderr).splitlines():
+            log.info("checkpoint: %s", line)
+        if result.ok:
+            log.info("checkpoint saved")
+            return True
+        log.warning("checkpoint failed: %s", result.describe_failure(config.checkpoint_timeout_s))
+        delay = next(delays, None)
+        if delay is not None:
+            sleep(delay)
+    log.error("checkpoint failed %d times; releasing the instance anyway", backoff.attempts)
+    return False
+
+
+def find_group_name(
+    metadata: InstanceMetadata, autoscaling: Any, instance_id: str, backoff: Backoff, sleep: Sleep
+) -> str | None:
+    """The instance's group: its aws:autoscaling:groupName tag when metadata exposes tags,
+    else DescribeAutoScalingInstances."""
+    try:
+        tagged = metadata.autoscaling_group_tag()
+    except MetadataError as error:
+        log.info("group tag unreadable from metadata (%s); asking Auto Scaling", error)
+        tagged = None
+    if tagged:
+        return tagged.strip()
+    response = call_aws(
+        "DescribeAutoScalingInstances",
+        lambda: autoscaling.describe_auto_scaling_instances(InstanceIds=[instance_id]),
+        backoff,
+        sleep,
+    )
+    instances = response.get("AutoScalingInstances", [])
+    return instances[0]["AutoScalingGroupName"] if instances else None
+
+
+def complete_lifecycle_action(
+    autoscaling: Any, group: str, hook: str, instance_id: str, result: str, backoff: Backoff, sleep: Sleep
+) -> bool:
+    """Complete the hook; False when Auto Scaling holds no pending action for this instance."""
+    try:
+        call_aws(
+            f"CompleteLifecycleAction {hook} {result}",
+            lambda: autoscaling.complete_lifecycle_action(
+                LifecycleHookName=hook,
+                AutoScalingGroupName=group,
+                LifecycleActionResult=result,
+                InstanceId=instance_id,
+            ),
+            backoff,
+            sleep,
+        )
+    except LifecycleError as error:
+        cause = getattr(error.__cause__, "response", {})
+        if cause.get("Error", {}).get("Code") != "ValidationError":
+            raise
+        log.info("no pending %s action for %s: %s", hook, instance_id, error)
+        return False
+    log.info("completed lifecycle hook %s of %s with %s", hook, group, result)
+    return True
+
+
+def _hook_exists(autoscaling: Any, group: str, hook: str, backoff: Backoff, sleep: Sleep) -> bool:
+    response = call_aws(
+        "DescribeLifecycleHooks",
+        lambda: autoscaling.describe_lifecycle_hooks(AutoScalingGroupName=group, LifecycleHookNames=[hook]),
+        backoff,
+        sleep,
+    )
+    return any(item.get("LifecycleHookName") == hook for item in response.get("LifecycleHooks", []))
+
+
+def _complete_terminate_hook(
+    config: NodeConfig,
+    metadata: InstanceMetadata,
+    instance_id: str,
+    autoscaling: Any,
+    backoff: Backoff,
+    sleep: Sleep,
+) -> None:
+    hook = config.terminate_hook_name
+    if not hook:
+        log.info("no terminate hook configured; Auto Scaling proceeds on its own")
+        return
+    group = find_group_name(metadata, autoscaling, instance_id, backoff, sleep)
+    if group is None:
+        raise LifecycleError(f"{instance_id} is not in an Auto Scaling group")
+    complete_lifecycle_action(autoscaling, group, hook, instance_id, CONTINUE, backoff, sleep)

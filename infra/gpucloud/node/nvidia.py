@@ -1,0 +1,368 @@
+"""GPU health from `nvidia-smi`: parsers and checks are pure functions over its text output.
+
+Only `check_gpus` runs commands, through an injected runner, so the same logic is exercised by
+recorded outputs in tests and by the real driver on an instance.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpucloud.node.commands import CommandResult, CommandRunner, run_command
+
+QUERY_FIELDS = (
+    "index",
+    "pci.bus_id",
+    "uuid",
+    "name",
+    "driver_version",
+    "persistence_mode",
+    "temperature.gpu",
+    "ecc.mode.current",
+    "ecc.errors.uncorrected.volatile.total",
+    "retired_pages.pending",
+    "remapped_rows.pending",
+    "remapped_rows.failure",
+)
+PERSISTENCE_FIELDS = ("index", "persistence_mode")
+
+# Printed where a counter does not apply to the GPU (ECC off, no page retirement on Hopper):
+# nothing to check, unlike bracketed errors such as [Unknown Error] or [GPU requires reset].
+_NOT_APPLICABLE = frozenset({"", "n/a", "[n/a]", "not supported", "[not supported]"})
+_REQUIRES_RESET = "[gpu requires reset]"
+_YES = frozenset({"yes", "true", "active", "enabled"})
+_NO = frozenset({"no", "false", "inactive", "disabled"})
+_VENDOR_WORDS = frozenset({"nvidia", "tesla"})
+# `nvidia-smi topo -m` underlines its header with terminal escapes even when not on a terminal.
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
+_GPU_NAME = re.compile(r"^GPU(\d+)$")
+
+NvlinkLinks = Mapping[int, Mapping[int, bool]]
+"""Per GPU index, each NVLink link number and whether it is up."""
+Topology = Mapping[int, Mapping[int, str]]
+"""Per GPU index, the connection to each other GPU as `topo -m` prints it (NV18, SYS, PHB...)."""
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """What a healthy node of this instance type looks like."""
+
+    gpu_count: int | None = None
+    gpu_model: str | None = None
+    max_temperature_c: int = 85
+    nvlink: bool = False
+    required_mounts: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GpuRecord:
+    """One row of `nvidia-smi --query-gpu`, keyed by query field, values as printed."""
+
+    fields: Mapping[str, str]
+
+    def value(self, name: str) -> str:
+        return self.fields.get(name, "")
+
+    @property
+    def index(self) -> int | None:
+        return _parse_int(self.value("index"))
+
+    @property
+    def label(self) -> str:
+        return f"GPU {self.value('index') or self.value('pci.bus_id') or '?'}"
+
+
+@dataclass
+class HealthReport:
+    """The verdict of one check: healthy exactly when there are no problems."""
+
+    expectations: Expectations
+    problems: list[str] = field(default_factory=list)
+    actions: list[str] = field(default_factory=list)
+    gpus: tuple[GpuRecord, ...] = ()
+    nvlink: NvlinkLinks | None = None
+    topology: Topology | None = None
+
+    @property
+    def healthy(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, Any]:
+        nvlink = None
+        if self.nvlink is not None:
+            nvlink = {
+                str(gpu): {
+                    "active": sorted(link for link, up in links.items() if up),
+                    "inactive": sorted(link for link, up in links.items() if not up),
+                }
+                for gpu, links in sorted(self.nvlink.items())
+            }
+        topology = None
+        if self.topology is not None:
+            topology = {
+                f"GPU{gpu}": {f"GPU{peer}": kind for peer, kind in sorted(peers.items())}
+                for gpu, peers in sorted(self.topology.items())
+            }
+        expected = dataclasses.asdict(self.expectations)
+        expected["required_mounts"] = list(self.expectations.required_mounts)
+        return {
+            "healthy": self.healthy,
+            "problems": list(self.problems),
+            "actions": list(self.actions),
+            "expected": expected,
+            "gpus": [dict(gpu.fields) for gpu in self.gpus],
+            "nvlink": nvlink,
+            "topology": topology,
+        }
+
+
+def query_argv(nvidia_smi: str, fields: Sequence[str] = QUERY_FIELDS) -> list[str]:
+    return [nvidia_smi, f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits"]
+
+
+def parse_gpu_query(text: str, fields: Sequence[str] = QUERY_FIELDS) -> tuple[list[GpuRecord], list[str]]:
+    """GPU rows, and the lines that were not rows: that is where nvidia-smi complains about a
+    GPU it cannot reach ("Unable to determine the device handle for GPU...")."""
+    gpus, stray = [], []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        cells = [cell.strip() for cell in next(csv.reader([line]))]
+        if len(cells) == len(fields):
+            gpus.append(GpuRecord(dict(zip(fields, cells))))
+        else:
+            stray.append(line.strip())
+    return gpus, stray
+
+
+def parse_nvlink_status(text: str) -> dict[int, dict[int, bool]]:
+    """Parse `nvidia-smi nvlink --status`: `GPU n: ...` headers, then `Link k: 26.562 GB/s` or
+    `Link k: <inactive>`. A GPU whose links are all down may list none (NVML says so instead)."""
+    links: dict[int, dict[int, bool]] = {}
+    current = None
+    for line in text.splitlines():
+        line = _ANSI_ESCAPE.sub("", line).strip()
+        gpu = re.match(r"GPU (\d+):", line)
+        if gpu:
+            current = links.setdefault(int(gpu.group(1)), {})
+            continue
+        link = re.match(r"Link (\d+):\s*(.*)", line)
+        if link and current is not None:
+            state = link.group(2).strip().lower()
+            current[int(link.group(1))] = bool(state) and "inactive" not in state
+    return links
+
+
+def parse_topology(text: str) -> dict[int, dict[int, str]]:
+    """Parse the GPU-to-GPU part of the `nvidia-smi topo -m` matrix (tab-separated cells)."""
+    header: list[str] | None = None
+    matrix: dict[int, dict[int, str]] = {}
+    for line in text.splitlines():
+        cells = [cell.strip() for cell in _ANSI_ESCAPE.sub("", line).split("\t")]
+        if header is None:
+            if any(_GPU_NAME.match(cell) for cell in cells):
+                header = cells
+            continue
+        row = _GPU_NAME.match(cells[0])
+        if not row:
+            if matrix:
+                break
+            continue
+        gpu = int(row.group(1))
+        matrix[gpu] = {
+            int(column.group(1)): cell
+            for column, cell in ((_GPU_NAME.match(name), cell) for name, cell in zip(header, cells))
+            if column and int(column.group(1)) != gpu
+        }
+    return matrix
+
+
+def model_matches(expected: str, actual: str) -> bool:
+    """True when every word of the expected model appears in the GPU's name, ignoring case,
+    punctuation and vendor words: "H100" and "h100 80gb" both match "NVIDIA H100 80GB HBM3",
+    while "L4" does not match "NVIDIA L40S"."""
+    wanted = set(_words(expected)) - _VENDOR_WORDS
+    have = set(_words(actual))
+    return bool(have) and wanted <= have
+
+
+def evaluate_gpus(
+    gpus: Sequence[GpuRecord], stray_lines: Sequence[str], expectations: Expectations
+) -> list[str]:
+    """Problems with count, model, memory errors and temperature. Persistence mode is left to
+    the caller, which may fix it on the spot."""
+    problems = [f"nvidia-smi reported: {line}" for line in stray_lines]
+    if expectations.gpu_count is not None and len(gpus) != expectations.gpu_count:
+        problems.append(f"found {len(gpus)} GPUs, expected {expectations.gpu_count}")
+    for gpu in gpus:
+        label = gpu.label
+        if any(value.lower() == _REQUIRES_RESET for value in gpu.fields.values()):
+            problems.append(f"{label}: driver reports the GPU requires a reset")
+        name = gpu.value("name")
+        if expectations.gpu_model and not model_matches(expectations.gpu_model, name):
+            problems.append(f"{label} is {name!r}, expected {expectations.gpu_model!r}")
+        if _reading(gpu, "ecc.errors.uncorrected.volatile.total", problems):
+            errors = gpu.value("ecc.errors.uncorrected.volatile.total")
+            problems.append(f"{label}: {errors} uncorrectable ECC errors since the driver loaded")
+        if _reading(gpu, "retired_pages.pending", problems):
+            problems.append(f"{label}: retired pages are pending (the GPU needs a reset)")
+        if _reading(gpu, "remapped_rows.pending", problems):
+            problems.append(f"{label}: row remapping is pending (the GPU needs a reset)")
+        if _reading(gpu, "remapped_rows.failure", problems):
+            problems.append(f"{label}: row remapping failed (the GPU needs service)")
+        temperature = _reading(gpu, "temperature.gpu", problems)
+        if temperature is not None and temperature >= expectations.max_temperature_c:
+            problems.append(
+                f"{label}: temperature {temperature} C is at or above the "
+                f"{expectations.max_temperature_c} C limit"
+            )
+    return problems
+
+
+def evaluate_nvlink(gpu_indexes: Sequence[int], links: NvlinkLinks) -> list[str]:
+    """Every GPU must have NVLink links, all of them up."""
+    problems = []
+    for gpu in gpu_indexes:
+        states = links.get(gpu, {})
+        down = sorted(link for link, up in states.items() if not up)
+        if not any(states.values()):
+            problems.append(f"GPU {gpu}: no active NVLink links")
+        elif down:
+            listed = ", ".join(map(str, down))
+            problems.append(f"GPU {gpu}: NVLink links {listed} inactive (of {len(states)})")
+    return problems
+
+
+def evaluate_topology(gpu_indexes: Sequence[int], topology: Topology) -> list[str]:
+    """Every GPU must reach at least one other GPU over NVLink (an NV# cell in `topo -m`)."""
+    problems = []
+    for gpu in gpu_indexes:
+        peers = topology.get(gpu)
+        if peers is None:
+            problems.append(f"GPU {gpu}: missing from nvidia-smi topo -m")
+        elif peers and not any(re.match(r"NV\d+$", kind) for kind in peers.values()):
+            kinds = ", ".join(sorted(set(peers.values())))
+            problems.append(f"GPU {gpu}: reaches no other GPU over NVLink (topology: {kinds})")
+    return problems
+
+
+def check_gpus(
+    expectations: Expectations,
+    run: CommandRunner = run_command,
+    nvidia_smi: str = "nvidia-smi",
+    timeout_s: float = 30.0,
+    enable_persistence: bool = True,
+    is_mount: Callable[[str], bool] = os.path.ismount,
+) -> HealthReport:
+    """Run the whole node check and return the verdict; a sick driver is a verdict, not a crash."""
+    report = HealthReport(expectations)
+    report.problems += [
+        f"{path} is not mounted" for path in expectations.required_mounts if not is_mount(path)
+    ]
+
+    fields, result = _query(run, nvidia_smi, QUERY_FIELDS, timeout_s)
+    gpus, stray = parse_gpu_query(result.stdout, fields) if not result.timed_out else ([], [])
+    if not result.ok:
+        report.problems.append(result.describe_failure(timeout_s))
+        if not gpus:
+            return report
+    report.gpus = tuple(gpus)
+    report.problems += evaluate_gpus(gpus, stray, expectations)
+    if "persistence_mode" in fields:
+        _ensure_persistence(report, run, nvidia_smi, timeout_s, enable_persistence)
+
+    indexes = [gpu.index for gpu in gpus if gpu.index is not None]
+    if len(indexes) > 1 or (expectations.gpu_count or 0) > 1:
+        _check_interconnect(report, indexes, run, nvidia_smi, timeout_s)
+    return report
+
+
+def _query(
+    run: CommandRunner, nvidia_smi: str, fields: Sequence[str], timeout_s: float
+) -> tuple[tuple[str, ...], CommandResult]:
+    """Query, dropping any field an older driver does not know (it rejects the whole query)."""
+    fields = tuple(fields)
+    while True:
+        result = run(query_argv(nvidia_smi, fields), timeout_s)
+        rejected = _INVALID_FIELD.search(result.stdout + result.stderr)
+        if result.ok or not rejected or rejected.group(1) not in fields[1:]:
+            return fields, result
+        fields = tuple(name for name in fields if name != rejected.group(1))
+
+
+def _ensure_persistence(
+    report: HealthReport, run: CommandRunner, nvidia_smi: str, timeout_s: float, enable: bool
+) -> None:
+    """Persistence mode keeps the driver loaded between jobs; turn it on where it is off."""
+    off = [gpu for gpu in report.gpus if gpu.value("persistence_mode").lower() != "enabled"]
+    if not off:
+        return
+    labels = ", ".join(gpu.label for gpu in off)
+    if not enable:
+        report.problems.append(f"persistence mode is off on {labels} (read-only check: left unchanged)")
+        return
+    enabled = run([nvidia_smi, "-pm", "1"], timeout_s)
+    if not enabled.ok:
+        report.problems.append(
+            f"persistence mode is off on {labels} and enabling it failed: "
+            f"{enabled.describe_failure(timeout_s)}"
+        )
+        return
+    _, recheck = _query(run, nvidia_smi, PERSISTENCE_FIELDS, timeout_s)
+    rows, _ = parse_gpu_query(recheck.stdout, PERSISTENCE_FIELDS)
+    if not recheck.ok or any(row.value("persistence_mode").lower() != "enabled" for row in rows):
+        report.problems.append(f"persistence mode is still off on {labels} after nvidia-smi -pm 1")
+    else:
+        report.actions.append(f"enabled persistence mode on {labels}")
+
+
+def _check_interconnect(
+    report: HealthReport, indexes: Sequence[int], run: CommandRunner, nvidia_smi: str, timeout_s: float
+) -> None:
+    """Record NVLink and topology for multi-GPU nodes; enforce them where NVLink is expected."""
+    required = report.expectations.nvlink
+    for argv, parse, evaluate, what in (
+        ([nvidia_smi, "nvlink", "--status"], parse_nvlink_status, evaluate_nvlink, "nvlink"),
+        ([nvidia_smi, "topo", "-m"], parse_topology, evaluate_topology, "topology"),
+    ):
+        result = run(argv, timeout_s)
+        if result.ok:
+            parsed = parse(result.stdout)
+            setattr(report, what, parsed)
+            if required:
+                report.problems += evaluate(indexes, parsed)
+        elif required:
+            report.problems.append(f"GPU {what} unavailable: {result.describe_failure(timeout_s)}")
+
+
+def _reading(gpu: GpuRecord, name: str, problems: list[str]) -> int | None:
+    """A numeric or yes/no field as a number (yes = 1), None where it does not apply;
+    an unreadable value is recorded as a problem, since health cannot be shown."""
+    raw = gpu.value(name).strip()
+    lowered = raw.lower()
+    if name not in gpu.fields or lowered in _NOT_APPLICABLE:
+        return None
+    if lowered in _YES or lowered in _NO:
+        return int(lowered in _YES)
+    number = _parse_int(raw)
+    if number is None and lowered != _REQUIRES_RESET:
+        problems.append(f"{gpu.label}: cannot read {name} ({raw})")
+    return number
+
+
+def _parse_int(raw: str) -> int | None:
+    try:
+        return int(float(raw))
+    except (ValueError, OverflowError):
+        return None
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())

@@ -1,0 +1,272 @@
+"""The user data renderer: what it writes, how values are escaped, and that it fits EC2's limit."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from gpucloud import userdata
+from gpucloud.node.config import NodeConfig
+from gpucloud.userdata import (
+    NodeBootstrap,
+    UserDataTooLarge,
+    agent_sources,
+    bootstrap_env,
+    encode_user_data,
+    instance_type_has_nvlink,
+    render_user_data,
+    user_data_base64,
+)
+from node_fakes import fixture_text
+from userdata_samples import HOSTILE, HOSTILE_PARAMS, MINIMAL, TYPICAL, rendered
+
+
+@functools.cache
+def parsed(params: NodeBootstrap) -> dict:
+    """The rendered document read back (cached: tests only read it)."""
+    text = rendered(params)
+    assert text.startswith("#cloud-config\n")
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+def written_files(params: NodeBootstrap) -> dict[str, dict]:
+    return {entry["path"]: entry for entry in parsed(params)["write_files"]}
+
+
+def sourced_env(env_text: str, tmp_path: Path) -> dict[str, str]:
+    """Source the env file in bash and read every variable back, NUL-separated."""
+    env_file = tmp_path / "bootstrap.env"
+    env_file.write_text(env_text)
+    names = [line.split("=", 1)[0] for line in env_text.splitlines() if "=" in line and line[0].isupper()]
+    variables = " ".join(f'"${{{name}}}"' for name in names)
+    script = f'set -eu; cd "$1"; . ./bootstrap.env; printf "%s\\0" {variables}'
+    result = subprocess.run(["bash", "-c", script, "bash", str(tmp_path)], capture_output=True, check=True)
+    return dict(zip(names, result.stdout.decode().split("\0")[:-1]))
+
+
+def test_node_config_round_trips_into_the_agent():
+    files = written_files(TYPICAL)
+
+    document = json.loads(files[userdata.NODE_CONFIG_PATH]["content"])
+    config = NodeConfig.from_dict(document)
+
+    assert config.expected_gpu_count == 8
+    assert config.expected_gpu_model == "H100"
+    assert config.nvlink_expected is True
+    assert config.required_mounts == ("/scratch", "/data", "/persist")
+    assert config.launch_hook_name == "ml-train-launch"
+    assert config.checkpoint_prefix == "ml/train"
+    assert set(document) <= {field for field in NodeConfig.__dataclass_fields__}
+
+
+def test_minimal_group_has_no_disks_to_require_and_no_raid_tools():
+    document = parsed(MINIMAL)
+
+    config = json.loads(written_files(MINIMAL)[userdata.NODE_CONFIG_PATH]["content"])
+    assert config["required_mounts"] == []
+    assert config["max_temperature_c"] == 85
+    assert "packages" not in document
+    assert parsed(TYPICAL)["packages"] == ["mdadm"]
+
+
+def test_hostile_values_round_trip_exactly_and_stay_data(tmp_path):
+    files = written_files(HOSTILE_PARAMS)
+
+    config = json.loads(files[userdata.NODE_CONFIG_PATH]["content"])
+    environment = sourced_env(files[userdata.BOOTSTRAP_ENV_PATH]["content"], tmp_path)
+    cloudwatch = json.loads(files[userdata.CLOUDWATCH_CONFIG_PATH]["content"])
+
+    assert config["group_name"] == HOSTILE * 3
+    assert config["persistent_volume_tag_key"] == f"key {HOSTILE}"
+    assert config["checkpoint_prefix"] == f"prefix/{HOSTILE}/" * 4
+    assert environment == {
+        "REGION": "us-east-1",
+        "SCRATCH_DISK_COUNT": "8",
+        "DATA_DISK_DEVICE": "/dev/sdf",
+        "PERSIST_TAG_KEY": f"key {HOSTILE}",
+        "CHECKPOINT_DIR": f"/scratch/{HOSTILE}",
+    }
+    assert cloudwatch["metrics"]["namespace"] == HOSTILE
+
+
+def test_sourcing_hostile_env_file_runs_nothing(tmp_path):
+    canary = tmp_path / "canary"
+    params = NodeBootstrap(
+        project="p",
+        group_name="g",
+        region="us-east-1",
+        expected_gpu_count=1,
+        expected_gpu_model="H100",
+        persistent_volume_tag_key=f"$(touch {canary})`touch {canary}`",
+        persistent_volume_tag_value="v",
+        checkpoint_dir=f"/x'$(touch {canary})'",
+    )
+
+    sourced_env(bootstrap_env(params), tmp_path)
+
+    assert not canary.exists()
+
+
+def test_scripts_units_and_commands_do_not_vary_with_values():
+    typical, hostile = written_files(TYPICAL), written_files(HOSTILE_PARAMS)
+    value_files = {userdata.NODE_CONFIG_PATH, userdata.BOOTSTRAP_ENV_PATH, userdata.CLOUDWATCH_CONFIG_PATH}
+
+    for path in typical.keys() - value_files:
+        assert typical[path] == hostile[path], path
+    assert parsed(TYPICAL)["runcmd"] == parsed(HOSTILE_PARAMS)["runcmd"]
+    assert "reboot" not in json.dumps(parsed(HOSTILE_PARAMS)["runcmd"])
+
+
+def test_gate_is_started_last_after_storage_and_metrics():
+    commands = [" ".join(command) for command in parsed(TYPICAL)["runcmd"]]
+
+    assert commands[-1] == "systemctl start --no-block gpucloud-node-drain.service gpucloud-node-gate.service"
+    assert commands.index("systemctl start gpucloud-storage.service") < commands.index(
+        userdata.CLOUDWATCH_SCRIPT_PATH
+    )
+
+
+def test_cloudwatch_config_collects_gpu_metrics_per_group():
+    metrics = json.loads(written_files(TYPICAL)[userdata.CLOUDWATCH_CONFIG_PATH]["content"])["metrics"]
+
+    assert metrics["namespace"] == "GpuCloud/ml"
+    assert metrics["append_dimensions"]["AutoScalingGroupName"] == "${aws:AutoScalingGroupName}"
+    assert metrics["metrics_collected"]["nvidia_gpu"]["measurement"] == [
+        "utilization_gpu",
+        "memory_used",
+        "memory_total",
+        "temperature_gpu",
+        "power_draw",
+    ]
+    assert {"cpu", "mem", "disk"} <= metrics["metrics_collected"].keys()
+
+
+def test_encoded_user_data_fits_ec2_limit_even_with_long_hostile_values():
+    for params in (TYPICAL, HOSTILE_PARAMS, MINIMAL):
+        text = rendered(params)
+        payload = encode_user_data(text)
+
+        assert len(payload) <= userdata.USER_DATA_LIMIT_BYTES, (params.group_name[:20], len(payload))
+        assert gzip.decompress(payload).decode() == text
+
+
+def test_encoding_is_reproducible_and_base64_is_what_launch_templates_take():
+    import base64
+
+    assert encode_user_data(render_user_data(TYPICAL)) == encode_user_data(rendered(TYPICAL))
+    assert base64.b64decode(user_data_base64(TYPICAL)) == encode_user_data(rendered(TYPICAL))
+
+
+def test_too_large_user_data_is_refused():
+    incompressible = os.urandom(20_000).hex()
+
+    with pytest.raises(UserDataTooLarge):
+        encode_user_data(f"#cloud-config\n# {incompressible}\n")
+
+
+def test_agent_written_from_user_data_runs_on_the_standard_library_alone(tmp_path):
+    lib = tmp_path / "lib"
+    files = written_files(MINIMAL)
+    (tmp_path / "node.json").write_text(files[userdata.NODE_CONFIG_PATH]["content"])
+    for path, entry in files.items():
+        if path.startswith(userdata.AGENT_LIB_DIR + "/"):
+            target = lib / path[len(userdata.AGENT_LIB_DIR) + 1 :]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(entry["content"])
+    fake = tmp_path / "bin" / "nvidia-smi"
+    fake.parent.mkdir()
+    (tmp_path / "query.csv").write_text(fixture_text("h100/query-gpu.csv"))
+    fake.write_text(f'#!/bin/sh\ncat "{tmp_path / "query.csv"}"\n')
+    fake.chmod(0o755)
+    environment = {
+        "PATH": f"{fake.parent}:/usr/bin:/bin",
+        "PYTHONPATH": str(lib),
+        "GPUCLOUD_NODE_CONFIG": str(tmp_path / "node.json"),
+    }
+
+    # -S: no site-packages, so neither boto3 nor the repository's gpucloud package can be found.
+    check = subprocess.run(
+        [sys.executable, "-S", "-m", "gpucloud.node", "check", "--json", "--expect-model", "H100"],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=30,
+    )
+    imports = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import gpucloud.node.lifecycle, gpucloud.node.volumes, gpucloud, sys; print(gpucloud.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=30,
+    )
+
+    assert check.returncode == 0, check.stderr
+    assert json.loads(check.stdout)["healthy"] is True
+    assert imports.returncode == 0, imports.stderr
+    assert imports.stdout.strip() == str(lib / "gpucloud" / "__init__.py")
+
+
+def test_agent_sources_keep_line_numbers_but_drop_docstrings():
+    source = (Path(userdata.__file__).parent / "node" / "nvidia.py").read_text()
+
+    shipped = agent_sources()["gpucloud/node/nvidia.py"]
+
+    assert len(shipped.splitlines()) == len(source.splitlines())
+    assert "Parse `nvidia-smi nvlink --status`" in source
+    assert "Parse `nvidia-smi nvlink --status`" not in shipped
+    assert "def parse_nvlink_status(" in shipped
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"expected_gpu_count": 0}, "expected_gpu_count"),
+        ({"expected_gpu_model": " "}, "expected_gpu_model"),
+        ({"max_temperature_c": 200}, "max_temperature_c"),
+        ({"data_disk_device": "/dev/nvme1n1"}, "data_disk_device"),
+        ({"data_disk_device": "/dev/sdf; reboot"}, "data_disk_device"),
+        ({"persistent_volume_tag_key": "k"}, "go together"),
+        ({"checkpoint_dir": "relative/dir"}, "absolute"),
+        ({"checkpoint_prefix": "p"}, "checkpoint_bucket"),
+        ({"group_name": "nul\x00byte"}, "NUL"),
+        ({"persistent_volume_device": "/dev/sdf", "data_disk_device": "/dev/sdf"}, "different device names"),
+    ],
+)
+def test_invalid_bootstrap_values_are_refused(changes, message):
+    values = {**MINIMAL.__dict__, **changes}
+
+    with pytest.raises(ValueError) as error:
+        NodeBootstrap(**values)
+
+    assert message in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "instance_type, gpus, expected",
+    [
+        ("p5.48xlarge", 8, True),
+        ("p4d.24xlarge", 8, True),
+        ("p3.2xlarge", 1, False),
+        ("g5.12xlarge", 4, False),
+        ("g6e.48xlarge", 8, False),
+    ],
+)
+def test_nvlink_is_expected_only_on_multi_gpu_nvlink_families(instance_type, gpus, expected):
+    assert instance_type_has_nvlink(instance_type, gpus) is expected
+
+
+def test_agent_parses_as_python_3_9_the_oldest_python_on_supported_images():
+    for path, source in agent_sources().items():
+        ast.parse(source, filename=path, feature_version=(3, 9))

@@ -1,0 +1,53 @@
+"""User data parameters shared by the renderer tests: typical, minimal and hostile."""
+
+import functools
+
+from gpucloud.userdata import NodeBootstrap, render_user_data
+
+HOSTILE = 'it\'s "quoted"\n$(reboot) `reboot` ${HOME} \\ ; rm -rf / # \t end'
+
+TYPICAL = NodeBootstrap(
+    project="ml",
+    group_name="ml-train",
+    region="us-east-1",
+    expected_gpu_count=8,
+    expected_gpu_model="H100",
+    launch_hook_name="ml-train-launch",
+    terminate_hook_name="ml-train-terminate",
+    nvlink_expected=True,
+    scratch_disk_count=8,
+    data_disk_device="/dev/sdf",
+    persistent_volume_tag_key="gpucloud:persistent-volume",
+    persistent_volume_tag_value="ml/train",
+    checkpoint_bucket="ml-artifacts",
+    checkpoint_prefix="ml/train",
+    cloudwatch_namespace="GpuCloud/ml",
+)
+
+HOSTILE_PARAMS = NodeBootstrap(
+    project=HOSTILE,
+    group_name=HOSTILE * 3,
+    region="us-east-1",
+    expected_gpu_count=8,
+    expected_gpu_model=HOSTILE,
+    launch_hook_name=HOSTILE,
+    terminate_hook_name=HOSTILE,
+    scratch_disk_count=8,
+    data_disk_device="/dev/sdf",
+    persistent_volume_tag_key=f"key {HOSTILE}",
+    persistent_volume_tag_value=HOSTILE,
+    checkpoint_dir=f"/scratch/{HOSTILE}",
+    checkpoint_bucket="bucket",
+    checkpoint_prefix=f"prefix/{HOSTILE}/" * 4,
+    cloudwatch_namespace=HOSTILE,
+)
+
+MINIMAL = NodeBootstrap(
+    project="p", group_name="g", region="eu-west-1", expected_gpu_count=1, expected_gpu_model="L4"
+)
+
+
+@functools.cache
+def rendered(params: NodeBootstrap) -> str:
+    """render_user_data, once per parameter set: rendering embeds the whole agent."""
+    return render_user_data(params)
