@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+
+import yaml
+
+from userdata_checks import schema_problems, shellcheck_problems
 
 
 GPU_TYPES = {"vision-train": {"p4d.24xlarge", "p5.48xlarge"}, "llm-infer": {"g5.2xlarge", "g6e.2xlarge", "g5.4xlarge"}, "notebooks": {"g5.xlarge", "g4dn.xlarge"}}
@@ -268,3 +274,41 @@ def test_gpu_idle_alarm_watches_the_group_utilisation(example):
         assert alarm["Dimensions"] == [{"Name": "AutoScalingGroupName", "Value": group["AutoScalingGroupName"]}]
         assert alarm["Threshold"] == idle.utilization_percent and alarm["ComparisonOperator"] == "LessThanThreshold"
         assert alarm["Period"] * alarm["EvaluationPeriods"] == idle.minutes * 60
+
+
+def rendered_user_data(example) -> list[str]:
+    return [
+        gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"])).decode()
+        for version in launch_template_versions(example)
+    ]
+
+
+def test_user_data_passes_cloud_init_schema_and_shellcheck(example, tmp_path):
+    for number, text in enumerate(rendered_user_data(example)):
+        folder = tmp_path / str(number)
+        folder.mkdir()
+        assert schema_problems(text, folder) == ""
+        scripts, complaints = shellcheck_problems(text, folder)
+        assert "runcmd" in scripts and len(scripts) >= 4
+        assert complaints == ""
+
+
+def test_user_data_tells_each_node_what_its_type_must_show(example):
+    ec2 = example.client("ec2")
+    for config, group in groups_of(example):
+        policy = group["MixedInstancesPolicy"]["LaunchTemplate"]
+        default = policy["LaunchTemplateSpecification"]["LaunchTemplateId"]
+        facts = {
+            it["InstanceType"]: it
+            for it in ec2.describe_instance_types(InstanceTypes=config.instance_types)["InstanceTypes"]
+        }
+        for override in policy["Overrides"]:
+            template = override.get("LaunchTemplateSpecification", {}).get("LaunchTemplateId", default)
+            data = ec2.describe_launch_template_versions(LaunchTemplateId=template)["LaunchTemplateVersions"][-1]
+            document = yaml.safe_load(gzip.decompress(base64.b64decode(data["LaunchTemplateData"]["UserData"])))
+            [node] = [json.loads(f["content"]) for f in document["write_files"] if f["path"] == "/etc/gpucloud/node.json"]
+            gpus = facts[override["InstanceType"]]["GpuInfo"]["Gpus"][0]
+            assert (node["expected_gpu_count"], node["expected_gpu_model"]) == (gpus["Count"], gpus["Name"])
+            assert node["launch_hook_name"] == f"{group['AutoScalingGroupName']}-launch"
+            assert node["persistent_volume_tag_value"] == (group["AutoScalingGroupName"] if config.persistent_volume_gib else None)
+            assert (node["data_disk_device"] is not None) == bool(config.data_volume_gib)

@@ -16,39 +16,10 @@ import pytest
 import yaml
 from gpucloud import userdata
 from gpucloud.userdata import NodeBootstrap, bootstrap_env
+from userdata_checks import require_tool, runcmd_script, shell_scripts
 from userdata_samples import HOSTILE_PARAMS, MINIMAL, TYPICAL, rendered
 
 RENDERINGS = {"typical": TYPICAL, "hostile": HOSTILE_PARAMS, "minimal": MINIMAL}
-
-
-def require_tool(name: str) -> str:
-    path = shutil.which(name)
-    if path:
-        return path
-    message = f"{name} is not installed (Debian: apt-get install -y cloud-init shellcheck)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{message}; CI must have it")
-    pytest.skip(message)
-
-
-def shell_scripts(document: dict) -> dict[str, str]:
-    return {
-        entry["path"]: entry["content"]
-        for entry in document["write_files"]
-        if entry["content"].startswith(("#!/bin/sh", "#!/bin/bash"))
-    }
-
-
-def runcmd_script(document: dict, tmp_path: Path) -> str:
-    """The script cloud-init itself makes of `runcmd`, through its own shellify()."""
-    cloud_init = require_tool("cloud-init")
-    interpreter = Path(cloud_init).read_text().splitlines()[0].removeprefix("#!").split()
-    commands = tmp_path / "runcmd.yaml"
-    commands.write_text(yaml.safe_dump(document["runcmd"]))
-    program = "import sys, yaml; from cloudinit.util import shellify; print(shellify(yaml.safe_load(open(sys.argv[1]))), end='')"
-    return subprocess.run(
-        [*interpreter, "-c", program, str(commands)], capture_output=True, text=True, check=True
-    ).stdout
 
 
 @pytest.mark.parametrize("rendering", RENDERINGS)
