@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -21,14 +22,37 @@ def _stack_file(arguments: argparse.Namespace) -> Path:
     return STACKS_DIRECTORY / f"Pulumi.{arguments.stack}.yaml"
 
 
+def _policy_config(path: str | None):
+    """Read a `pulumi preview --policy-pack-config` file: {"policy-name": {"key": value}, ...}."""
+    from gpucloud.policy import PolicyConfig
+
+    if not path:
+        return PolicyConfig()
+    document = json.loads(Path(path).read_text(encoding="utf-8"))
+    merged: dict = {}
+    for value in document.values():
+        if isinstance(value, dict):
+            merged.update({key: item for key, item in value.items() if key != "enforcementLevel"})
+    return PolicyConfig.from_mapping(merged)
+
+
 def plan(arguments: argparse.Namespace) -> int:
     from gpucloud import plan as planning
     from gpucloud.plan_view import render
 
     try:
-        settings = load_stack_file(_stack_file(arguments), region=arguments.region)
-        result = planning.plan_stack(settings)
-    except ConfigError as error:
+        policy_config = _policy_config(arguments.policy_config)
+        if arguments.program:
+            result = planning.plan_program_file(
+                arguments.program,
+                stack=arguments.stack or "dev",
+                region=arguments.region or "us-east-1",
+                policy_config=policy_config,
+            )
+        else:
+            settings = load_stack_file(_stack_file(arguments), region=arguments.region)
+            result = planning.plan_stack(settings, policy_config)
+    except (ConfigError, FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if arguments.json:
@@ -65,6 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
     source = plan_parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
     source.add_argument("--config", help="any stack config file")
+    source.add_argument("--program", help="any Pulumi program file (e.g. your own __main__.py) instead of gpu-cloud's")
+    plan_parser.add_argument("--policy-config", help="policy pack config JSON, as for `pulumi preview --policy-pack-config`")
     plan_parser.add_argument("--region", help="override aws:region from the stack file")
     plan_parser.add_argument("--json", action="store_true", help="print the plan in `pulumi preview --json` layout")
     plan_parser.add_argument("--width", type=int, default=None, help="terminal width for the tree")

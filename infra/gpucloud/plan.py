@@ -4,11 +4,14 @@ it would create, as a tree like `pulumi preview` or as `pulumi preview --json`."
 from __future__ import annotations
 
 import json
+import runpy
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpucloud.config import StackSettings
+from gpucloud.policy import PlannedResource, PolicyConfig, Violation, evaluate
 from gpucloud.pricing import CostEstimate, PricingError, budget_findings, estimate_stack
 from gpucloud.testing import AppliedResource, Deployment, moto_account, run_program
 
@@ -38,10 +41,14 @@ class Plan:
     outputs: dict[str, Any]
     findings: list[PlanFinding] = field(default_factory=list)
     cost_estimate: CostEstimate | None = None
+    policy_violations: list[Violation] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        return any(finding.severity == "failure" for finding in self.findings)
+        """A mandatory policy violation or a failed budget check."""
+        return any(finding.severity == "failure" for finding in self.findings) or any(
+            violation.mandatory for violation in self.policy_violations
+        )
 
     @property
     def stack_urn(self) -> str:
@@ -84,18 +91,44 @@ class Plan:
                 {key: value for key, value in vars(finding).items() if value is not None} for finding in self.findings
             ],
         }
+        document["policyViolations"] = [
+            {
+                "policyName": violation.policy_name,
+                "enforcementLevel": violation.enforcement_level,
+                "urn": violation.urn,
+                "message": violation.message,
+            }
+            for violation in self.policy_violations
+        ]
         if self.cost_estimate:
             document["costEstimate"] = self.cost_estimate.to_dict()
         return document
 
 
-def _from_deployment(deployment: Deployment, region: str) -> Plan:
+def check_policies(resources: list[AppliedResource], config: PolicyConfig | None = None) -> list[Violation]:
+    """Every policy of the review gate over every planned resource, as `pulumi preview --policy-pack` runs them."""
+    planned = [
+        PlannedResource(
+            urn=resource.urn,
+            type=resource.type,
+            name=resource.name,
+            props=resource.state,
+            options={"protect": resource.protect, "retainOnDelete": resource.retain_on_delete},
+        )
+        for resource in resources
+        if resource.custom
+    ]
+    return evaluate(planned, config)
+
+
+def _from_deployment(deployment: Deployment, region: str, policy_config: PolicyConfig | None) -> Plan:
     return Plan(
         project=deployment.project,
         stack=deployment.stack,
         region=region,
         resources=deployment.resources,
         outputs=deployment.outputs,
+        policy_violations=check_policies(deployment.resources, policy_config),
     )
 
 
@@ -119,23 +152,39 @@ def cost_findings(settings: StackSettings) -> tuple[CostEstimate | None, list[Pl
     return estimate, findings
 
 
-def plan_stack(settings: StackSettings) -> Plan:
-    """Run the gpu-cloud program for one stack on a fresh moto account, then price it."""
+def plan_stack(settings: StackSettings, policy_config: PolicyConfig | None = None) -> Plan:
+    """Run the gpu-cloud program for one stack on a fresh moto account, check the policies, price it."""
     from gpucloud.program import build
 
     with moto_account(settings.region) as account:
         deployment = run_program(lambda: build(settings), account, project=PROJECT, stack=settings.stack)
-    plan = _from_deployment(deployment, settings.region)
+    plan = _from_deployment(deployment, settings.region, policy_config)
     plan.cost_estimate, budget = cost_findings(settings)
     plan.findings.extend(budget)
     return plan
 
 
-def plan_program(program: Callable[[], None], *, stack: str, region: str, config: dict[str, Any] | None = None) -> Plan:
-    """Run any Pulumi program (a team's own, say) through the same offline plan."""
+def plan_program(
+    program: Callable[[], None],
+    *,
+    stack: str = "dev",
+    region: str = "us-east-1",
+    config: dict[str, Any] | None = None,
+    project: str = PROJECT,
+    policy_config: PolicyConfig | None = None,
+) -> Plan:
+    """Run any Pulumi program (a team's own, say) through the same offline plan and policy checks."""
     with moto_account(region) as account:
-        deployment = run_program(program, account, project=PROJECT, stack=stack, config=config)
-    return _from_deployment(deployment, region)
+        deployment = run_program(program, account, project=project, stack=stack, config=config)
+    return _from_deployment(deployment, region, policy_config)
+
+
+def plan_program_file(path: str | Path, **options: Any) -> Plan:
+    """`plan_program` for a program file, run as Pulumi runs `__main__.py`."""
+    program_path = Path(path)
+    if not program_path.is_file():
+        raise FileNotFoundError(f"{program_path}: no such Pulumi program file")
+    return plan_program(lambda: runpy.run_path(str(program_path), run_name="__main__"), **options)
 
 
 def dumps(document: dict[str, Any]) -> str:

@@ -55,7 +55,7 @@ def _launch_template(state: dict[str, Any]) -> str:
     interfaces = state.get("networkInterfaces", [])
     efa = sum(1 for interface in interfaces if str(interface.get("interfaceType", "")).startswith("efa"))
     public = any(_on(interface.get("associatePublicIpAddress")) for interface in interfaces)
-    parts = [f"{imds} (hop {metadata.get('httpPutResponseHopLimit')})", "disks " + " + ".join(disks)]
+    parts = [f"{imds} (hop {metadata.get('httpPutResponseHopLimit')})", "disks " + " + ".join(disks) if disks else "no block devices"]
     if efa:
         parts.append(f"{efa} EFA interfaces")
     parts.append("PUBLIC IP" if public else "no public IP")
@@ -190,6 +190,19 @@ def render(plan: Plan, console: Console) -> None:
     unvalidated = [resource for resource in plan.resources if not resource.validated]
     if unvalidated:
         console.print(f"    ({len(unvalidated)} recorded without moto validation: {', '.join(r.type for r in unvalidated)})")
+    if plan.policy_violations:
+        console.print("\nPolicy Violations:")
+        names = {resource.urn: f"{resource.type}: {resource.name}" for resource in plan.resources}
+        for violation in plan.policy_violations:
+            style = "bold red" if violation.mandatory else "yellow"
+            console.print(
+                Text(f"    [{violation.enforcement_level}]  {violation.policy_name}", style=style)
+                + Text(f"  ({names.get(violation.urn, 'stack')})"),
+                soft_wrap=True,
+            )
+            if violation.urn:
+                console.print(f"    {violation.urn}", soft_wrap=True)
+            console.print(f"    {violation.message}\n", soft_wrap=True)
     if plan.cost_estimate:
         console.print()
         render_estimate(plan.cost_estimate, console)

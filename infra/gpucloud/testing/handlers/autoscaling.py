@@ -67,7 +67,7 @@ def create_group(account: Account, request: ResourceRequest) -> Created:
                 "MinSize": inputs["minSize"],
                 "MaxSize": inputs["maxSize"],
                 "DesiredCapacity": inputs.get("desiredCapacity"),
-                "VPCZoneIdentifier": ",".join(inputs.get("vpcZoneIdentifiers", [])),
+                "VPCZoneIdentifier": ",".join(inputs.get("vpcZoneIdentifiers", [])) or None,
                 "AvailabilityZones": inputs.get("availabilityZones"),
                 "CapacityRebalance": inputs.get("capacityRebalance"),
                 "HealthCheckType": inputs.get("healthCheckType"),
