@@ -337,6 +337,12 @@ class MonitoringConfig(_Model):
     dashboard: bool = True
 
 
+class BackupConfig(_Model):
+    """AWS Backup of persistent volumes: daily, kept this many days."""
+
+    retention_days: int = Field(default=7, ge=1, le=3650)
+
+
 class BudgetConfig(_Model):
     """The project's monthly AWS Budgets cost budget, filtered on its `Project` tag."""
 
@@ -354,6 +360,7 @@ class StackConfig(_Model):
     access: AccessConfig = Field(default_factory=AccessConfig)
     monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
     budget: BudgetConfig
+    backup: BackupConfig = Field(default_factory=BackupConfig)
     groups: list[GroupConfig] = Field(min_length=1, max_length=50)
 
     @field_validator("groups")

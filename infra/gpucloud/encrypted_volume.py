@@ -10,6 +10,8 @@ import pulumi_aws as aws
 
 ATTACH_TAG = "gpu-cloud:attach-to"
 """Tag the node looks for at boot to find the volume it must attach."""
+BACKUP_TAG = "gpu-cloud:backup"
+"""Tag AWS Backup selects volumes by; its value is the project."""
 
 
 @dataclass(frozen=True)
@@ -19,6 +21,8 @@ class EncryptedVolumeArgs:
     kms_key_arn: pulumi.Input[str]
     attach_to: str
     """Value of the `gpu-cloud:attach-to` tag: the Auto Scaling group whose node attaches it."""
+    backup_selection: str | None = None
+    """Value of the `gpu-cloud:backup` tag (the project) when the volume is to be backed up."""
     tags: Mapping[str, str] = field(default_factory=dict)
     iops: int = 3000
     throughput_mibps: int = 125
@@ -45,7 +49,12 @@ class EncryptedVolume(pulumi.ComponentResource):
             throughput=args.throughput_mibps,
             encrypted=True,
             kms_key_id=args.kms_key_arn,
-            tags={**args.tags, "Name": name, ATTACH_TAG: args.attach_to},
+            tags={
+                **args.tags,
+                "Name": name,
+                ATTACH_TAG: args.attach_to,
+                **({BACKUP_TAG: args.backup_selection} if args.backup_selection else {}),
+            },
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )
         self.volume_id = self.volume.id

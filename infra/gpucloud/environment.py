@@ -12,10 +12,11 @@ from gpucloud.encrypted_volume import EncryptedVolume, EncryptedVolumeArgs
 from gpucloud.encryption_key import EncryptionKey, EncryptionKeyArgs
 from gpucloud.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
 from gpucloud.monitoring import GpuMonitoring, GpuMonitoringArgs
-from gpucloud.policy_documents import autoscaling_group_name, instance_role_name
+from gpucloud.policy_documents import autoscaling_group_name, backup_role_name, instance_role_name
 from gpucloud.resolve import ResolvedGroup, ResolvedStack
 from gpucloud.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
+from gpucloud.volume_backup import VolumeBackup, VolumeBackupArgs
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 project=config.project,
                 account_id=stack.account_id,
                 partition=stack.partition,
-                user_role_names=[instance_role_name(config.project)],
+                user_role_names=[instance_role_name(config.project), backup_role_name(config.project)],
                 tags=tags,
             ),
             opts=child,
@@ -73,6 +74,19 @@ class ProjectEnvironment(pulumi.ComponentResource):
         self.instance_groups: dict[str, GpuInstanceGroup] = {}
         for group in stack.groups:
             group_outputs[group.config.name] = self._group(name, stack, group, child)
+        self.backup = None
+        if any(group.persistent_volume_gib for group in config.groups):
+            self.backup = VolumeBackup(
+                f"{name}-backup",
+                VolumeBackupArgs(
+                    project=config.project,
+                    kms_key_arn=self.key.key_arn,
+                    retention_days=config.backup.retention_days,
+                    partition=stack.partition,
+                    tags=tags,
+                ),
+                opts=child,
+            )
         monitoring = config.monitoring
         self.monitoring = GpuMonitoring(
             f"{name}-monitoring",
@@ -146,6 +160,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                     size_gib=settings.persistent_volume_gib,
                     kms_key_arn=self.key.key_arn,
                     attach_to=asg_name,
+                    backup_selection=config.project,
                     tags=tags,
                 ),
                 opts=child,

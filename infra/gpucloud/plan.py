@@ -121,6 +121,37 @@ def check_policies(resources: list[AppliedResource], config: PolicyConfig | None
     return evaluate(planned, config)
 
 
+def spot_capacity_findings(resources: list[AppliedResource]) -> list[PlanFinding]:
+    """Spot groups with one instance type or one subnet run dry when that single pool is reclaimed."""
+    findings = []
+    for resource in resources:
+        if resource.type != "aws:autoscaling/group:Group":
+            continue
+        policy = resource.inputs.get("mixedInstancesPolicy") or {}
+        distribution = policy.get("instancesDistribution") or {}
+        above_base_on_demand = distribution.get("onDemandPercentageAboveBaseCapacity", 100)
+        if not policy or above_base_on_demand >= 100:
+            continue
+        types = [o.get("instanceType") for o in (policy.get("launchTemplate") or {}).get("overrides", [])]
+        subnets = resource.inputs.get("vpcZoneIdentifiers") or []
+        if len(types) < 2 or len(subnets) < 2:
+            findings.append(
+                PlanFinding(
+                    source="capacity",
+                    severity="warning",
+                    rule="spot-capacity-risk",
+                    urn=resource.urn,
+                    message=(
+                        f"{resource.inputs.get('name', resource.name)} uses spot with {len(types)} instance type(s) "
+                        f"and {len(subnets)} subnet(s): when that spot pool runs short the group cannot launch "
+                        "(capacity shortage); list at least two instance types and two subnets"
+                        + (" (a multi-node group stays in the one zone of its cluster placement group)" if resource.inputs.get("placementGroup") else "")
+                    ),
+                )
+            )
+    return findings
+
+
 def _from_deployment(deployment: Deployment, region: str, policy_config: PolicyConfig | None) -> Plan:
     return Plan(
         project=deployment.project,
@@ -129,6 +160,7 @@ def _from_deployment(deployment: Deployment, region: str, policy_config: PolicyC
         resources=deployment.resources,
         outputs=deployment.outputs,
         policy_violations=check_policies(deployment.resources, policy_config),
+        findings=spot_capacity_findings(deployment.resources),
     )
 
 

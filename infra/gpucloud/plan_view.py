@@ -129,6 +129,14 @@ SUMMARIES: dict[str, Summary] = {
     "aws:sns/topic:Topic": lambda state: f"{state.get('name')}, encrypted with the project key" if state.get("kmsMasterKeyId") else str(state.get("name")),
     "aws:sns/topicSubscription:TopicSubscription": lambda state: f"{state.get('protocol')} {state.get('endpoint')}",
     "aws:sns/topicPolicy:TopicPolicy": lambda state: "publish: CloudWatch alarms and AWS Budgets of this account",
+    "aws:backup/vault:Vault": lambda state: f"{state.get('name')}, encrypted with the project key",
+    "aws:backup/plan:Plan": lambda state: "; ".join(
+        f"{rule.get('schedule')}, kept {(rule.get('lifecycle') or {}).get('deleteAfter')} days" for rule in state.get("rules", [])
+    ),
+    "aws:backup/selection:Selection": lambda state: ", ".join(
+        f"{tag.get('key')}={tag.get('value')}" for tag in state.get("selectionTags", [])
+    ),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": lambda state: str(state.get("policyArn")),
     "aws:budgets/budget:Budget": lambda state: (
         f"{state.get('limitAmount')} {state.get('limitUnit')}/month on "
         + ", ".join(v for f in state.get("costFilters", []) for v in f.get("values", []))

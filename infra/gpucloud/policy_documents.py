@@ -36,6 +36,19 @@ def instance_role_name(project: str) -> str:
     return f"gpu-cloud-{project}-node"
 
 
+def backup_role_name(project: str) -> str:
+    return f"gpu-cloud-{project}-backup"
+
+
+def backup_assume_role_policy() -> Document:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "backup.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+
+
 def role_arn(partition: str, account_id: str, name: str) -> str:
     return f"arn:{partition}:iam::{account_id}:role/{name}"
 

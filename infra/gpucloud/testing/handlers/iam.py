@@ -1,6 +1,8 @@
-"""IAM roles, inline role policies and instance profiles."""
+"""IAM roles, inline role policies, managed policies and instance profiles."""
 
 from __future__ import annotations
+
+import json
 
 from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, resource
 
@@ -62,8 +64,27 @@ def create_policy(account: Account, request: ResourceRequest) -> Created:
     return Created(id=policy["Arn"], outputs={"arn": policy["Arn"], "name": name, "policyId": policy["PolicyId"]})
 
 
+def _publish_aws_managed_policy(account: Account, policy_arn: str) -> None:
+    """moto loads AWS managed policies only with a slow global setting; publish just the one asked
+    for, from moto's own copy of AWS's policies, so unknown ARNs still fail as AWS would."""
+    from moto.iam.aws_managed_policies import aws_managed_policies_data
+    from moto.iam.models import AWSManagedPolicy, iam_backends
+
+    name = policy_arn.rsplit("/", 1)[-1]
+    if not policy_arn.startswith("arn:aws:iam::aws:policy/"):
+        return
+    backend = iam_backends[account.account_id]["global"]
+    if policy_arn in backend.managed_policies:
+        return
+    data = json.loads(aws_managed_policies_data).get(name)
+    if data:
+        policy = AWSManagedPolicy.from_data(name, account.account_id, "us-east-1", data)
+        backend.managed_policies[policy.arn] = policy
+
+
 @resource("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
 def attach_role_policy(account: Account, request: ResourceRequest) -> Created:
     role, policy_arn = request.inputs["role"], request.inputs["policyArn"]
+    _publish_aws_managed_policy(account, policy_arn)
     account.client("iam").attach_role_policy(RoleName=role, PolicyArn=policy_arn)
     return Created(id=f"{role}-{policy_arn}")
