@@ -154,3 +154,9 @@ def test_secret_values_are_refused(tmp_path):
     path.write_text("config:\n  aws:region: us-east-1\n  gpu-cloud:owner:\n    secure: AAAB\n")
     with pytest.raises(ConfigError, match="gpu-cloud:owner: is a secret"):
         load_stack_file(path)
+
+
+def test_ssh_needs_session_manager_off():
+    assert_refused(
+        minimal_config(access={"sshCidrs": ["10.0.0.0/16"]}), "gpu-cloud:access", "set ssm: false to use SSH instead"
+    )

@@ -85,3 +85,18 @@ def test_policy_has_no_wildcard_actions_and_star_resources_only_where_aws_requir
             assert not any(action.startswith(("s3:", "kms:")) for action in actions)
     kms = [s for s in generated_policy["Statement"] if s["Sid"] == "UseProjectKey"][0]
     assert kms["Resource"].startswith("arn:aws:kms:us-east-1:123456789012:key/")
+
+
+def test_ssh_instead_of_session_manager_opens_22_and_drops_ssm_permissions(account):
+    deploy(settings_for(minimal_config(access={"ssm": False, "sshCidrs": ["10.8.0.0/16"]})), account)
+    iam = account.client("iam")
+    document = iam.get_role_policy(RoleName="gpu-cloud-demo-node", PolicyName="gpu-cloud-node-access")["PolicyDocument"]
+    actions = {a for s in document["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    assert not any(action.startswith(("ssm:", "ssmmessages:", "ec2messages:")) for action in actions)
+    [group] = [g for g in account.client("ec2").describe_security_groups()["SecurityGroups"] if g["GroupName"] != "default"]
+    assert [(p["FromPort"], p["IpRanges"][0]["CidrIp"]) for p in group["IpPermissions"]] == [(22, "10.8.0.0/16")]
+
+
+def test_session_manager_is_granted_by_default(generated_policy):
+    sids = {statement["Sid"] for statement in generated_policy["Statement"]}
+    assert {"SessionManagerRegistersOwnInstance", "SessionManagerChannelsHaveNoResourceLevelPermissions"} <= sids

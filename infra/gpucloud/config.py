@@ -146,6 +146,15 @@ class AccessConfig(_Model):
     tensorboard_cidrs: list[Cidr] = Field(default_factory=list)
     ssm: bool = True
 
+    @model_validator(mode="after")
+    def ssh_only_without_session_manager(self) -> AccessConfig:
+        if self.ssm and self.ssh_cidrs:
+            raise ValueError(
+                "sshCidrs opens port 22 while ssm is true (Session Manager instead of SSH); "
+                "drop sshCidrs, or set ssm: false to use SSH instead"
+            )
+        return self
+
 
 class TargetTracking(_Model):
     """Keep a custom metric (e.g. queue backlog per instance) at a target value."""

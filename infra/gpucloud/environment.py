@@ -66,6 +66,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 bucket=data.bucket if data else None,
                 read_prefixes=data.read_prefixes if data else (),
                 write_prefixes=data.write_prefixes if data else (),
+                session_manager=config.access.ssm,
                 tags=tags,
             ),
             opts=child,

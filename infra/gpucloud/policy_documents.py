@@ -180,9 +180,11 @@ def s3_prefix_statements(partition: str, bucket: str, read_prefixes: Sequence[st
     return statements
 
 
-def node_statements(partition: str, region: str, account_id: str, project: str, key_arn: str) -> list[Document]:
-    """What the node needs besides data: the project key, Session Manager, the CloudWatch agent,
-    its own Auto Scaling lifecycle, and attaching the group's persistent volume."""
+def node_statements(
+    partition: str, region: str, account_id: str, project: str, key_arn: str, session_manager: bool = True
+) -> list[Document]:
+    """What the node needs besides data: the project key, Session Manager (unless SSH replaces it),
+    the CloudWatch agent, its own Auto Scaling lifecycle, and attaching the group's persistent volume."""
     instances = f"arn:{partition}:ec2:{region}:{account_id}:instance/*"
     volumes = f"arn:{partition}:ec2:{region}:{account_id}:volume/*"
     groups = (
@@ -191,7 +193,7 @@ def node_statements(partition: str, region: str, account_id: str, project: str, 
     )
     log_groups = f"arn:{partition}:logs:{region}:{account_id}:log-group:/gpu-cloud/{project}/*"
     project_tag = {"StringEquals": {"aws:ResourceTag/Project": project}}
-    return [
+    statements = [
         {"Sid": "UseProjectKey", "Effect": "Allow", "Action": KEY_USE_ACTIONS, "Resource": key_arn},
         {
             "Sid": "AttachEncryptedVolumesWithProjectKey",
@@ -262,6 +264,9 @@ def node_statements(partition: str, region: str, account_id: str, project: str, 
             "Condition": project_tag,
         },
     ]
+    if not session_manager:
+        statements = [s for s in statements if not s["Sid"].startswith("SessionManager")]
+    return statements
 
 
 def instance_role_policy(
@@ -274,8 +279,9 @@ def instance_role_policy(
     bucket: str | None,
     read_prefixes: Sequence[str],
     write_prefixes: Sequence[str],
+    session_manager: bool = True,
 ) -> Document:
-    statements = node_statements(partition, region, account_id, project, key_arn)
+    statements = node_statements(partition, region, account_id, project, key_arn, session_manager)
     if bucket:
         statements = s3_prefix_statements(partition, bucket, read_prefixes, write_prefixes) + statements
     return {"Version": "2012-10-17", "Statement": statements}

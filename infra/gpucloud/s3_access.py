@@ -21,6 +21,8 @@ class S3PrefixAccessArgs:
     bucket: str | None = None
     read_prefixes: Sequence[str] = ()
     write_prefixes: Sequence[str] = ()
+    session_manager: bool = True
+    """Grant what the SSM agent needs for Session Manager; False when SSH replaces it."""
     tags: Mapping[str, str] = field(default_factory=dict)
     partition: str = "aws"
 
@@ -64,6 +66,7 @@ class S3PrefixAccess(pulumi.ComponentResource):
                         bucket=args.bucket,
                         read_prefixes=args.read_prefixes,
                         write_prefixes=args.write_prefixes,
+                        session_manager=args.session_manager,
                     )
                 )
             ),
