@@ -80,6 +80,28 @@ def refresh_prices(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def bootstrap_backend(arguments: argparse.Namespace) -> int:
+    """Create (or confirm) the S3 state bucket and the KMS key for Pulumi's secrets, then say how to use them."""
+    import boto3
+
+    from gpucloud.state_backend import BackendError, bootstrap_backend, format_instructions
+
+    try:
+        result = bootstrap_backend(boto3.Session(region_name=arguments.region), arguments.bucket, arguments.region)
+    except BackendError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for change in result.created:
+        print(f"+ {change}")
+    if not result.created:
+        print(f"{result.bucket} and {result.key_alias} are already set up; nothing changed")
+    stacks = arguments.stacks or sorted(
+        path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in STACKS_DIRECTORY.glob("Pulumi.*.yaml")
+    )
+    print(format_instructions(result, stacks))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpucloud", description="Per-project GPU environments on AWS.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -103,6 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
     refresh.add_argument("--instance-types", nargs="+", help="instance types to refresh (default: all supported)")
     refresh.add_argument("--output", help="catalog file to write (default: the packaged catalog)")
     refresh.set_defaults(handler=refresh_prices)
+
+    backend = commands.add_parser("backend", help="the Pulumi state backend")
+    backend_commands = backend.add_subparsers(dest="backend_command", required=True)
+    bootstrap = backend_commands.add_parser(
+        "bootstrap", help="create the S3 state bucket and the KMS key for secrets (idempotent)"
+    )
+    bootstrap.add_argument("--bucket", required=True, help="state bucket name")
+    bootstrap.add_argument("--region", required=True, help="AWS region of the bucket and key")
+    bootstrap.add_argument("--stacks", nargs="+", help="stacks to print `pulumi stack init` lines for (default: stacks/)")
+    bootstrap.set_defaults(handler=bootstrap_backend)
     return parser
 
 

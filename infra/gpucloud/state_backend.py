@@ -1,0 +1,448 @@
+"""Bootstrap a DIY Pulumi state backend: a versioned, TLS-only, KMS-encrypted S3 bucket and a KMS key
+for Pulumi's `awskms://` secrets provider.
+
+Every setting is read first and written only where it differs, so a second run changes nothing and
+reports nothing. An existing bucket that belongs to someone else, or that lacks versioning, is refused
+rather than adopted: Pulumi state must be recoverable, and we do not reconfigure a bucket others use.
+
+URL forms (Pulumi docs):
+- login: "Using a DIY Backend", AWS S3 section:
+  `pulumi login 's3://<bucket-name>?region=us-east-1&awssdk=v2&profile=<profile-name>'`
+- secrets provider: `pulumi stack init` reference:
+  `pulumi stack init --secrets-provider="awskms://alias/ExampleAlias?region=us-east-1"`
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError
+
+DEFAULT_KEY_ALIAS = "alias/gpu-cloud/pulumi-state"
+NONCURRENT_VERSION_DAYS = 90
+INCOMPLETE_UPLOAD_DAYS = 7
+TLS_ONLY_STATEMENT_ID = "DenyInsecureTransport"
+LIFECYCLE_RULE_ID = "pulumi-state-retention"
+
+PUBLIC_ACCESS_BLOCKED = {
+    "BlockPublicAcls": True,
+    "IgnorePublicAcls": True,
+    "BlockPublicPolicy": True,
+    "RestrictPublicBuckets": True,
+}
+
+_REGION_PATTERN = re.compile(r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d+")
+_KEY_ALIAS_PATTERN = re.compile(r"alias/[A-Za-z0-9/_-]{1,250}")
+_STACK_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}")
+_RESERVED_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_RESERVED_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+class BackendError(Exception):
+    """The backend cannot be bootstrapped as asked; the message names the bucket or key and what to do."""
+
+
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Where the state and the secrets key live, what this run changed, and the commands that use them."""
+
+    bucket: str
+    region: str
+    key_arn: str
+    key_alias: str
+    created: list[str] = field(default_factory=list)
+
+    @property
+    def backend_url(self) -> str:
+        """The DIY backend URL; `awssdk=v2` makes the CLI honour `region` (Pulumi CLI v3.33.1+)."""
+        return f"s3://{self.bucket}?region={self.region}&awssdk=v2"
+
+    @property
+    def secrets_provider(self) -> str:
+        return f"awskms://{self.key_alias}?region={self.region}"
+
+    @property
+    def login_command(self) -> str:
+        # Quoted because the shell would otherwise split the URL at `&`.
+        return f"pulumi login '{self.backend_url}'"
+
+    def stack_init_command(self, stack: str) -> str:
+        """The `pulumi stack init` line that makes the stack encrypt its secrets with the backend's key."""
+        if not _STACK_NAME_PATTERN.fullmatch(stack):
+            raise BackendError(
+                f"stack name {stack!r} is not valid; use letters, digits, '-', '_' and '.' "
+                "(optionally prefixed by 'project/' or 'org/project/')"
+            )
+        return f"pulumi stack init {stack} --secrets-provider '{self.secrets_provider}'"
+
+
+def bootstrap_backend(
+    session: boto3.Session, bucket: str, region: str, *, key_alias: str = DEFAULT_KEY_ALIAS
+) -> BootstrapResult:
+    """Create (or confirm) the state bucket and secrets key; refuse a bucket we must not take over.
+
+    The bucket is checked before the key is touched, so a refusal leaves no orphan key behind.
+    """
+    validate_bucket_name(bucket)
+    validate_region(region)
+    validate_key_alias(key_alias)
+
+    s3 = session.client("s3", region_name=region)
+    kms = session.client("kms", region_name=region)
+    account_id = session.client("sts", region_name=region).get_caller_identity()["Account"]
+
+    created: list[str] = []
+    bucket_exists = _check_existing_bucket(s3, bucket, region, account_id)
+    key_arn = _ensure_key(kms, key_alias, created)
+    if not bucket_exists:
+        _create_versioned_bucket(s3, bucket, region, created)
+    _ensure_default_encryption(s3, bucket, key_arn, key_alias, created)
+    _ensure_public_access_blocked(s3, bucket, created)
+    _ensure_tls_only_policy(s3, bucket, created)
+    _ensure_lifecycle_rule(s3, bucket, created)
+    return BootstrapResult(bucket=bucket, region=region, key_arn=key_arn, key_alias=key_alias, created=created)
+
+
+def format_instructions(result: BootstrapResult, stacks: list[str]) -> str:
+    """The lines to print after a bootstrap: how to log in, and how to create each stack."""
+    if stacks:
+        init_lines = [f"  {result.stack_init_command(stack)}" for stack in stacks]
+    else:
+        init_lines = [f"  pulumi stack init <stack> --secrets-provider '{result.secrets_provider}'"]
+    return "\n".join(
+        [
+            f"Pulumi state backend: s3://{result.bucket} ({result.region}), secrets key {result.key_alias}",
+            "",
+            "Log in to the backend:",
+            f"  {result.login_command}",
+            "",
+            "Create each stack with the KMS secrets provider:",
+            *init_lines,
+            "",
+            "`pulumi stack init` writes `secretsprovider:` and `encryptedkey:` into Pulumi.<stack>.yaml;",
+            "commit those lines with the stack file, they are how the stack finds and unwraps its secrets key.",
+        ]
+    )
+
+
+def validate_bucket_name(bucket: str) -> None:
+    """S3's general-purpose bucket naming rules, plus no dots (see below)."""
+    reason = _bucket_name_problem(bucket)
+    if reason:
+        raise BackendError(f"bucket name {bucket!r} is not usable: {reason}; pick another name")
+
+
+def validate_region(region: str) -> None:
+    if not _REGION_PATTERN.fullmatch(region):
+        raise BackendError(f"region {region!r} is not an AWS region name such as us-east-1 or eu-west-1")
+
+
+def validate_key_alias(key_alias: str) -> None:
+    if not _KEY_ALIAS_PATTERN.fullmatch(key_alias) or key_alias.startswith("alias/aws/"):
+        raise BackendError(
+            f"key alias {key_alias!r} is not usable: it must look like 'alias/name' "
+            "(letters, digits, '/', '_', '-') and not start with 'alias/aws/', which AWS reserves"
+        )
+
+
+def tls_only_statement(bucket: str) -> dict[str, Any]:
+    """Deny every request to the bucket and its objects that does not arrive over TLS."""
+    return {
+        "Sid": TLS_ONLY_STATEMENT_ID,
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+    }
+
+
+def with_tls_only_statement(bucket: str, existing_policy: dict[str, Any] | None) -> dict[str, Any]:
+    """The bucket policy with our TLS-only statement in place of any older copy; other statements stay."""
+    existing_policy = existing_policy or {}
+    others = [
+        statement
+        for statement in _statements(existing_policy)
+        if statement.get("Sid") != TLS_ONLY_STATEMENT_ID
+    ]
+    extra_keys = {key: value for key, value in existing_policy.items() if key not in ("Version", "Statement")}
+    return {"Version": "2012-10-17", **extra_keys, "Statement": [*others, tls_only_statement(bucket)]}
+
+
+def state_lifecycle_rule() -> dict[str, Any]:
+    """Keep old state versions long enough to roll back, then let them go; clean up abandoned uploads."""
+    return {
+        "ID": LIFECYCLE_RULE_ID,
+        "Filter": {"Prefix": ""},
+        "Status": "Enabled",
+        "NoncurrentVersionExpiration": {"NoncurrentDays": NONCURRENT_VERSION_DAYS},
+        "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": INCOMPLETE_UPLOAD_DAYS},
+    }
+
+
+def _bucket_name_problem(bucket: str) -> str | None:
+    if not 3 <= len(bucket) <= 63:
+        return "it must be 3 to 63 characters long"
+    if not re.fullmatch(r"[a-z0-9.-]+", bucket):
+        return "only lowercase letters, digits, '.' and '-' are allowed"
+    if not (bucket[0].isalnum() and bucket[-1].isalnum()):
+        return "it must begin and end with a letter or digit"
+    if ".." in bucket:
+        return "it must not contain two adjacent dots"
+    if _looks_like_ip_address(bucket):
+        return "it must not be formatted as an IP address"
+    if bucket.startswith(_RESERVED_BUCKET_PREFIXES):
+        return f"AWS reserves the prefixes {', '.join(_RESERVED_BUCKET_PREFIXES)}"
+    if bucket.endswith(_RESERVED_BUCKET_SUFFIXES):
+        return f"AWS reserves the suffixes {', '.join(_RESERVED_BUCKET_SUFFIXES)}"
+    if "." in bucket:
+        # Allowed by S3, but a dotted name fails the TLS certificate check on virtual-hosted URLs,
+        # and this bucket accepts TLS only.
+        return "dots break TLS certificate checks on virtual-hosted S3 URLs, and this bucket is TLS-only"
+    return None
+
+
+def _looks_like_ip_address(name: str) -> bool:
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def _error_code(error: ClientError) -> str:
+    return error.response.get("Error", {}).get("Code", "")
+
+
+def _owned_elsewhere(bucket: str) -> BackendError:
+    return BackendError(
+        f"bucket {bucket!r} already exists and is not this account's (or this account cannot reach it); "
+        "S3 bucket names are global, so pick a new name with --bucket"
+    )
+
+
+def _check_existing_bucket(s3: Any, bucket: str, region: str, account_id: str) -> bool:
+    """Whether the bucket already exists and is ours to use; refuse it if it is not."""
+    try:
+        head = s3.head_bucket(Bucket=bucket, ExpectedBucketOwner=account_id)
+    except ClientError as error:
+        code = _error_code(error)
+        if code in ("404", "NoSuchBucket", "NotFound"):
+            return False
+        if code in ("403", "AccessDenied", "Forbidden"):
+            raise _owned_elsewhere(bucket) from error
+        raise
+    if not _listed_in_account(s3, bucket):
+        raise _owned_elsewhere(bucket)
+
+    bucket_region = head.get("BucketRegion") or head["ResponseMetadata"]["HTTPHeaders"].get("x-amz-bucket-region")
+    if bucket_region and bucket_region != region:
+        raise BackendError(
+            f"bucket {bucket!r} is in {bucket_region}, not {region}; "
+            f"run again with --region {bucket_region}, or pick a new name"
+        )
+    versioning = s3.get_bucket_versioning(Bucket=bucket, ExpectedBucketOwner=account_id).get("Status")
+    if versioning != "Enabled":
+        raise BackendError(
+            f"bucket {bucket!r} exists without versioning; Pulumi state needs versioning to recover "
+            "from a bad update; enable it yourself or pick a new name"
+        )
+    return True
+
+
+def _listed_in_account(s3: Any, bucket: str) -> bool:
+    """Whether ListBuckets shows the bucket: only the owning account lists it.
+
+    HeadBucket also succeeds on another account's bucket shared with us, and moto ignores
+    ExpectedBucketOwner; the listing covers both. Without s3:ListAllMyBuckets we rely on
+    ExpectedBucketOwner, which AWS enforces.
+    """
+    try:
+        listed = s3.list_buckets(Prefix=bucket)["Buckets"]
+    except ClientError as error:
+        if _error_code(error) == "AccessDenied":
+            return True
+        raise
+    return any(entry["Name"] == bucket for entry in listed)
+
+
+def _create_versioned_bucket(s3: Any, bucket: str, region: str, created: list[str]) -> None:
+    arguments: dict[str, Any] = {"Bucket": bucket}
+    # us-east-1 is the default location and AWS rejects it as an explicit LocationConstraint.
+    if region != "us-east-1":
+        arguments["CreateBucketConfiguration"] = {"LocationConstraint": region}
+    try:
+        s3.create_bucket(**arguments)
+    except ClientError as error:
+        code = _error_code(error)
+        if code == "BucketAlreadyExists":
+            raise _owned_elsewhere(bucket) from error
+        if code == "BucketAlreadyOwnedByYou":
+            raise BackendError(
+                f"bucket {bucket!r} appeared while bootstrapping (another run at the same time?); run again"
+            ) from error
+        raise
+    created.append(f"S3 bucket {bucket} in {region}")
+    s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    created.append(f"versioning on bucket {bucket}")
+
+
+def _ensure_key(kms: Any, key_alias: str, created: list[str]) -> str:
+    """The ARN of the symmetric key behind the alias, creating both if needed; rotation always on."""
+    try:
+        metadata = kms.describe_key(KeyId=key_alias)["KeyMetadata"]
+    except ClientError as error:
+        if _error_code(error) != "NotFoundException":
+            raise
+        metadata = None
+
+    if metadata is None:
+        metadata = kms.create_key(
+            Description="Pulumi secrets provider key for the gpu-cloud state backend",
+            KeySpec="SYMMETRIC_DEFAULT",
+            KeyUsage="ENCRYPT_DECRYPT",
+        )["KeyMetadata"]
+        created.append(f"KMS key {metadata['Arn']} (symmetric)")
+        kms.create_alias(AliasName=key_alias, TargetKeyId=metadata["KeyId"])
+        created.append(f"KMS alias {key_alias} -> {metadata['Arn']}")
+    else:
+        _refuse_unusable_key(metadata, key_alias)
+
+    if not kms.get_key_rotation_status(KeyId=metadata["KeyId"])["KeyRotationEnabled"]:
+        kms.enable_key_rotation(KeyId=metadata["KeyId"])
+        created.append(f"automatic rotation on KMS key {metadata['Arn']}")
+    return metadata["Arn"]
+
+
+def _refuse_unusable_key(metadata: dict[str, Any], key_alias: str) -> None:
+    if metadata.get("KeySpec") != "SYMMETRIC_DEFAULT" or metadata.get("KeyUsage") != "ENCRYPT_DECRYPT":
+        raise BackendError(
+            f"KMS alias {key_alias} points at {metadata['Arn']}, a {metadata.get('KeySpec')} "
+            f"{metadata.get('KeyUsage')} key; Pulumi's awskms provider needs a symmetric ENCRYPT_DECRYPT key: "
+            "pass another --key-alias"
+        )
+    if metadata.get("KeyState") != "Enabled":
+        raise BackendError(
+            f"KMS alias {key_alias} points at {metadata['Arn']}, which is {metadata.get('KeyState')}; "
+            "enable the key (or cancel its deletion) or pass another --key-alias"
+        )
+
+
+def _ensure_default_encryption(s3: Any, bucket: str, key_arn: str, key_alias: str, created: list[str]) -> None:
+    try:
+        rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    except ClientError as error:
+        if _error_code(error) != "ServerSideEncryptionConfigurationNotFoundError":
+            raise
+        rules = []
+    current = [
+        (
+            rule.get("ApplyServerSideEncryptionByDefault", {}).get("SSEAlgorithm"),
+            rule.get("ApplyServerSideEncryptionByDefault", {}).get("KMSMasterKeyID"),
+            bool(rule.get("BucketKeyEnabled")),
+        )
+        for rule in rules
+    ]
+    if current == [("aws:kms", key_arn, True)]:
+        return
+    s3.put_bucket_encryption(
+        Bucket=bucket,
+        ServerSideEncryptionConfiguration={
+            "Rules": [
+                {
+                    "ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key_arn},
+                    "BucketKeyEnabled": True,
+                }
+            ]
+        },
+    )
+    created.append(f"default encryption SSE-KMS with {key_alias} (bucket key on) on bucket {bucket}")
+
+
+def _ensure_public_access_blocked(s3: Any, bucket: str, created: list[str]) -> None:
+    try:
+        current = s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"]
+    except ClientError as error:
+        if _error_code(error) != "NoSuchPublicAccessBlockConfiguration":
+            raise
+        current = {}
+    if all(current.get(setting) is True for setting in PUBLIC_ACCESS_BLOCKED):
+        return
+    s3.put_public_access_block(Bucket=bucket, PublicAccessBlockConfiguration=dict(PUBLIC_ACCESS_BLOCKED))
+    created.append(f"public access block (all four settings) on bucket {bucket}")
+
+
+def _ensure_tls_only_policy(s3: Any, bucket: str, created: list[str]) -> None:
+    try:
+        current_policy = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
+    except ClientError as error:
+        if _error_code(error) != "NoSuchBucketPolicy":
+            raise
+        current_policy = None
+    ours = [
+        statement
+        for statement in _statements(current_policy or {})
+        if statement.get("Sid") == TLS_ONLY_STATEMENT_ID
+    ]
+    if len(ours) == 1 and _normalized_statement(ours[0]) == _normalized_statement(tls_only_statement(bucket)):
+        return
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(with_tls_only_statement(bucket, current_policy)))
+    created.append(f"bucket policy statement {TLS_ONLY_STATEMENT_ID} (TLS only) on bucket {bucket}")
+
+
+def _ensure_lifecycle_rule(s3: Any, bucket: str, created: list[str]) -> None:
+    try:
+        rules = s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
+    except ClientError as error:
+        if _error_code(error) != "NoSuchLifecycleConfiguration":
+            raise
+        rules = []
+    ours = [rule for rule in rules if rule.get("ID") == LIFECYCLE_RULE_ID]
+    if len(ours) == 1 and _lifecycle_rule_matches(ours[0]):
+        return
+    others = [rule for rule in rules if rule.get("ID") != LIFECYCLE_RULE_ID]
+    # PutBucketLifecycleConfiguration replaces the whole set, so the other rules are sent back as they were.
+    s3.put_bucket_lifecycle_configuration(
+        Bucket=bucket, LifecycleConfiguration={"Rules": [*others, state_lifecycle_rule()]}
+    )
+    created.append(
+        f"lifecycle rule {LIFECYCLE_RULE_ID} (noncurrent versions expire after {NONCURRENT_VERSION_DAYS} days, "
+        f"incomplete uploads aborted after {INCOMPLETE_UPLOAD_DAYS}) on bucket {bucket}"
+    )
+
+
+def _lifecycle_rule_matches(rule: dict[str, Any]) -> bool:
+    """Compare on meaning: AWS may echo a whole-bucket filter as `{}` or `{"Prefix": ""}`."""
+    whole_bucket = rule.get("Filter", {}) in ({}, {"Prefix": ""}) and rule.get("Prefix", "") == ""
+    return (
+        whole_bucket
+        and rule.get("Status") == "Enabled"
+        and rule.get("NoncurrentVersionExpiration", {}).get("NoncurrentDays") == NONCURRENT_VERSION_DAYS
+        and rule.get("AbortIncompleteMultipartUpload", {}).get("DaysAfterInitiation") == INCOMPLETE_UPLOAD_DAYS
+    )
+
+
+def _statements(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    statements = policy.get("Statement", [])
+    return [statements] if isinstance(statements, dict) else list(statements)
+
+
+def _normalized_statement(statement: dict[str, Any]) -> dict[str, Any]:
+    """A statement with single values and lists made comparable, since AWS may echo either form."""
+
+    def as_sorted_list(value: Any) -> list[Any]:
+        return sorted(value) if isinstance(value, list) else [value]
+
+    principal = statement.get("Principal")
+    return {
+        "Effect": statement.get("Effect"),
+        "Principal": "*" if principal == {"AWS": "*"} else principal,
+        "Action": as_sorted_list(statement.get("Action")),
+        "Resource": as_sorted_list(statement.get("Resource")),
+        "Condition": statement.get("Condition"),
+    }
