@@ -8,6 +8,7 @@ import json
 
 import yaml
 
+from gpucloud.policy import iam_lint
 from userdata_checks import schema_problems, shellcheck_problems
 
 
@@ -312,3 +313,15 @@ def test_user_data_tells_each_node_what_its_type_must_show(example):
             assert node["launch_hook_name"] == f"{group['AutoScalingGroupName']}-launch"
             assert node["persistent_volume_tag_value"] == (group["AutoScalingGroupName"] if config.persistent_volume_gib else None)
             assert (node["data_disk_device"] is not None) == bool(config.data_volume_gib)
+
+
+def test_generated_iam_documents_lint_clean_with_parliament(example):
+    documents = [
+        resource.inputs["policy"]
+        for resource in example.resources
+        if resource.type in ("aws:iam/rolePolicy:RolePolicy", "aws:iam/policy:Policy")
+    ]
+    assert documents, "the stack generates IAM documents"
+    for document in documents:
+        findings = iam_lint.lint_policy(document)
+        assert not iam_lint.has_medium_or_worse(findings), iam_lint.summarize(findings)
