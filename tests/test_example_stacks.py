@@ -9,27 +9,13 @@ import json
 import yaml
 
 from gpucloud.policy import iam_lint
+from gpucloud.policy.taggable import is_taggable
 from userdata_checks import schema_problems, shellcheck_problems
-
 
 GPU_TYPES = {"vision-train": {"p4d.24xlarge", "p5.48xlarge"}, "llm-infer": {"g5.2xlarge", "g6e.2xlarge", "g5.4xlarge"}, "notebooks": {"g5.xlarge", "g4dn.xlarge"}}
 
-
-UNTAGGABLE = {
-    "aws:kms/alias:Alias",
-    "aws:iam/rolePolicy:RolePolicy",
-    "aws:autoscaling/policy:Policy",
-    "aws:autoscaling/schedule:Schedule",
-    "aws:cloudwatch/dashboard:Dashboard",
-    "aws:sns/topicPolicy:TopicPolicy",
-    "aws:sns/topicSubscription:TopicSubscription",
-}
-"""Types whose pulumi-aws resource has no `tags` input."""
-
-
 def project_key_arn(example) -> str:
     return example.outputs["kmsKeyArn"]
-
 
 def launch_template_versions(example):
     ec2 = example.client("ec2")
@@ -40,20 +26,17 @@ def launch_template_versions(example):
         for template in templates
     ]
 
-
 def asg(example):
     groups = example.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
     assert len(groups) == 1
     return groups[0]
 
-
 def test_stack_builds_with_every_resource_applied(example):
     types = {resource.type for resource in example.resources}
     assert {"aws:kms/key:Key", "aws:iam/role:Role", "aws:ec2/launchTemplate:LaunchTemplate", "aws:autoscaling/group:Group"} <= types
     not_validated = {resource.type for resource in example.unvalidated}
-    assert not_validated <= {"aws:ec2/placementGroup:PlacementGroup"}
+    assert not_validated <= {"aws:ec2/placementGroup:PlacementGroup", "aws:backup/selection:Selection"}
     assert set(example.outputs) == {"kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "groups"}
-
 
 def test_key_is_customer_managed_with_rotation(example):
     kms = example.client("kms")
@@ -66,18 +49,19 @@ def test_key_is_customer_managed_with_rotation(example):
     key = next(r for r in example.of_type("aws:kms/key:Key"))
     assert key.protect and key.retain_on_delete and key.inputs["deletionWindowInDays"] == 30
 
-
 def test_key_policy_lets_only_the_node_role_and_autoscaling_use_it(example):
     policy = json.loads(example.client("kms").get_key_policy(KeyId=project_key_arn(example), PolicyName="default")["Policy"])
     users = {statement["Sid"]: statement for statement in policy["Statement"]}
     node_use = users["ProjectInstanceRolesUseKey"]
-    assert node_use["Condition"]["ArnEquals"]["aws:PrincipalArn"] == [example.outputs["instanceRoleArn"]]
+    assert node_use["Condition"]["ArnEquals"]["aws:PrincipalArn"] == [
+        example.outputs["instanceRoleArn"],
+        example.outputs["instanceRoleArn"].replace("-node", "-backup"),
+    ]
     assert users["AutoScalingLaunchesEncryptedVolumes"]["Principal"]["AWS"].endswith(
         "autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
     )
     for statement in policy["Statement"]:
         assert "kms:*" not in statement["Action"]
-
 
 def test_every_block_device_is_encrypted_with_the_project_key(example):
     for version in launch_template_versions(example):
@@ -88,12 +72,10 @@ def test_every_block_device_is_encrypted_with_the_project_key(example):
             assert device["Ebs"]["KmsKeyId"] == project_key_arn(example)
             assert device["Ebs"]["VolumeType"] == "gp3"
 
-
 def test_every_ebs_volume_is_encrypted_with_the_project_key(example):
     for volume in example.client("ec2").describe_volumes()["Volumes"]:
         if any(tag["Key"] == "Project" for tag in volume.get("Tags", [])):
             assert volume["Encrypted"] and volume["KmsKeyId"] == project_key_arn(example)
-
 
 def test_launch_templates_require_imdsv2_and_no_public_ip(example):
     for version in launch_template_versions(example):
@@ -104,7 +86,6 @@ def test_launch_templates_require_imdsv2_and_no_public_ip(example):
         first = next(interface for interface in data["NetworkInterfaces"] if interface.get("NetworkCardIndex", 0) == 0)
         assert first["AssociatePublicIpAddress"] is False
 
-
 def test_group_uses_mixed_instances_over_the_configured_gpu_types(example):
     group = asg(example)
     policy = group["MixedInstancesPolicy"]
@@ -113,7 +94,6 @@ def test_group_uses_mixed_instances_over_the_configured_gpu_types(example):
     assert policy["InstancesDistribution"]["SpotAllocationStrategy"] == "price-capacity-optimized"
     template = policy["LaunchTemplate"]["LaunchTemplateSpecification"]
     assert template["Version"].isdigit(), "the group must pin a version number, not $Latest"
-
 
 def test_group_has_launch_and_terminate_hooks(example):
     group = asg(example)
@@ -124,12 +104,10 @@ def test_group_has_launch_and_terminate_hooks(example):
     assert transitions["autoscaling:EC2_INSTANCE_LAUNCHING"]["DefaultResult"] == "ABANDON"
     assert transitions["autoscaling:EC2_INSTANCE_TERMINATING"]["DefaultResult"] == "CONTINUE"
 
-
 def test_desired_capacity_is_left_to_the_autoscaler_after_creation(example):
     group = next(iter(example.of_type("aws:autoscaling/group:Group")))
     assert "desiredCapacity" in group.ignore_changes
     assert group.inputs["instanceRefresh"]["strategy"] == "Rolling"
-
 
 def test_security_groups_have_no_world_open_ingress(example):
     for group in example.client("ec2").describe_security_groups()["SecurityGroups"]:
@@ -137,10 +115,9 @@ def test_security_groups_have_no_world_open_ingress(example):
             assert all(r["CidrIp"] != "0.0.0.0/0" for r in permission.get("IpRanges", []))
             assert all(r["CidrIpv6"] != "::/0" for r in permission.get("Ipv6Ranges", []))
 
-
 def test_every_taggable_resource_carries_the_project_tags(example):
     for resource in example.resources:
-        if not resource.custom or resource.type in UNTAGGABLE:
+        if not resource.custom or not is_taggable(resource.type):
             continue
         tags = resource.inputs.get("tags")
         if isinstance(tags, list):
@@ -148,12 +125,9 @@ def test_every_taggable_resource_carries_the_project_tags(example):
         assert tags, f"{resource.urn} has no tags"
         assert {"Project", "Owner", "CostCenter", "ManagedBy"} <= set(tags), resource.urn
 
-
-
 def groups_of(example):
     by_name = {group["AutoScalingGroupName"]: group for group in example.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]}
     return [(config, by_name[f"gpu-cloud-{example.stack}-{config.name}"]) for config in example.settings.config.groups]
-
 
 def test_spot_split_and_capacity_rebalance_are_as_configured(example):
     for config, group in groups_of(example):
@@ -165,7 +139,6 @@ def test_spot_split_and_capacity_rebalance_are_as_configured(example):
             config.min_size, config.max_size, config.initial_capacity,
         )
 
-
 def test_groups_span_their_subnets(example):
     ec2 = example.client("ec2")
     default_subnets = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"]
@@ -176,7 +149,6 @@ def test_groups_span_their_subnets(example):
             assert len(zones) == 1, "multi-node and persistent-volume groups stay in one zone"
         else:
             assert len(subnets) == len(default_subnets)
-
 
 def test_multi_node_groups_get_efa_on_every_network_card_and_a_cluster_placement(example):
     ec2 = example.client("ec2")
@@ -202,7 +174,6 @@ def test_multi_node_groups_get_efa_on_every_network_card_and_a_cluster_placement
             seen.add(len(interfaces))
         assert seen == set(cards_by_type.values())
 
-
 def test_multi_node_security_group_allows_members_only(example):
     ec2 = example.client("ec2")
     for config, group in groups_of(example):
@@ -212,7 +183,6 @@ def test_multi_node_security_group_allows_members_only(example):
         security_group = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"][0]
         self_rules = [p for p in security_group["IpPermissions"] if any(pair["GroupId"] == group_id for pair in p.get("UserIdGroupPairs", []))]
         assert bool(self_rules) is config.multi_node
-
 
 def test_persistent_volume_sits_in_the_zone_of_its_group_and_is_retained(example):
     ec2 = example.client("ec2")
@@ -228,7 +198,6 @@ def test_persistent_volume_sits_in_the_zone_of_its_group_and_is_retained(example
         assert tags["gpu-cloud:attach-to"] == group["AutoScalingGroupName"]
         record = next(r for r in example.of_type("aws:ebs/volume:Volume"))
         assert record.protect and record.retain_on_delete
-
 
 def test_scaling_policies_and_schedules_are_as_configured(example):
     autoscaling = example.client("autoscaling")
@@ -261,7 +230,6 @@ def test_scaling_policies_and_schedules_are_as_configured(example):
             assert action.get("DesiredCapacity") == schedule.desired_capacity
             assert action.get("MaxSize") == schedule.max_size
 
-
 def test_gpu_idle_alarm_watches_the_group_utilisation(example):
     alarms = example.client("cloudwatch").describe_alarms()["MetricAlarms"]
     for config, group in groups_of(example):
@@ -276,13 +244,11 @@ def test_gpu_idle_alarm_watches_the_group_utilisation(example):
         assert alarm["Threshold"] == idle.utilization_percent and alarm["ComparisonOperator"] == "LessThanThreshold"
         assert alarm["Period"] * alarm["EvaluationPeriods"] == idle.minutes * 60
 
-
 def rendered_user_data(example) -> list[str]:
     return [
         gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"])).decode()
         for version in launch_template_versions(example)
     ]
-
 
 def test_user_data_passes_cloud_init_schema_and_shellcheck(example, tmp_path):
     for number, text in enumerate(rendered_user_data(example)):
@@ -292,7 +258,6 @@ def test_user_data_passes_cloud_init_schema_and_shellcheck(example, tmp_path):
         scripts, complaints = shellcheck_problems(text, folder)
         assert "runcmd" in scripts and len(scripts) >= 4
         assert complaints == ""
-
 
 def test_user_data_tells_each_node_what_its_type_must_show(example):
     ec2 = example.client("ec2")
@@ -313,7 +278,6 @@ def test_user_data_tells_each_node_what_its_type_must_show(example):
             assert node["launch_hook_name"] == f"{group['AutoScalingGroupName']}-launch"
             assert node["persistent_volume_tag_value"] == (group["AutoScalingGroupName"] if config.persistent_volume_gib else None)
             assert (node["data_disk_device"] is not None) == bool(config.data_volume_gib)
-
 
 def test_generated_iam_documents_lint_clean_with_parliament(example):
     documents = [
