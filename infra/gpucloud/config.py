@@ -7,7 +7,9 @@ each; rules that need AWS facts (GPU types, EFA, subnets) live in `gpucloud.reso
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import json
 import re
 import zoneinfo
 from collections.abc import Mapping
@@ -26,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+
+from gpucloud.policy_documents import instance_role_policy
 
 NAMESPACE = "gpu-cloud"
 
@@ -47,6 +51,7 @@ class _Model(BaseModel):
         alias_generator=to_camel,
         populate_by_name=True,
         str_strip_whitespace=False,
+        allow_inf_nan=False,  # an alarm threshold or target of .nan / .inf is no number AWS takes
     )
 
 
@@ -55,6 +60,8 @@ def _refuse_world_open(cidr: str) -> str:
         network = ipaddress.ip_network(cidr, strict=True)
     except ValueError as error:
         raise ValueError(f"{cidr!r} is not a CIDR block ({error})") from None
+    if getattr(network.network_address, "scope_id", None):
+        raise ValueError(f"{cidr!r} carries an IPv6 zone index (%...), which no security group rule takes")
     if network.prefixlen == 0:
         raise ValueError(
             f"{cidr} opens the port to the whole internet; list the office or VPN ranges instead "
@@ -98,17 +105,59 @@ InstanceType = Annotated[str, _shaped(r"[a-z][a-z0-9-]*\.[a-z0-9-]+", "expected 
 SubnetId = Annotated[str, _shaped(r"subnet-[0-9a-f]{8,17}", "expected a subnet id such as subnet-0123456789abcdef0")]
 AmiId = Annotated[str, _shaped(r"ami-[0-9a-f]{8,17}", "expected an AMI id such as ami-0123456789abcdef0")]
 MetricName = Annotated[str, _shaped(r"[A-Za-z0-9_.\-/#:]+", "use letters, digits and _ . - / # :", 255)]
+Namespace = Annotated[
+    str, _shaped(r"[A-Za-z0-9_.\-/#][A-Za-z0-9_.\-/#:]*", "use letters, digits and _ . - / # :, not starting with ':'", 255)
+]
+"""CloudWatch refuses a namespace that starts with ':'."""
+DimensionName = Annotated[
+    str,
+    _shaped(
+        r" *[A-Za-z0-9_.\-/#=+@][A-Za-z0-9_.\-/#:=+@ ]*",
+        "use letters, digits, spaces and _ . - / # : = + @, not starting with ':' and not only spaces",
+        255,
+    ),
+]
+"""CloudWatch refuses a dimension name that starts with ':' or holds only whitespace."""
 Statistic = Annotated[
     str, _shaped(r"Average|Sum|Maximum|Minimum|SampleCount", "one of Average, Sum, Maximum, Minimum, SampleCount")
 ]
 TagValue = Annotated[str, _shaped(r"[A-Za-z0-9_.:/=+\-@ ]+", "use letters, digits, spaces and _ . : / = + - @")]
-Email = Annotated[
-    str, _shaped(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}", "expected an e-mail address (alerts go there)")
+DimensionValue = Annotated[
+    str, _shaped(r" *[A-Za-z0-9_.:/=+\-@][A-Za-z0-9_.:/=+\-@ ]*", "use letters, digits, spaces and _ . : / = + - @, not only spaces")
 ]
+"""CloudWatch refuses a dimension value of only whitespace."""
+Email = Annotated[
+    str,
+    _shaped(
+        r"[A-Za-z0-9._+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}",
+        "expected an e-mail address (alerts go there) of letters, digits and . _ + - @, "
+        "the characters an AWS tag value allows (it is also the Owner tag)",
+    ),
+]
+
+
+def _check_bucket_rules(bucket: str) -> str:
+    """S3's naming rules beyond the characters: the policy would otherwise grant a bucket that cannot exist."""
+    if ".." in bucket or re.fullmatch(r"\d+\.\d+\.\d+\.\d+", bucket):
+        raise ValueError(f"{bucket!r} is not an S3 bucket name: no two adjacent periods, not an IP address")
+    if bucket.startswith(("xn--", "sthree-")) or bucket.endswith(("-s3alias", "--ol-s3")):
+        raise ValueError(f"{bucket!r} is not an S3 bucket name: it uses a prefix or suffix S3 reserves")
+    return bucket
+
+
 BucketName = Annotated[
-    str, _shaped(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]", "expected an S3 bucket name (3-63 lowercase letters, digits, . and -)")
+    str,
+    _shaped(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]", "expected an S3 bucket name (3-63 lowercase letters, digits, . and -)"),
+    AfterValidator(_check_bucket_rules),
 ]
 CRON_FIELD = r"[0-9A-Za-z*/,\-?#L]+"
+MACHINE_DEPENDENT_ZONES = frozenset({"localtime", "posixrules", "Factory"})
+"""Files in the tz database that are no zone: `localtime` is whatever the machine is set to."""
+
+
+@functools.cache
+def _iana_time_zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones()) - MACHINE_DEPENDENT_ZONES
 
 
 class NetworkConfig(_Model):
@@ -137,6 +186,39 @@ class DataConfig(_Model):
             raise ValueError("names a bucket but grants no readPrefixes or writePrefixes")
         return self
 
+    @model_validator(mode="after")
+    def prefixes_fit_in_the_node_role_policy(self) -> DataConfig:
+        size = _longest_node_role_policy_size(self)
+        if size > IAM_ROLE_POLICY_LIMIT:
+            raise ValueError(
+                f"readPrefixes and writePrefixes make the node role's IAM policy {size} characters, "
+                f"above the {IAM_ROLE_POLICY_LIMIT} IAM allows a role: grant fewer or shorter prefixes "
+                "(a prefix covers every key under it)"
+            )
+        return self
+
+
+IAM_ROLE_POLICY_LIMIT = 10240
+"""AWS: the inline policies of one role together, whitespace not counted."""
+
+
+def _longest_node_role_policy_size(data: DataConfig) -> int:
+    """The node role's policy for these prefixes with the longest partition, region, account,
+    key and project name any stack can have, so the check holds for every stack."""
+    region = "ap-southeast-7"
+    document = instance_role_policy(
+        partition="aws-us-gov",
+        region=region,
+        account_id="0" * 12,
+        project="p" * 24,
+        key_arn=f"arn:aws-us-gov:kms:{region}:{'0' * 12}:key/{'0' * 36}",
+        bucket=data.bucket,
+        read_prefixes=data.read_prefixes,
+        write_prefixes=data.write_prefixes,
+        session_manager=True,
+    )
+    return len(json.dumps(document, separators=(",", ":")))
+
 
 class AccessConfig(_Model):
     """Who may reach the instances. Empty lists are the default: no ingress at all."""
@@ -160,10 +242,10 @@ class TargetTracking(_Model):
     """Keep a custom metric (e.g. queue backlog per instance) at a target value."""
 
     metric_name: MetricName
-    namespace: MetricName
+    namespace: Namespace
     target_value: float = Field(gt=0)
     statistic: Statistic = "Average"
-    dimensions: dict[str, TagValue] = Field(default_factory=dict)
+    dimensions: dict[DimensionName, DimensionValue] = Field(default_factory=dict)
     disable_scale_in: bool = False
 
 
@@ -171,11 +253,11 @@ class StepScaling(_Model):
     """Add `scaleOutBy` instances when a metric passes `threshold`."""
 
     metric_name: MetricName
-    namespace: MetricName
+    namespace: Namespace
     threshold: float
     scale_out_by: int = Field(ge=1, le=100)
     statistic: Statistic = "Average"
-    dimensions: dict[str, TagValue] = Field(default_factory=dict)
+    dimensions: dict[DimensionName, DimensionValue] = Field(default_factory=dict)
     period_seconds: int = Field(default=60, ge=10, le=86400)
     evaluation_periods: int = Field(default=2, ge=1, le=100)
     cooldown_seconds: int = Field(default=300, ge=0, le=86400)
@@ -199,15 +281,15 @@ class Schedule(_Model):
             raise ValueError(
                 f"{recurrence!r} is not a 5-field cron expression (minute hour day month weekday)"
             )
+        if len(recurrence) > 255:
+            raise ValueError(f"is {len(recurrence)} characters long; Auto Scaling takes a recurrence of at most 255")
         return recurrence
 
     @field_validator("time_zone")
     @classmethod
     def time_zone_is_known(cls, time_zone: str) -> str:
-        try:
-            zoneinfo.ZoneInfo(time_zone)
-        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"{time_zone!r} is not an IANA time zone (e.g. Europe/Paris)") from None
+        if time_zone not in _iana_time_zones():
+            raise ValueError(f"{time_zone!r} is not an IANA time zone (e.g. Europe/Paris)")
         return time_zone
 
     @model_validator(mode="after")
@@ -404,9 +486,20 @@ class StackSettings(BaseModel):
 
 
 def _key_path(location: tuple[Any, ...]) -> str:
-    path = f"{NAMESPACE}:{location[0]}" if location else NAMESPACE
-    for part in location[1:]:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    """`gpu-cloud:groups[0].scaling`; a key that is not a plain word shows as its repr in
+    brackets (`dimensions['a b']`), so a hostile key in a stack file cannot break the message."""
+    if not location:
+        return NAMESPACE
+    if location[-1] == "[key]":  # pydantic's marker for an invalid dict key
+        location = location[:-1]
+    path = f"{NAMESPACE}:"
+    for index, part in enumerate(location):
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z0-9_\-]+", str(part)):
+            path += f".{part}" if index else str(part)
+        else:
+            path += f"[{part!r}]"
     return path
 
 
@@ -427,7 +520,7 @@ def parse_stack_config(values: Mapping[str, Any], *, stack: str, source: str, re
         config = StackConfig.model_validate(dict(values), by_alias=True)
     except ValidationError as error:
         raise ConfigError(f"stack {stack!r} ({source})", _problems(error)) from None
-    if not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region):
+    if not isinstance(region, str) or not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region):
         raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", f"{region!r} is not an AWS region")])
     return StackSettings(stack=stack, source=source, region=region, config=config)
 

@@ -192,7 +192,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             mixed_instances_policy={
                 "instances_distribution": {
                     "on_demand_base_capacity": args.on_demand_base_capacity,
-                    "on_demand_percentage_above_base_capacity": 100 - args.spot_percent,
+                    "on_demand_percentage_above_base_capacity": 100 - args.spot_percent if uses_spot else 100,
                     "on_demand_allocation_strategy": "prioritized",
                     "spot_allocation_strategy": "price-capacity-optimized",
                 },

@@ -1,0 +1,1191 @@
+"""Property-based tests of the stack config: every generated config either validates into values
+AWS accepts verbatim, or is refused with a ConfigError naming the offending key. Never another
+exception. Valid configs then plan offline with no mandatory policy violation, and every value
+they carry reaches AWS intact: tags, user data, IAM documents."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import gzip
+import ipaddress
+import json
+import math
+import re
+import shlex
+import unicodedata
+import zoneinfo
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, Phase, assume, event, given, note, settings
+from hypothesis import strategies as st
+
+from gpucloud.config import ConfigError, StackConfig, parse_stack_config
+from gpucloud.plan import plan_program
+from gpucloud.policy.iam_lint import has_medium_or_worse, lint_policy
+from gpucloud.policy_documents import instance_role_policy
+from gpucloud.program import build
+from support import minimal_config, settings_for
+
+MODEL_SETTINGS = settings(
+    max_examples=300,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+"""Parsing is cheap: many examples, the same ones on every run (CI is reproducible)."""
+
+ENGINE_SETTINGS = settings(
+    max_examples=5,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+"""Each example is a whole offline plan (one to three seconds), so only a handful per group
+shape (the test runs once per shape of its first group), and no
+shrinking: shrinking a plan takes minutes, and a failure notes its whole config anyway."""
+
+GPU_TYPES = ["g4dn.xlarge", "g5.xlarge", "g5.2xlarge", "g6.xlarge", "g6e.xlarge", "p4d.24xlarge", "p5.48xlarge"]
+EFA_GPU_TYPES = ["p4d.24xlarge", "p5.48xlarge"]
+STATISTICS = ["Average", "Sum", "Maximum", "Minimum", "SampleCount"]
+TIME_ZONES = ["UTC", "Europe/Berlin", "Europe/London", "America/New_York", "Asia/Tokyo", "Etc/GMT+9", "Pacific/Tahiti"]
+
+IAM_ROLE_POLICY_LIMIT = 10240
+"""AWS: the inline policies of one role together, whitespace not counted."""
+
+# ---------------------------------------------------------------------------------------------
+# What AWS accepts, written from its documentation independently of gpucloud.config.
+
+
+def aws_tag_value_problem(value: str) -> str | None:
+    """IAM, EC2, KMS, SNS tags: up to 256 Unicode letters, digits, spaces and _ . : / = + - @."""
+    if len(value) > 256:
+        return "longer than 256"
+    for character in value:
+        if unicodedata.category(character)[0] not in "LZN" and character not in "_.:/=+-@":
+            return f"{character!r} is not allowed in a tag value"
+    return None
+
+
+def cloudwatch_name_problem(value: str, *, namespace: bool = False, limit: int = 255) -> str | None:
+    """Metric names, namespaces, dimension names and values: printable ASCII with something
+    besides whitespace; a namespace or dimension name cannot start with ':'."""
+    if not 1 <= len(value) <= limit:
+        return f"length {len(value)} outside 1..{limit}"
+    if not all(" " <= character <= "~" for character in value):
+        return "not printable ASCII"
+    if not value.strip():
+        return "only whitespace"
+    if namespace and value.startswith(":"):
+        return "starts with ':'"
+    return None
+
+
+def s3_bucket_problem(bucket: str) -> str | None:
+    """S3 general purpose bucket naming rules."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]", bucket):
+        return "not 3-63 lowercase letters, digits, '.' and '-'"
+    if ".." in bucket:
+        return "two adjacent periods"
+    if re.fullmatch(r"\d+\.\d+\.\d+\.\d+", bucket):
+        return "formatted as an IP address"
+    if bucket.startswith(("xn--", "sthree-")) or bucket.endswith(("-s3alias", "--ol-s3")):
+        return "reserved prefix or suffix"
+    return None
+
+
+def s3_prefix_problem(prefix: str) -> str | None:
+    """A key prefix that means itself in an IAM ARN, an s3:prefix condition and a shell word."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._\-=/]*/", prefix):
+        return "characters outside letters, digits and . _ - = / (or no trailing '/')"
+    segments = prefix.rstrip("/").split("/")
+    if any(segment in ("", ".", "..") for segment in segments):
+        return "empty, '.' or '..' segment"
+    return None
+
+
+def cidr_problem(cidr: str) -> str | None:
+    """EC2 security group rules take a plain network in canonical form, never the whole internet."""
+    try:
+        network = ipaddress.ip_network(cidr, strict=True)
+    except ValueError as error:
+        return str(error)
+    if "%" in cidr:
+        return "IPv6 zone index"
+    if network.prefixlen == 0:
+        return "world-open"
+    if str(network) != cidr:
+        return "not canonical"
+    return None
+
+
+MACHINE_DEPENDENT_ZONES = {"localtime", "Factory", "posixrules"}
+
+
+def time_zone_problem(time_zone: str) -> str | None:
+    """Auto Scaling takes IANA zone names; 'localtime' means whatever machine reads it."""
+    if time_zone in MACHINE_DEPENDENT_ZONES or time_zone not in zoneinfo.available_timezones():
+        return "not an IANA zone name"
+    return None
+
+
+def role_policy_size(config: StackConfig) -> int:
+    """The node role's inline policy in the longest partition, counted as IAM counts it."""
+    data = config.data
+    document = instance_role_policy(
+        partition="aws-us-gov",
+        region="us-gov-west-1",
+        account_id="123456789012",
+        project=config.project,
+        key_arn="arn:aws-us-gov:kms:us-gov-west-1:123456789012:key/" + "0" * 36,
+        bucket=data.bucket if data else None,
+        read_prefixes=data.read_prefixes if data else (),
+        write_prefixes=data.write_prefixes if data else (),
+        session_manager=config.access.ssm,
+    )
+    return len(re.sub(r"\s", "", json.dumps(document)))
+
+
+def unsafe_values(config: StackConfig) -> list[str]:
+    """Every value of a validated config that AWS would refuse or read differently."""
+    problems: list[str] = []
+
+    def check(where: str, problem: str | None) -> None:
+        if problem:
+            problems.append(f"{where}: {problem}")
+
+    def name(value: str) -> str | None:
+        return None if re.fullmatch(r"[a-z][a-z0-9-]{0,22}[a-z0-9]", value) else "not a 2-24 character resource name"
+
+    check("project", name(config.project))
+    for key, value in config.tags.items():
+        check(f"tags.{key}", aws_tag_value_problem(value))
+    if config.data:
+        check("data.bucket", s3_bucket_problem(config.data.bucket))
+        for prefix in (*config.data.read_prefixes, *config.data.write_prefixes):
+            check(f"data prefix {prefix!r}", s3_prefix_problem(prefix))
+    size = role_policy_size(config)
+    check("node role policy", f"{size} characters, above IAM's {IAM_ROLE_POLICY_LIMIT}" if size > IAM_ROLE_POLICY_LIMIT else None)
+    access = config.access
+    for cidr in (*access.ssh_cidrs, *access.jupyter_cidrs, *access.tensorboard_cidrs):
+        check(f"cidr {cidr!r}", cidr_problem(cidr))
+    for subnet in config.network.subnet_ids or ():
+        check(f"subnet {subnet!r}", None if re.fullmatch(r"subnet-[0-9a-f]{8,17}", subnet) else "not a subnet id")
+    for number in (config.budget.monthly_usd, config.monitoring.memory_saturation_percent, config.monitoring.idle_utilization_percent):
+        check("number", None if math.isfinite(number) else f"{number} is not finite")
+    for group in config.groups:
+        check(f"group {group.name!r}", name(group.name))
+        for instance_type in group.instance_types:
+            check(f"instance type {instance_type!r}", None if re.fullmatch(r"[a-z][a-z0-9-]*\.[a-z0-9-]+", instance_type) else "not an instance type")
+        if group.ami_id:
+            check("amiId", None if re.fullmatch(r"ami-[0-9a-f]{8,17}", group.ami_id) else "not an AMI id")
+        scaling = group.scaling
+        metrics = [scaling.target_tracking] if scaling.target_tracking else []
+        metrics += scaling.step_scaling
+        for metric in metrics:
+            check(f"metric {metric.metric_name!r}", cloudwatch_name_problem(metric.metric_name))
+            check(f"namespace {metric.namespace!r}", cloudwatch_name_problem(metric.namespace, namespace=True))
+            for dimension, value in metric.dimensions.items():
+                check(f"dimension {dimension!r}", cloudwatch_name_problem(dimension, namespace=True))
+                check(f"dimension value {value!r}", cloudwatch_name_problem(value, limit=1024))
+        if scaling.target_tracking:
+            check("targetValue", None if math.isfinite(scaling.target_tracking.target_value) else "not finite")
+        for step in scaling.step_scaling:
+            check("threshold", None if math.isfinite(step.threshold) else f"{step.threshold} is not finite")
+        for schedule in scaling.schedules:
+            check(f"schedule {schedule.name!r}", name(schedule.name))
+            recurrence = schedule.recurrence
+            check(f"recurrence {recurrence!r}", None if len(recurrence) <= 255 and len(recurrence.split(" ")) == 5 else "not a cron of at most 255 characters")
+            check(f"timeZone {schedule.time_zone!r}", time_zone_problem(schedule.time_zone))
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Valid configs: every value valid for gpucloud.config and for AWS.
+
+resource_names = st.from_regex(r"[a-z][a-z0-9-]{0,22}[a-z0-9]", fullmatch=True)
+emails = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._+\-]{0,15}@[a-z0-9][a-z0-9\-]{0,10}\.(com|org|io|de)", fullmatch=True)
+tag_values = st.from_regex(r"[A-Za-z0-9_.:/=+\-@][A-Za-z0-9_.:/=+\-@ ]{0,40}", fullmatch=True)
+buckets = st.from_regex(r"[a-z][a-z0-9-]{1,20}[a-z0-9](\.[a-z0-9]{1,8})?", fullmatch=True).filter(lambda b: s3_bucket_problem(b) is None)
+prefix_segments = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._=\-]{0,15}", fullmatch=True)
+prefixes = st.builds(
+    lambda segments, slash: "/".join(segments) + ("/" if slash else ""),
+    st.lists(prefix_segments, min_size=1, max_size=3),
+    st.booleans(),
+)
+metric_names = st.from_regex(r"[A-Za-z][A-Za-z0-9_.\-/#:]{0,30}", fullmatch=True)
+subnet_ids = st.from_regex(r"subnet-([0-9a-f]{8}|[0-9a-f]{17})", fullmatch=True)
+ami_ids = st.from_regex(r"ami-[0-9a-f]{17}", fullmatch=True)
+model_instance_types = st.one_of(st.sampled_from(GPU_TYPES), st.from_regex(r"[a-z][a-z0-9]{1,5}\.[a-z0-9]{1,10}", fullmatch=True))
+recurrences = st.builds(
+    " ".join,
+    st.tuples(
+        st.sampled_from(["0", "30", "*/15", "5,35"]),
+        st.sampled_from(["*", "8", "20", "0-6"]),
+        st.sampled_from(["*", "1", "15"]),
+        st.sampled_from(["*", "1-6", "12"]),
+        st.sampled_from(["*", "1-5", "0,6", "MON-FRI"]),
+    ),
+)
+
+
+@st.composite
+def cidrs(draw) -> str:
+    if draw(st.booleans()):
+        address, length = draw(st.ip_addresses(v=4)), draw(st.integers(1, 32))
+    else:
+        address, length = draw(st.ip_addresses(v=6)), draw(st.integers(1, 128))
+    return str(ipaddress.ip_network(f"{address}/{length}", strict=False))
+
+
+def pick(draw, options: list[Any]) -> Any:
+    """One of `options`, near uniformly: `sampled_from` favours the first few so strongly that
+    kinds of fields late in a list would hardly ever be mutated. Shrinks towards the first."""
+    return options[draw(st.integers(0, 2**16 - 1)) % len(options)]
+
+
+def likely(draw) -> bool:
+    """True three times in four: optional parts show up often enough to be mutated."""
+    return draw(st.integers(0, 3)) > 0
+
+
+def optional_keys(draw, values: dict[str, Any]) -> dict[str, Any]:
+    """Drop a random subset of the keys (all of them optional) to exercise defaults."""
+    return {key: value for key, value in values.items() if draw(st.booleans())}
+
+
+@st.composite
+def dimensions(draw) -> dict[str, str]:
+    return draw(st.dictionaries(metric_names, tag_values, min_size=1 if likely(draw) else 0, max_size=3))
+
+
+@st.composite
+def target_tracking(draw) -> dict[str, Any]:
+    values = {"metricName": draw(metric_names), "namespace": draw(metric_names), "targetValue": draw(st.floats(0.5, 1e6))}
+    values |= optional_keys(
+        draw,
+        {"statistic": draw(st.sampled_from(STATISTICS)), "dimensions": draw(dimensions()), "disableScaleIn": draw(st.booleans())},
+    )
+    return values
+
+
+@st.composite
+def step_scaling(draw) -> dict[str, Any]:
+    values = {
+        "metricName": draw(metric_names),
+        "namespace": draw(metric_names),
+        "threshold": draw(st.floats(-1e6, 1e6)),
+        "scaleOutBy": draw(st.integers(1, 100)),
+    }
+    values |= optional_keys(
+        draw,
+        {
+            "statistic": draw(st.sampled_from(STATISTICS)),
+            "dimensions": draw(dimensions()),
+            "periodSeconds": draw(st.integers(10, 86400)),
+            "evaluationPeriods": draw(st.integers(1, 100)),
+            "cooldownSeconds": draw(st.integers(0, 86400)),
+        },
+    )
+    return values
+
+
+@st.composite
+def schedule(draw, name: str, group_max: int) -> dict[str, Any]:
+    most = draw(st.integers(0, group_max))
+    least = draw(st.integers(0, most))
+    sizes = {"maxSize": most, "minSize": least, "desiredCapacity": draw(st.integers(least, most))}
+    kept = draw(st.lists(st.sampled_from(sorted(sizes)), min_size=1, max_size=3, unique=True))
+    values = {"name": name, "recurrence": draw(recurrences), **{key: sizes[key] for key in kept}}
+    if likely(draw):
+        values["timeZone"] = draw(st.sampled_from(TIME_ZONES))
+    return values
+
+
+GROUP_SHAPES = ["plain", "multi-node", "persistent volume"]
+
+
+@st.composite
+def group(draw, name: str, types: st.SearchStrategy[str], shape: str | None = None) -> dict[str, Any]:
+    shape = shape or pick(draw, GROUP_SHAPES)
+    multi_node, persistent = shape == "multi-node", shape == "persistent volume"
+    if multi_node:  # EFA, so only the types that have it
+        instance_types = draw(st.lists(st.sampled_from(EFA_GPU_TYPES), min_size=1, max_size=2, unique=True))
+    else:
+        instance_types = draw(st.lists(types, min_size=1, max_size=3, unique=True))
+    max_size = 1 if persistent else draw(st.integers(1, 8))
+    min_size = draw(st.integers(0, max_size))
+    values: dict[str, Any] = {"name": name, "instanceTypes": instance_types, "maxSize": max_size}
+    scaling: dict[str, Any] = {}
+    if likely(draw):
+        scaling["targetTracking"] = draw(target_tracking())
+    if likely(draw):
+        scaling["stepScaling"] = draw(st.lists(step_scaling(), min_size=1, max_size=2))
+    names = draw(st.lists(resource_names, min_size=1 if likely(draw) else 0, max_size=3, unique=True))
+    if names:
+        scaling["schedules"] = [draw(schedule(schedule_name, max_size)) for schedule_name in names]
+    if likely(draw):
+        scaling["gpuIdleScaleIn"] = {"utilizationPercent": draw(st.floats(1, 100)), "minutes": draw(st.integers(5, 1440))}
+    values |= optional_keys(
+        draw,
+        {
+            "minSize": min_size,
+            "desiredCapacity": draw(st.integers(min_size, max_size)),
+            "onDemandBaseCapacity": draw(st.integers(0, max_size)),
+            "spotPercent": draw(st.integers(0, 100)),
+            "rootVolumeGiB": draw(st.integers(30, 2000)),
+            "dataVolumeGiB": draw(st.integers(0, 2000)),
+            "healthCheckGracePeriodSeconds": draw(st.integers(0, 7200)),
+        },
+    )
+    if scaling and likely(draw):
+        values["scaling"] = scaling
+    if multi_node:
+        values["multiNode"] = True
+    if persistent:
+        values["persistentVolumeGiB"] = draw(st.integers(1, 2000))
+    if values.get("minSize", 0) == 0 and draw(st.booleans()):
+        values["idleShutdown"] = optional_keys(draw, {"utilizationPercent": draw(st.floats(1, 100)), "minutes": draw(st.integers(10, 1440))})
+    return values
+
+
+@st.composite
+def stack_values(
+    draw, types: st.SearchStrategy[str] = model_instance_types, engine: bool = False, first_shape: str | None = None
+) -> dict[str, Any]:
+    """A config dict that validates, in the stack file's camelCase spelling."""
+    values: dict[str, Any] = {
+        "project": draw(resource_names),
+        "owner": draw(emails),
+        "costCenter": draw(tag_values),
+        "budget": {"monthlyUsd": draw(st.floats(1, 1e6))},
+    }
+    names = draw(st.lists(resource_names, min_size=1, max_size=2 if engine else 3, unique=True))
+    values["groups"] = [draw(group(group_name, types, first_shape if index == 0 else None)) for index, group_name in enumerate(names)]
+    if pick(draw, [True, True, True, False]):
+        read = draw(st.lists(prefixes, max_size=3))
+        write = draw(st.lists(prefixes, min_size=0 if read else 1, max_size=2))
+        values["data"] = {"bucket": draw(buckets), **({"readPrefixes": read} if read else {}), **({"writePrefixes": write} if write else {})}
+    ssm = draw(st.booleans())
+    access = {"ssm": ssm, "jupyterCidrs": draw(st.lists(cidrs(), max_size=2)), "tensorboardCidrs": draw(st.lists(cidrs(), max_size=2))}
+    if not ssm:
+        access["sshCidrs"] = draw(st.lists(cidrs(), max_size=2))
+    values["access"] = optional_keys(draw, access) if ssm else access
+    values |= optional_keys(
+        draw,
+        {
+            "monitoring": optional_keys(
+                draw,
+                {
+                    "temperatureThresholdC": draw(st.integers(40, 100)),
+                    "memorySaturationPercent": draw(st.floats(1, 100)),
+                    "idleUtilizationPercent": draw(st.floats(1, 100)),
+                    "idleMinutes": draw(st.integers(10, 1440)),
+                    "dashboard": draw(st.booleans()),
+                },
+            ),
+            "backup": {"retentionDays": draw(st.integers(1, 3650))},
+        },
+    )
+    if not engine and draw(st.booleans()):
+        values["network"] = {"subnetIds": draw(st.lists(subnet_ids, min_size=1, max_size=3, unique=True))}
+    if not engine and draw(st.booleans()):
+        for group_values in values["groups"]:
+            group_values["amiId"] = draw(ami_ids)
+    return values
+
+
+# ---------------------------------------------------------------------------------------------
+# Mutations: hostile strings, wrong types, out-of-range numbers, unknown and missing keys.
+
+HOSTILE_STRINGS = [
+    "",
+    " ",
+    "'",
+    '"',
+    "x'; rm -rf / #",
+    '"; DROP TABLE x; --',
+    "$(reboot)",
+    "`id`",
+    "${aws:username}",
+    "a\nb",
+    "line\r\nbreak",
+    "tab\there",
+    "nul\x00byte",
+    "../etc/passwd",
+    "..",
+    ".",
+    "*",
+    "s3:*",
+    "a//b",
+    "/abs",
+    "a b",
+    "trail ",
+    "é",
+    "日本語",
+    "line\u2028separator",
+    "\u202eevil",
+    "x" * 300,
+    "A" * 257,
+    "a=b",
+    "a+b@c.io",
+    "x%y@example.com",
+    ":colon",
+    "a..b",
+    "null",
+    "~",
+    "\\",
+    "{}",
+    "[]",
+    "#",
+    "?",
+    "!",
+    "<script>",
+    "a|b&c;d",
+]
+
+SURELY_BAD_CHARACTERS = set("'\"`$;|&<>(){}[]!~^\\\n\r\t\x00")
+"""No string field of the config accepts any of these."""
+
+
+def surely_invalid_string(value: str) -> bool:
+    return (
+        not value
+        or len(value) > 256
+        or any(character in SURELY_BAD_CHARACTERS or not " " <= character <= "~" for character in value)
+    )
+
+
+# Near-valid strings per kind: what the config's own patterns let through, to find where those
+# patterns are wider than AWS. EDGES are tried in every key of their kind (exhaustively, below);
+# the generators add random ones of the same shape.
+EDGES: dict[str, list[str]] = {
+    "name": ["a-", "-a", "a--b", "ab", "a" * 24, "a" * 25, "Ab"],
+    "email": ["x%y@example.com", "a@b..com", "a+b@example.io", "a=b@example.com", "a@example.c0m"],
+    "tag": [" ", "   ", "a b", "=", "@", ":", "x" * 256, "x" * 257],
+    "bucket": ["a..b", "192.168.1.10", "xn--bucket", "bucket-s3alias", "bucket--ol-s3", "sthree-bucket", "a.b", "ab"],
+    "prefix": ["a/../b", "a/./b", "a//b/", "date=2024-01-01/", "a" * 200, "x" * 199 + "/", "a/", "a-=_./"],
+    "cidr": ["fe80::%eth0/64", "10.0.0.1/24", "0.0.0.0/0", "::/0", "0.0.0.0/1", "10.0.0.0/08", "10.0.0.0", "2001:DB8::/32", "::ffff:10.0.0.0/120"],
+    "subnet": ["subnet-0123456", "subnet-0123456789ABCDEF0", "subnet-0123456789abcdef01"],
+    "ami": ["ami-0123456", "ami-0123456789ABCDEF0", "ami-0123456789abcdef01"],
+    "instance_type": ["g5.", ".xlarge", "g5..xlarge", "p5.48xlarge.x", "g5-.xlarge", "a" * 40 + ".x"],
+    "metric": [":", ":colon", "#", "a:b", "AWS/EC2", "x" * 255, "x" * 256],
+    "statistic": ["average", "Avg", "p99", "Sum ", "SampleCount"],
+    "recurrence": ["0  20 * * *", "@daily", "0 20 * * * *", "0 0 * * " + ",".join(["1"] * 130), "L L L L L", "# # # # #"],
+    "time_zone": ["localtime", "Factory", "posixrules", "right/UTC", "posix/UTC", "US/Pacific", "EST5EDT", "utc", "Etc/GMT+9", "Europe/Berlin/"],
+}
+
+_SHAPES: dict[str, st.SearchStrategy[str]] = {
+    "name": st.from_regex(r"[a-z][a-z0-9-]*[a-z0-9]", fullmatch=True),
+    "email": st.from_regex(r"[A-Za-z0-9._%+\-]{1,10}@[A-Za-z0-9.\-]{1,10}\.[A-Za-z]{2,4}", fullmatch=True),
+    "tag": st.from_regex(r"[A-Za-z0-9_.:/=+\-@ ]{1,30}", fullmatch=True),
+    "bucket": st.from_regex(r"[a-z0-9][a-z0-9.\-]{1,20}[a-z0-9]", fullmatch=True),
+    "prefix": st.from_regex(r"[A-Za-z0-9][A-Za-z0-9._\-=/]{0,40}", fullmatch=True),
+    "cidr": cidrs(),
+    "subnet": st.from_regex(r"subnet-[0-9a-fA-F]{6,18}", fullmatch=True),
+    "ami": st.from_regex(r"ami-[0-9a-fA-F]{6,18}", fullmatch=True),
+    "instance_type": st.from_regex(r"[a-z][a-z0-9-]*\.[a-z0-9-]+", fullmatch=True),
+    "metric": st.from_regex(r"[A-Za-z0-9_.\-/#:]{1,20}", fullmatch=True),
+    "statistic": st.sampled_from(STATISTICS),
+    "recurrence": st.lists(st.from_regex(r"[0-9A-Za-z*/,\-?#L]{1,70}", fullmatch=True), min_size=4, max_size=6).map(" ".join),
+    "time_zone": st.sampled_from(TIME_ZONES),
+}
+
+NEAR_VALID: dict[str, st.SearchStrategy[str]] = {kind: st.sampled_from(EDGES[kind]) | _SHAPES[kind] for kind in EDGES}
+
+
+@dataclass(frozen=True)
+class Field:
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    low_exclusive: bool = False
+    required: bool = False
+
+
+def _f(kind: str, low=None, high=None, *, exclusive=False, required=False) -> Field:
+    return Field(kind, low, high, exclusive, required)
+
+
+FIELDS: dict[str, Field] = {
+    "project": _f("name", required=True),
+    "owner": _f("email", required=True),
+    "costCenter": _f("tag", required=True),
+    "budget": _f("object", required=True),
+    "budget.monthlyUsd": _f("float", 0, 10_000_000, exclusive=True, required=True),
+    "network": _f("object"),
+    "network.subnetIds": _f("list"),
+    "network.subnetIds.*": _f("subnet"),
+    "data": _f("object"),
+    "data.bucket": _f("bucket", required=True),
+    "data.readPrefixes": _f("list"),
+    "data.readPrefixes.*": _f("prefix"),
+    "data.writePrefixes": _f("list"),
+    "data.writePrefixes.*": _f("prefix"),
+    "access": _f("object"),
+    "access.ssm": _f("bool"),
+    "access.sshCidrs": _f("list"),
+    "access.sshCidrs.*": _f("cidr"),
+    "access.jupyterCidrs": _f("list"),
+    "access.jupyterCidrs.*": _f("cidr"),
+    "access.tensorboardCidrs": _f("list"),
+    "access.tensorboardCidrs.*": _f("cidr"),
+    "monitoring": _f("object"),
+    "monitoring.temperatureThresholdC": _f("int", 40, 100),
+    "monitoring.memorySaturationPercent": _f("float", 0, 100, exclusive=True),
+    "monitoring.idleUtilizationPercent": _f("float", 0, 100, exclusive=True),
+    "monitoring.idleMinutes": _f("int", 10, 1440),
+    "monitoring.dashboard": _f("bool"),
+    "backup": _f("object"),
+    "backup.retentionDays": _f("int", 1, 3650),
+    "groups": _f("list", required=True),
+    "groups.*": _f("object"),
+    "groups.*.name": _f("name", required=True),
+    "groups.*.instanceTypes": _f("list", required=True),
+    "groups.*.instanceTypes.*": _f("instance_type"),
+    "groups.*.minSize": _f("int", 0, 1000),
+    "groups.*.maxSize": _f("int", 1, 1000, required=True),
+    "groups.*.desiredCapacity": _f("int", 0, 1000),
+    "groups.*.onDemandBaseCapacity": _f("int", 0, 1000),
+    "groups.*.spotPercent": _f("int", 0, 100),
+    "groups.*.multiNode": _f("bool"),
+    "groups.*.rootVolumeGiB": _f("int", 30, 16384),
+    "groups.*.dataVolumeGiB": _f("int", 0, 16384),
+    "groups.*.persistentVolumeGiB": _f("int", 0, 16384),
+    "groups.*.amiId": _f("ami"),
+    "groups.*.healthCheckGracePeriodSeconds": _f("int", 0, 7200),
+    "groups.*.idleShutdown": _f("object"),
+    "groups.*.idleShutdown.utilizationPercent": _f("float", 0, 100, exclusive=True),
+    "groups.*.idleShutdown.minutes": _f("int", 10, 1440),
+    "groups.*.scaling": _f("object"),
+    "groups.*.scaling.targetTracking": _f("object"),
+    "groups.*.scaling.targetTracking.metricName": _f("metric", required=True),
+    "groups.*.scaling.targetTracking.namespace": _f("metric", required=True),
+    "groups.*.scaling.targetTracking.targetValue": _f("float", 0, None, exclusive=True, required=True),
+    "groups.*.scaling.targetTracking.statistic": _f("statistic"),
+    "groups.*.scaling.targetTracking.dimensions": _f("dimensions"),
+    "groups.*.scaling.targetTracking.dimensions.<name>": _f("tag"),
+    "groups.*.scaling.targetTracking.disableScaleIn": _f("bool"),
+    "groups.*.scaling.stepScaling": _f("list"),
+    "groups.*.scaling.stepScaling.*": _f("object"),
+    "groups.*.scaling.stepScaling.*.metricName": _f("metric", required=True),
+    "groups.*.scaling.stepScaling.*.namespace": _f("metric", required=True),
+    "groups.*.scaling.stepScaling.*.threshold": _f("float", required=True),
+    "groups.*.scaling.stepScaling.*.scaleOutBy": _f("int", 1, 100, required=True),
+    "groups.*.scaling.stepScaling.*.statistic": _f("statistic"),
+    "groups.*.scaling.stepScaling.*.dimensions": _f("dimensions"),
+    "groups.*.scaling.stepScaling.*.dimensions.<name>": _f("tag"),
+    "groups.*.scaling.stepScaling.*.periodSeconds": _f("int", 10, 86400),
+    "groups.*.scaling.stepScaling.*.evaluationPeriods": _f("int", 1, 100),
+    "groups.*.scaling.stepScaling.*.cooldownSeconds": _f("int", 0, 86400),
+    "groups.*.scaling.schedules": _f("list"),
+    "groups.*.scaling.schedules.*": _f("object"),
+    "groups.*.scaling.schedules.*.name": _f("name", required=True),
+    "groups.*.scaling.schedules.*.recurrence": _f("recurrence", required=True),
+    "groups.*.scaling.schedules.*.minSize": _f("int", 0),
+    "groups.*.scaling.schedules.*.maxSize": _f("int", 0),
+    "groups.*.scaling.schedules.*.desiredCapacity": _f("int", 0),
+    "groups.*.scaling.schedules.*.timeZone": _f("time_zone"),
+    "groups.*.scaling.gpuIdleScaleIn": _f("object"),
+    "groups.*.scaling.gpuIdleScaleIn.utilizationPercent": _f("float", 0, 100, exclusive=True, required=True),
+    "groups.*.scaling.gpuIdleScaleIn.minutes": _f("int", 5, 1440),
+    "groups.*.scaling.gpuIdleScaleIn.scaleInBy": _f("int", 1, 100),
+}
+
+Path = tuple[Any, ...]
+
+
+def pattern_of(path: Path) -> str:
+    parts = []
+    for index, part in enumerate(path):
+        if isinstance(part, int):
+            parts.append("*")
+        elif index and path[index - 1] == "dimensions":
+            parts.append("<name>")
+        else:
+            parts.append(part)
+    return ".".join(parts)
+
+
+def walk(values: Any, path: Path = ()) -> list[tuple[Path, Any]]:
+    """Every (path, value) under the config, parents before children."""
+    found = []
+    items = values.items() if isinstance(values, dict) else enumerate(values) if isinstance(values, list) else ()
+    for key, value in items:
+        found.append(((*path, key), value))
+        found += walk(value, (*path, key))
+    return found
+
+
+def get(values: Any, path: Path) -> Any:
+    for part in path:
+        values = values[part]
+    return values
+
+
+def related(first: Path, second: Path) -> bool:
+    shorter = min(len(first), len(second))
+    return first[:shorter] == second[:shorter]
+
+
+WRONG_TYPES: dict[str, list[Any]] = {
+    "string": [5, 1.5, [], {}, True, ["a"], {"a": "b"}],
+    "int": ["abc", [], {}, 1.5, "1.5", "", None],
+    "float": ["abc", [], {}, "", None],
+    "bool": ["maybe", [], {}, 2, 0.5, None],
+    "list": ["abc", 5, {}, None, True],
+    "object": ["abc", 5, [], True],
+    "dimensions": ["abc", 5, [], True],
+}
+
+
+@dataclass(frozen=True)
+class Mutation:
+    path: Path
+    description: str
+    surely_invalid: bool
+
+
+def type_family(field: Field) -> str:
+    if field.kind in ("int", "float", "bool", "list", "object", "dimensions"):
+        return field.kind
+    return "string"
+
+
+@st.composite
+def mutation(draw, values: dict[str, Any], path: Path) -> Mutation:
+    """Change `values` in place at `path` (`()`: the top level); say whether the result is invalid for sure."""
+    field = FIELDS[pattern_of(path)] if path else Field("object")
+    parent, key = (get(values, path[:-1]), path[-1]) if path else (None, None)
+    family = type_family(field)
+    choices = ["wrong type"] if path else []
+    if family == "string":
+        choices += ["hostile string", "near-valid string", "near-valid string"]
+    if family in ("int", "float"):
+        choices += ["out of range", "in range"]
+    if family == "object":
+        choices += ["unknown key", "unknown key"]
+    if family == "dimensions":
+        choices += ["hostile dimension name", "near-valid dimension name"]
+    if family == "list" and pattern_of(path).endswith("Prefixes"):
+        choices += ["many long prefixes"]
+    if path and isinstance(parent, dict):
+        choices += ["delete"]
+    choice = pick(draw, choices)
+    if choice == "wrong type":
+        wrong = draw(st.sampled_from(WRONG_TYPES[family]))
+        parent[key] = copy.deepcopy(wrong)
+        return Mutation(path, f"{choice}: {wrong!r}", not (wrong is None and pattern_of(path) in NULLABLE))
+    if choice == "hostile string":
+        text = draw(st.one_of(st.sampled_from(HOSTILE_STRINGS), st.text(max_size=30)))
+        parent[key] = text
+        return Mutation(path, f"{choice}: {text!r}", surely_invalid_string(text))
+    if choice == "near-valid string":
+        text = draw(NEAR_VALID[field.kind])
+        parent[key] = text
+        return Mutation(path, f"{choice}: {text!r}", surely_invalid_string(text))
+    if choice == "out of range":
+        options: list[Any] = [math.nan, math.inf, -math.inf] if family == "float" else []
+        if field.low is not None:
+            options.append(field.low if field.low_exclusive else field.low - 1)
+        if field.high is not None:
+            options.append(field.high + (0.5 if family == "float" else 1))
+        if family == "int" and field.high is None:
+            options.append(-10**30)
+        number = draw(st.sampled_from(options))
+        parent[key] = number
+        return Mutation(path, f"{choice}: {number!r}", True)
+    if choice == "in range":
+        low = field.low if field.low is not None else -(10**6)
+        high = field.high if field.high is not None else 10**6
+        number = draw(st.integers(int(math.ceil(low)), int(high))) if family == "int" else draw(st.floats(low, high))
+        parent[key] = number
+        return Mutation(path, f"{choice}: {number!r}", False)
+    if choice == "unknown key":
+        unknown = draw(st.one_of(st.sampled_from(HOSTILE_STRINGS + ["maxsize", "instance_type", "Project", "x-extra"]), st.text(min_size=1, max_size=12)))
+        assume(unknown not in KNOWN_KEYS)
+        value = get(values, path)
+        value[unknown] = draw(st.sampled_from([1, "x", None, [], {}]))
+        return Mutation((*path, unknown), f"{choice}: {unknown!r}", True)
+    if choice in ("hostile dimension name", "near-valid dimension name"):
+        name = draw(st.sampled_from(HOSTILE_STRINGS) | st.text(max_size=20)) if choice.startswith("hostile") else draw(NEAR_VALID["metric"] | st.sampled_from([":x", " ", "a b", "x" * 256]))
+        value = get(values, path)
+        assume(name not in value)
+        value[name] = "value"
+        return Mutation((*path, name), f"{choice}: {name!r}", surely_invalid_string(name))
+    if choice == "many long prefixes":
+        count = draw(st.integers(5, 40))
+        length = draw(st.integers(20, 199))
+        get(values, path).extend(f"{index:03d}{'p' * length}"[:length] + "/" for index in range(count))
+        return Mutation(path, f"{choice}: {count} x {length + 1} characters", False)
+    del parent[key]
+    return Mutation(path, choice, field.required)
+
+
+NULLABLE = {
+    "network.subnetIds",
+    "data",
+    "groups.*.desiredCapacity",
+    "groups.*.amiId",
+    "groups.*.idleShutdown",
+    "groups.*.scaling.targetTracking",
+    "groups.*.scaling.gpuIdleScaleIn",
+    "groups.*.scaling.schedules.*.minSize",
+    "groups.*.scaling.schedules.*.maxSize",
+    "groups.*.scaling.schedules.*.desiredCapacity",
+}
+"""Fields declared `X | None`: an explicit null is their default, not a wrong type."""
+
+
+def _field_names() -> set[str]:
+    names: set[str] = set()
+    pending = [StackConfig]
+    seen = set()
+    while pending:
+        model = pending.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        for name, info in model.model_fields.items():
+            names.add(name)
+            names.add(info.alias or name)
+            for candidate in getattr(info.annotation, "__args__", ()) + (info.annotation,):
+                for inner in getattr(candidate, "__args__", ()) + (candidate,):
+                    if isinstance(inner, type) and hasattr(inner, "model_fields"):
+                        pending.append(inner)
+    return names
+
+
+KNOWN_KEYS = _field_names() | {pattern.rsplit(".", 1)[-1] for pattern in FIELDS}
+"""Field names and aliases of every model: an "unknown" key must be none of them."""
+
+REGIONS = st.one_of(
+    st.just("us-east-1"),
+    st.sampled_from(["eu-west-1", "us-gov-west-1", "US-EAST-1", "us-east-1\n", "../us-east-1", "", "us east 1", "x" * 300]),
+    st.sampled_from([None, 1, ["us-east-1"], {"name": "us-east-1"}]),
+)
+
+
+def region_is_valid(region: Any) -> bool:
+    return isinstance(region, str) and re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region) is not None
+
+
+@st.composite
+def mutated_stacks(draw, bases: st.SearchStrategy[dict[str, Any]], most: int = 4) -> tuple[dict[str, Any], Any, list[Mutation]]:
+    """A valid config with one to `most` unrelated mutations, and a region that may be bad."""
+    values = draw(bases)
+    region = draw(st.one_of(st.just("us-east-1"), REGIONS)) if draw(st.integers(0, 4)) == 0 else "us-east-1"
+    mutations: list[Mutation] = []
+    for _ in range(draw(st.integers(1, most))):
+        by_kind: dict[str, list[Path]] = {}
+        for path, _ in walk(values):
+            if not any(related(path, done.path) for done in mutations):
+                by_kind.setdefault(FIELDS[pattern_of(path)].kind, []).append(path)
+        by_kind.setdefault("object", []).append(())
+        # Kind first, then a path of that kind: every kind of field gets its share.
+        path = pick(draw, by_kind[pick(draw, sorted(by_kind))])
+        mutations.append(draw(mutation(values, path)))
+    return values, region, mutations
+
+
+def render_key(path: Path) -> str:
+    """A key path as ConfigError names it: `gpu-cloud:groups[0].scaling`; a key that is not a
+    plain identifier shows as its repr in brackets, so hostile keys cannot break the line."""
+    text = "gpu-cloud:"
+    for index, part in enumerate(path):
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z0-9_\-]+", part):
+            text += ("." if index else "") + part
+        else:
+            text += f"[{part!r}]"
+    return text
+
+
+def key_is_related(key: str, path: Path) -> bool:
+    """The problem key names `path`, one of its ancestors, or something inside it."""
+    rendered = render_key(path)
+    if key == rendered:
+        return True
+    shorter, longer = sorted((key, rendered), key=len)
+    return longer.startswith(shorter) and longer[len(shorter)] in ".["
+
+
+RICH_CONFIG: dict[str, Any] = {
+    "project": "vision",
+    "owner": "ml-team+gpu@example.com",
+    "costCenter": "cc-42/ml = research",
+    "budget": {"monthlyUsd": 5000},
+    "network": {"subnetIds": ["subnet-0123456789abcdef0", "subnet-01234567"]},
+    "data": {"bucket": "example-data.eu", "readPrefixes": ["datasets/imagenet/", "date=2024-01-01/"], "writePrefixes": ["runs/vision/"]},
+    "access": {"ssm": False, "sshCidrs": ["10.0.0.0/8"], "jupyterCidrs": ["203.0.113.0/24"], "tensorboardCidrs": ["2001:db8::/32"]},
+    "monitoring": {"temperatureThresholdC": 85, "memorySaturationPercent": 95, "idleUtilizationPercent": 5, "idleMinutes": 60, "dashboard": True},
+    "backup": {"retentionDays": 30},
+    "groups": [
+        {
+            "name": "trainers",
+            "instanceTypes": ["p4d.24xlarge", "p5.48xlarge"],
+            "minSize": 0,
+            "maxSize": 4,
+            "desiredCapacity": 1,
+            "onDemandBaseCapacity": 1,
+            "spotPercent": 80,
+            "multiNode": True,
+            "rootVolumeGiB": 200,
+            "dataVolumeGiB": 500,
+            "amiId": "ami-0123456789abcdef0",
+            "healthCheckGracePeriodSeconds": 600,
+            "idleShutdown": {"utilizationPercent": 5, "minutes": 60},
+            "scaling": {
+                "targetTracking": {
+                    "metricName": "BacklogPerInstance",
+                    "namespace": "Jobs/Queue",
+                    "targetValue": 10,
+                    "statistic": "Average",
+                    "dimensions": {"Queue": "training jobs"},
+                    "disableScaleIn": False,
+                },
+                "stepScaling": [
+                    {
+                        "metricName": "PendingJobs",
+                        "namespace": "Jobs/Queue",
+                        "threshold": 100,
+                        "scaleOutBy": 2,
+                        "statistic": "Maximum",
+                        "dimensions": {"Queue Name": "training", "Stage": "=prod"},
+                        "periodSeconds": 60,
+                        "evaluationPeriods": 2,
+                        "cooldownSeconds": 300,
+                    }
+                ],
+                "schedules": [
+                    {"name": "night", "recurrence": "0 20 * * *", "timeZone": "Europe/Berlin", "minSize": 0, "maxSize": 0, "desiredCapacity": 0}
+                ],
+                "gpuIdleScaleIn": {"utilizationPercent": 10, "minutes": 30, "scaleInBy": 1},
+            },
+        },
+        {"name": "notebook", "instanceTypes": ["g5.xlarge"], "maxSize": 1, "persistentVolumeGiB": 100},
+    ],
+}
+"""A valid config that sets every key, so each one is there to be mutated."""
+
+
+def check_parse_outcome(values: dict[str, Any], region: Any, mutations: list[Mutation]) -> str:
+    """Validated into AWS-safe values, or refused naming the mutated keys and nothing else."""
+    try:
+        settings = parse_stack_config(values, stack="prop", source="stacks/Pulumi.prop.yaml", region=region)
+    except ConfigError as error:
+        assert error.problems, "a ConfigError must list its problems"
+        message = str(error)
+        assert message.count("\n") == len(error.problems) - 1, f"one line per problem: {message!r}"
+        for key, reason in error.problems:
+            assert key.isprintable() and reason.isprintable(), (key, reason)
+            if key == "aws:region":
+                assert not region_is_valid(region), (key, reason)
+                continue
+            assert key.startswith("gpu-cloud:"), (key, reason)
+            assert any(key_is_related(key, change.path) for change in mutations), (
+                f"{key}: {reason} names no mutated key"
+            )
+        for change in mutations:
+            if change.surely_invalid:
+                assert any(key_is_related(key, change.path) for key, _ in error.problems), (
+                    f"{render_key(change.path)} ({change.description}) is invalid but not named: {error.problems}"
+                )
+        return "refused"
+    surely_invalid = [change for change in mutations if change.surely_invalid]
+    assert not surely_invalid, f"accepted invalid values: {surely_invalid}"
+    assert region_is_valid(region), f"accepted region {region!r}"
+    assert unsafe_values(settings.config) == []
+    return "accepted"
+
+
+def check_mutated(values: dict[str, Any], region: Any, mutations: list[Mutation]) -> None:
+    for change in mutations:
+        note(f"mutation at {render_key(change.path)}: {change.description} (surely invalid: {change.surely_invalid})")
+    note(f"region: {region!r}")
+    event(f"mutations: {len(mutations)}")
+    event(check_parse_outcome(values, region, mutations))
+
+
+@MODEL_SETTINGS
+@given(mutated_stacks(stack_values()))
+def test_generated_config_validates_or_names_the_offending_key(case):
+    check_mutated(*case)
+
+
+@MODEL_SETTINGS
+@given(mutated_stacks(st.builds(copy.deepcopy, st.just(RICH_CONFIG)), most=1))
+def test_every_key_of_a_full_config_validates_or_names_the_offending_key(case):
+    check_mutated(*case)
+
+
+def test_every_edge_value_in_every_string_key_is_refused_or_aws_safe():
+    """Exhaustive where the generators are thin: each edge and hostile string in each key of its kind."""
+    cases = 0
+    for path, _ in walk(RICH_CONFIG):
+        kind = FIELDS[pattern_of(path)].kind
+        if kind in EDGES:
+            for text in EDGES[kind] + HOSTILE_STRINGS:
+                values = copy.deepcopy(RICH_CONFIG)
+                get(values, path[:-1])[path[-1]] = text
+                check_parse_outcome(values, "us-east-1", [Mutation(path, f"{text!r}", surely_invalid_string(text))])
+                cases += 1
+        if kind == "dimensions":
+            for name in EDGES["metric"] + HOSTILE_STRINGS:
+                values = copy.deepcopy(RICH_CONFIG)
+                get(values, path)[name] = "value"
+                check_parse_outcome(values, "us-east-1", [Mutation((*path, name), f"{name!r}", surely_invalid_string(name))])
+                cases += 1
+    assert cases > 1000
+
+
+@settings(MODEL_SETTINGS, max_examples=50)
+@given(stack_values())
+def test_generated_valid_config_validates_into_aws_safe_values(values):
+    settings = settings_for(values)
+    assert unsafe_values(settings.config) == []
+    for group_values, group_config in zip(values["groups"], settings.config.groups):
+        assert group_config.name == group_values["name"]
+        assert list(group_config.instance_types) == group_values["instanceTypes"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Engine: valid configs with hostile-but-valid strings, planned offline on moto.
+
+tag_values_with_punctuation = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.:/=+\-@ ]{0,30}[/=+\-@: ]", fullmatch=True)
+prefixes_with_punctuation = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9=\-_.]{0,10}(/[A-Za-z0-9][A-Za-z0-9=\-_.]{0,10}){0,2}/", fullmatch=True)
+
+
+@st.composite
+def engine_stack_values(draw, first_shape: str) -> dict[str, Any]:
+    values = draw(stack_values(types=st.sampled_from(GPU_TYPES), engine=True, first_shape=first_shape))
+    values["costCenter"] = draw(tag_values_with_punctuation)
+    if "data" in values and draw(st.booleans()):
+        values["data"]["writePrefixes"] = draw(st.lists(prefixes_with_punctuation, min_size=1, max_size=2))
+    return values
+
+
+def tags_of(resource) -> dict[str, str] | None:
+    tags = resource.inputs.get("tags")
+    if isinstance(tags, list):
+        return {tag["key"]: tag["value"] for tag in tags}
+    return tags
+
+
+def decoded_user_data(encoded: str) -> dict[str, Any]:
+    text = gzip.decompress(base64.b64decode(encoded, validate=True)).decode("utf-8")
+    assert text.startswith("#cloud-config\n")
+    return yaml.safe_load(text)
+
+
+def check_user_data(resource, settings, group_config) -> None:
+    config = settings.config
+    document = decoded_user_data(resource.inputs["userData"])
+    files = {entry["path"]: entry["content"] for entry in document["write_files"]}
+    node = json.loads(files["/etc/gpucloud/node.json"])
+    assert node["project"] == config.project
+    assert node["group_name"] == f"gpu-cloud-{config.project}-{group_config.name}"
+    assert node["region"] == settings.region
+    writes = config.data.write_prefixes if config.data else []
+    assert node["checkpoint_bucket"] == (config.data.bucket if writes else None)
+    assert node["checkpoint_prefix"] == (writes[0].rstrip("/") if writes else None)
+    assert node["persistent_volume_tag_value"] == (node["group_name"] if group_config.persistent_volume_gib else None)
+    environment = dict(shlex.split(line)[0].split("=", 1) for line in files["/etc/gpucloud/bootstrap.env"].splitlines())
+    assert environment["REGION"] == settings.region
+    assert environment["CHECKPOINT_DIR"] == node["checkpoint_dir"]
+
+
+def check_role_policy(resource, config: StackConfig) -> None:
+    document = json.loads(resource.inputs["policy"])
+    resources = [
+        arn
+        for statement in document["Statement"]
+        for arn in ([statement["Resource"]] if isinstance(statement["Resource"], str) else statement["Resource"])
+    ]
+    for arn in resources:
+        assert arn == "*" or re.fullmatch(r"arn:aws:[a-z0-9\-]+:[a-z0-9\-]*:\d{0,12}:[A-Za-z0-9_.:/=+\-*@]+", arn), arn
+    if config.data:
+        bucket = config.data.bucket
+        for prefix in (*config.data.read_prefixes, *config.data.write_prefixes):
+            assert f"arn:aws:s3:::{bucket}/{prefix}*" in resources
+        listing = next(s for s in document["Statement"] if s.get("Sid") == "ListOnlyGrantedPrefixes")
+        assert sorted(listing["Condition"]["StringLike"]["s3:prefix"]) == sorted(
+            {f"{prefix}*" for prefix in (*config.data.read_prefixes, *config.data.write_prefixes)}
+        )
+    else:
+        assert not any(":s3:" in arn for arn in resources)
+    findings = lint_policy(document)
+    assert not has_medium_or_worse(findings), [finding.describe() for finding in findings]
+
+
+@pytest.mark.parametrize("shape", GROUP_SHAPES)
+@ENGINE_SETTINGS
+@given(data=st.data())
+def test_valid_config_plans_clean_and_reaches_aws_verbatim(shape, data):
+    values = data.draw(engine_stack_values(shape), label="values")
+    settings = settings_for(values, stack="prop")
+    config = settings.config
+    plan = plan_program(lambda: build(settings), stack="prop", region="us-east-1")
+    event(f"groups: {len(config.groups)}")
+    for group_config in config.groups:
+        event("multi-node group" if group_config.multi_node else "persistent-volume group" if group_config.persistent_volume_gib else "plain group")
+    event("data: " + ("read/write prefixes" if config.data and config.data.write_prefixes else "read prefixes" if config.data else "none"))
+    assert [vars(v) for v in plan.policy_violations if v.mandatory] == []
+    for resource in plan.resources:
+        if resource.custom and not resource.validated:
+            event(f"not validated by the engine: {resource.type}")
+    groups = {group_config.name: group_config for group_config in config.groups}
+    templates = role_policies = 0
+    for resource in plan.resources:
+        if not resource.custom:
+            continue
+        tags = tags_of(resource)
+        if tags is not None:
+            for key in ("Project", "Owner", "CostCenter"):
+                assert tags[key] == config.tags[key], (resource.urn, key)
+            if "GpuGroup" in tags:
+                assert tags["GpuGroup"] in groups
+        if resource.type == "aws:ec2/launchTemplate:LaunchTemplate":
+            templates += 1
+            check_user_data(resource, settings, groups[tags["GpuGroup"]])
+            for specification in resource.inputs["tagSpecifications"]:
+                assert specification["tags"]["CostCenter"] == config.cost_center
+        if resource.type == "aws:iam/rolePolicy:RolePolicy" and resource.inputs["name"] == "gpu-cloud-node-access":
+            role_policies += 1
+            check_role_policy(resource, config)
+        for key in ("policy", "assumeRolePolicy"):
+            if isinstance(resource.inputs.get(key), str):
+                json.loads(resource.inputs[key])
+        if resource.type == "aws:autoscaling/schedule:Schedule":
+            scheduled = {
+                (f"gpu-cloud-{config.project}-{g.name}", s.name): s for g in config.groups for s in g.scaling.schedules
+            }[resource.inputs["autoscalingGroupName"], resource.inputs["scheduledActionName"]]
+            assert resource.inputs["recurrence"] == scheduled.recurrence
+            assert resource.inputs["timeZone"] == scheduled.time_zone
+    assert templates >= len(config.groups) and role_policies == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Regressions: what the properties found, pinned as plain examples.
+
+
+def refused(values: dict[str, Any], region: Any = "us-east-1") -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as error:
+        parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region=region)
+    return error.value.problems
+
+
+def with_scaling(**scaling: Any) -> dict[str, Any]:
+    return minimal_config(groups=[{"name": "workers", "instanceTypes": ["g5.xlarge"], "maxSize": 2, "scaling": scaling}])
+
+
+def tracking(**changes: Any) -> dict[str, Any]:
+    return {"metricName": "Backlog", "namespace": "Jobs", "targetValue": 10, **changes}
+
+
+def step(**changes: Any) -> dict[str, Any]:
+    return {"metricName": "Backlog", "namespace": "Jobs", "threshold": 100, "scaleOutBy": 1, **changes}
+
+
+def night(**changes: Any) -> dict[str, Any]:
+    return {"name": "night", "recurrence": "0 20 * * *", "maxSize": 0, **changes}
+
+
+def test_full_config_is_valid_and_aws_safe():
+    assert unsafe_values(settings_for(copy.deepcopy(RICH_CONFIG)).config) == []
+
+
+@pytest.mark.parametrize("region", [None, 1, ["us-east-1"]])
+def test_region_that_is_not_text_is_a_config_error(region):
+    assert refused(minimal_config(), region=region) == [("aws:region", f"{region!r} is not an AWS region")]
+
+
+def test_owner_with_a_character_tags_refuse_is_refused():
+    [(key, reason)] = refused(minimal_config(owner="ops%gpu@example.com"))
+    assert key == "gpu-cloud:owner" and "Owner tag" in reason
+
+
+@pytest.mark.parametrize("unknown", ["a\nb", "", "\x1f", "max size", "x'y"])
+def test_unknown_key_is_named_on_one_line_whatever_its_spelling(unknown):
+    [(key, reason)] = refused(minimal_config(budget={"monthlyUsd": 10, unknown: 1}))
+    assert key == f"gpu-cloud:budget[{unknown!r}]" and "not a known key" in reason
+    assert key.isprintable()
+
+
+@pytest.mark.parametrize(
+    "scaling, key",
+    [
+        ({"targetTracking": tracking(targetValue=math.inf)}, "targetTracking.targetValue"),
+        ({"stepScaling": [step(threshold=math.nan)]}, "stepScaling[0].threshold"),
+        ({"stepScaling": [step(threshold=-math.inf)]}, "stepScaling[0].threshold"),
+    ],
+)
+def test_infinite_or_nan_numbers_are_refused(scaling, key):
+    assert refused(with_scaling(**scaling)) == [(f"gpu-cloud:groups[0].scaling.{key}", "Input should be a finite number")]
+
+
+@pytest.mark.parametrize(
+    "dimensions, key, reason",
+    [
+        ({"x" * 300: "v"}, "dimensions." + "x" * 300, "is not allowed"),
+        ({"a\nb": "v"}, "dimensions['a\\nb']", "is not allowed"),
+        ({"": "v"}, "dimensions['']", "is not allowed"),
+        ({":Queue": "v"}, "dimensions[':Queue']", "not starting with ':'"),
+        ({"   ": "v"}, "dimensions['   ']", "not only spaces"),
+        ({"Queue": "   "}, "dimensions.Queue", "not only spaces"),
+    ],
+)
+def test_dimension_names_and_values_cloudwatch_refuses_are_refused(dimensions, key, reason):
+    [(problem_key, problem)] = refused(with_scaling(targetTracking=tracking(dimensions=dimensions)))
+    assert problem_key == f"gpu-cloud:groups[0].scaling.targetTracking.{key}" and reason in problem
+
+
+def test_namespace_starting_with_a_colon_is_refused():
+    [(key, reason)] = refused(with_scaling(stepScaling=[step(namespace=":Jobs")]))
+    assert key == "gpu-cloud:groups[0].scaling.stepScaling[0].namespace" and "not starting with ':'" in reason
+
+
+@pytest.mark.parametrize("time_zone", ["localtime", "Factory", "posixrules"])
+def test_time_zone_that_depends_on_the_machine_is_refused(time_zone):
+    [(key, reason)] = refused(with_scaling(schedules=[night(timeZone=time_zone)]))
+    assert key == "gpu-cloud:groups[0].scaling.schedules[0].timeZone" and "IANA time zone" in reason
+
+
+def test_recurrence_longer_than_auto_scaling_takes_is_refused():
+    recurrence = "0 0 * * " + ",".join(["1"] * 130)
+    [(key, reason)] = refused(with_scaling(schedules=[night(recurrence=recurrence)]))
+    assert key == "gpu-cloud:groups[0].scaling.schedules[0].recurrence" and "at most 255" in reason
+
+
+def test_cidr_with_an_ipv6_zone_index_is_refused():
+    [(key, reason)] = refused(minimal_config(access={"jupyterCidrs": ["fe80::%eth0/64"]}))
+    assert key == "gpu-cloud:access.jupyterCidrs[0]" and "zone index" in reason
+
+
+@pytest.mark.parametrize("bucket", ["my..data", "192.168.1.10", "xn--data", "data-s3alias"])
+def test_bucket_name_s3_refuses_is_refused(bucket):
+    [(key, reason)] = refused(minimal_config(data={"bucket": bucket, "readPrefixes": ["datasets/"]}))
+    assert key == "gpu-cloud:data.bucket" and "not an S3 bucket name" in reason
+
+
+def test_prefixes_beyond_the_role_policy_limit_are_refused():
+    write_prefixes = [f"runs/{index:02d}/" + "p" * 150 + "/" for index in range(30)]
+    [(key, reason)] = refused(minimal_config(data={"bucket": "demo-data", "writePrefixes": write_prefixes}))
+    assert key == "gpu-cloud:data" and "10240" in reason
+    fitting = settings_for(minimal_config(data={"bucket": "demo-data", "writePrefixes": write_prefixes[:5]}))
+    assert role_policy_size(fitting.config) <= IAM_ROLE_POLICY_LIMIT
+
+
+def test_group_whose_on_demand_base_covers_max_size_plans_without_violation():
+    """Found by the engine property: such a group asked for spot it could never run, without rebalancing."""
+    group_values = {"name": "workers", "instanceTypes": ["g5.xlarge"], "maxSize": 2, "onDemandBaseCapacity": 2}
+    settings = settings_for(minimal_config(groups=[group_values]))
+    plan = plan_program(lambda: build(settings), stack="demo")
+    assert [violation.policy_name for violation in plan.policy_violations if violation.mandatory] == []
