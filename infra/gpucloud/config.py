@@ -160,6 +160,15 @@ def _iana_time_zones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones()) - MACHINE_DEPENDENT_ZONES
 
 
+def _unique_names(items: list, what: str) -> list:
+    """Names become resource names, so two items of a list may not share one."""
+    names = [item.name for item in items]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"{what} names must be unique: {', '.join(duplicates)}")
+    return items
+
+
 class NetworkConfig(_Model):
     """Where instances run. No subnets listed: the default VPC's subnets."""
 
@@ -331,11 +340,7 @@ class ScalingConfig(_Model):
     @field_validator("schedules")
     @classmethod
     def schedule_names_are_unique(cls, schedules: list[Schedule]) -> list[Schedule]:
-        names = [schedule.name for schedule in schedules]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"schedule names must be unique: {', '.join(duplicates)}")
-        return schedules
+        return _unique_names(schedules, "schedule")
 
 
 class GroupConfig(_Model):
@@ -457,11 +462,7 @@ class StackConfig(_Model):
     @field_validator("groups")
     @classmethod
     def group_names_are_unique(cls, groups: list[GroupConfig]) -> list[GroupConfig]:
-        names = [group.name for group in groups]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"group names must be unique: {', '.join(duplicates)}")
-        return groups
+        return _unique_names(groups, "group")
 
     @property
     def tags(self) -> dict[str, str]:
