@@ -81,6 +81,10 @@ NODE_POLICY = document(
     },
 )
 
+EC2_TRUST_POLICY = json.dumps(
+    document({"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"})
+)
+
 WILDCARD_POLICY = document({"Effect": "Allow", "Action": "*", "Resource": "*"})
 
 KEY_POLICY = document(
@@ -500,9 +504,7 @@ RESOURCE_CASES: list[Case] = [
         "iam-least-privilege",
         ROLE,
         {
-            "assumeRolePolicy": json.dumps(
-                document({"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"})
-            ),
+            "assumeRolePolicy": EC2_TRUST_POLICY,
             "inlinePolicies": [{"name": "everything", "policy": json.dumps(WILDCARD_POLICY)}],
             "tags": TAGS,
         },
@@ -514,9 +516,7 @@ RESOURCE_CASES: list[Case] = [
         "iam-least-privilege",
         ROLE,
         {
-            "assumeRolePolicy": json.dumps(
-                document({"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"})
-            ),
+            "assumeRolePolicy": EC2_TRUST_POLICY,
             "inlinePolicies": [{"name": "node", "policy": json.dumps(NODE_POLICY)}],
             "tags": TAGS,
         },
@@ -527,9 +527,7 @@ RESOURCE_CASES: list[Case] = [
         "iam-least-privilege",
         ROLE,
         {
-            "assumeRolePolicy": json.dumps(
-                document({"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"})
-            ),
+            "assumeRolePolicy": EC2_TRUST_POLICY,
             "inlinePolicies": [{"name": "", "policy": ""}],
         },
         False,
