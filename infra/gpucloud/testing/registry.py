@@ -43,6 +43,7 @@ class Account:
     region: str
     session: boto3.Session
     _clients: dict[str, Any] = field(default_factory=dict)
+    _account_id: str | None = field(default=None, repr=False)
 
     def client(self, service: str) -> Any:
         if service not in self._clients:
@@ -51,7 +52,10 @@ class Account:
 
     @property
     def account_id(self) -> str:
-        return self.client("sts").get_caller_identity()["Account"]
+        """Asked of STS once: handlers build an ARN for nearly every resource, and an account's id never changes."""
+        if self._account_id is None:
+            self._account_id = self.client("sts").get_caller_identity()["Account"]
+        return self._account_id
 
     def arn(self, service: str, resource: str, region: bool = True) -> str:
         return f"arn:aws:{service}:{self.region if region else ''}:{self.account_id}:{resource}"
