@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import asyncio
+import logging
+
 import pulumi
 import pulumi_aws as aws
 import pytest
@@ -47,6 +51,28 @@ def test_botocore_validates_every_call_against_the_aws_model(account):
 
     with pytest.raises(ParamValidationError, match="Size"):
         run_program(program, account)
+
+
+def test_unretrieved_exceptions_are_logged_without_formatting_a_traceback(account, monkeypatch, caplog):
+    """A failed run leaves futures whose exception nobody retrieved; the collector may reap them
+    inside someone else's AST conversion, and on Python 3.11 a traceback formatted there breaks
+    that conversion (see the engine's exception handler)."""
+    run_program(lambda: None, account)
+    future = asyncio.get_event_loop().create_future()
+    try:
+        account.client("ec2").create_volume(AvailabilityZone="us-east-1a", Size="ten")
+    except ParamValidationError as error:
+        future.set_exception(error)
+
+    parsed: list[str] = []
+    with monkeypatch.context() as patched, caplog.at_level(logging.ERROR, logger="asyncio"):
+        patched.setattr(ast, "parse", lambda source, *args, **kwargs: parsed.append(source))
+        del future
+
+    assert parsed == [], "the finalizer formatted a traceback, which calls ast.parse"
+    [report] = [record for record in caplog.records if "never retrieved" in record.getMessage()]
+    assert report.exc_info is None
+    assert "ParamValidationError: Parameter validation failed" in report.getMessage()
 
 
 def test_resources_come_back_with_moto_ids_and_arns(account):

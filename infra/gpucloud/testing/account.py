@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime
 import functools
 import gc
 import json
+import logging
 import os
 import runpy
 from collections.abc import Callable, Iterator, Mapping
@@ -21,7 +23,7 @@ import pulumi
 from moto import mock_aws
 from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
-from pulumi.runtime.sync_await import _sync_await
+from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from gpucloud.resolve import DEEP_LEARNING_AMI_PARAMETER
 from gpucloud.testing.engine import AppliedResource, MotoEngine, RecordingMonitor
@@ -179,6 +181,7 @@ def run_program(
     pulumi.runtime.set_mocks(engine, project=project, stack=stack, preview=False, monitor=RecordingMonitor(engine))
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
+    _ensure_event_loop().set_exception_handler(_report_unretrieved_without_traceback)
     with _collector_tuned():
         _sync_await(run_pulumi_func(program))
         outputs = _stack_outputs()
@@ -189,6 +192,23 @@ def run_program(
         resources=list(engine.resources.values()),
         outputs=outputs,
     )
+
+
+def _report_unretrieved_without_traceback(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Log a failed run's leftover futures in one line each, without formatting their traceback.
+
+    A failed program leaves futures whose exception nobody retrieved (the run raised it already),
+    kept alive through its traceback until the collector reaps them at some arbitrary moment.
+    Their finalizers then log the exception through the loop's handler, and on Python 3.11
+    formatting a traceback calls `ast.parse`. When that finalizer runs inside another AST
+    conversion (pytest rewriting a module it imports, say), it clobbers CPython 3.11's shared
+    recursion counter and that conversion fails with "AST constructor recursion depth mismatch".
+    """
+    exception = context.get("exception")
+    if exception is not None and str(context.get("message", "")).endswith("never retrieved"):
+        logging.getLogger("asyncio").error("%s: %s: %s", context["message"], type(exception).__name__, exception)
+        return
+    loop.default_exception_handler(context)
 
 
 def _stack_outputs() -> dict[str, Any]:
