@@ -336,7 +336,12 @@ def _file(path: str, content: str, executable: bool = False) -> dict[str, str]:
     return entry
 
 
-class _CloudConfigDumper(yaml.SafeDumper):
+_SafeDumper: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+"""libyaml's emitter where PyYAML has it (its wheels do): the same document, some thirty times
+faster than the pure-Python one, which took a sixth of a 50-group plan rendering user data."""
+
+
+class _CloudConfigDumper(_SafeDumper):  # type: ignore[valid-type,misc]
     """Safe YAML with multi-line strings as literal blocks, so scripts stay readable in the
     rendered document; the emitter falls back to quoting whenever a block cannot hold a value."""
 

@@ -165,6 +165,21 @@ def test_encoding_is_reproducible_and_base64_is_what_launch_templates_take():
     assert base64.b64decode(user_data_base64(TYPICAL)) == encode_user_data(rendered(TYPICAL))
 
 
+@pytest.mark.parametrize("params", [TYPICAL, HOSTILE_PARAMS, MINIMAL], ids=["typical", "hostile", "minimal"])
+def test_libyaml_renders_the_same_document_as_the_pure_python_emitter(params, monkeypatch):
+    """Rendering uses libyaml's emitter for speed; a machine without it must get the same bytes,
+    or the same group would roll its fleet depending on where `pulumi up` ran."""
+    assert issubclass(userdata._CloudConfigDumper, yaml.CSafeDumper)
+
+    class PurePythonDumper(yaml.SafeDumper):
+        pass
+
+    PurePythonDumper.add_representer(str, userdata._represent_text)
+    monkeypatch.setattr(userdata, "_CloudConfigDumper", PurePythonDumper)
+
+    assert render_user_data(params) == rendered(params)
+
+
 def test_too_large_user_data_is_refused():
     incompressible = os.urandom(20_000).hex()
 
