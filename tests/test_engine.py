@@ -85,6 +85,29 @@ def test_resources_come_back_with_moto_ids_and_arns(account):
     assert deployment.outputs["arn"] == key["KeyArn"]
 
 
+def test_urns_are_the_ones_the_pulumi_engine_gives(account):
+    """`resource.NewURN`: the parent's whole qualified type prefixes the type, the root stack never does."""
+
+    class Outer(pulumi.ComponentResource):
+        def __init__(self, name):
+            super().__init__("demo:index:Outer", name)
+            inner = pulumi.ComponentResource("demo:index:Inner", f"{name}-inner", opts=pulumi.ResourceOptions(parent=self))
+            aws.kms.Key(f"{name}-key", opts=pulumi.ResourceOptions(parent=inner))
+
+    def program():
+        Outer("outer")
+        aws.kms.Key("top")
+
+    deployment = run_program(program, account, project="proj", stack="dev")
+
+    assert sorted(resource.urn for resource in deployment.resources) == [
+        "urn:pulumi:dev::proj::aws:kms/key:Key::top",
+        "urn:pulumi:dev::proj::demo:index:Outer$demo:index:Inner$aws:kms/key:Key::outer-key",
+        "urn:pulumi:dev::proj::demo:index:Outer$demo:index:Inner::outer-inner",
+        "urn:pulumi:dev::proj::demo:index:Outer::outer",
+    ]
+
+
 def test_placement_groups_are_recorded_but_marked_not_validated(account):
     def program():
         aws.ec2.PlacementGroup("nccl", strategy="cluster")

@@ -129,7 +129,7 @@ def test_cli_prints_violations_under_the_tree(capsys):
     tree, violations = out.split("Policy Violations:")
     assert "world-open-ssh" in tree
     assert "[mandatory]  no-world-open-ingress  (aws:ec2/securityGroup:SecurityGroup: world-open-ssh)" in violations
-    assert "urn:pulumi:dev::gpu-cloud::pulumi:pulumi:Stack$aws:ec2/securityGroup:SecurityGroup::world-open-ssh" in violations
+    assert "urn:pulumi:dev::gpu-cloud::aws:ec2/securityGroup:SecurityGroup::world-open-ssh" in violations
 
 
 def test_missing_program_file_exits_2(capsys):

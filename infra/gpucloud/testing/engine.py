@@ -15,9 +15,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 from pulumi.runtime import mocks
+from pulumi.runtime.settings import get_project, get_stack
 
 from gpucloud.testing import handlers  # noqa: F401  (registers the handlers)
 from gpucloud.testing.registry import INVOKES, RESOURCES, Account, ResourceRequest, UnsupportedResourceError, whole_numbers
+
+
+ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 
 
 @dataclass
@@ -105,9 +109,19 @@ class RecordingMonitor(mocks.MockMonitor):
         super().__init__(engine)
         self.engine = engine
 
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """The URN the Pulumi engine gives (`resource.NewURN`): the type is prefixed with the
+        parent's whole qualified type, except under the root stack. The SDK's mock keeps only the
+        parent's last type and keeps the stack, so its URNs match no real preview or `--target`."""
+        if parent:
+            parent_type = parent.split("::")[2]
+            if parent_type != ROOT_STACK_TYPE:
+                type_ = f"{parent_type}${type_}"
+        return "urn:pulumi:" + "::".join([get_stack(), get_project(), type_, name])
+
     def RegisterResource(self, request):  # noqa: N802 - gRPC method name
         self.engine._registering.urn = None
-        if request.type != "pulumi:pulumi:Stack":
+        if request.type != ROOT_STACK_TYPE:
             self.engine.register(
                 AppliedResource(
                     urn=self.make_urn(request.parent, request.type, request.name),
