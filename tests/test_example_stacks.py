@@ -49,19 +49,34 @@ def test_key_is_customer_managed_with_rotation(example):
     key = next(r for r in example.of_type("aws:kms/key:Key"))
     assert key.protect and key.retain_on_delete and key.inputs["deletionWindowInDays"] == 30
 
-def test_key_policy_lets_only_the_node_role_and_autoscaling_use_it(example):
+def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(example):
     policy = json.loads(example.client("kms").get_key_policy(KeyId=project_key_arn(example), PolicyName="default")["Policy"])
-    users = {statement["Sid"]: statement for statement in policy["Statement"]}
-    node_use = users["ProjectInstanceRolesUseKey"]
-    assert node_use["Condition"]["ArnEquals"]["aws:PrincipalArn"] == [
+    account = example.account.account_id
+    root = f"arn:aws:iam::{account}:root"
+    autoscaling = f"arn:aws:iam::{account}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    statements = {statement["Sid"]: statement for statement in policy["Statement"]}
+
+    assert {sid: statement["Principal"] for sid, statement in statements.items()} == {
+        "AccountAdministersKey": {"AWS": root},
+        "ProjectInstanceRolesUseKey": {"AWS": root},
+        "ProjectInstanceRolesAttachEncryptedVolumes": {"AWS": root},
+        "AccountUsesKeyOnlyThroughEc2AndBackup": {"AWS": root},
+        "AutoScalingLaunchesEncryptedVolumes": {"AWS": autoscaling},
+        "AlarmAndBudgetServicesPublishToEncryptedTopic": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
+        "AutoScalingAttachesEncryptedVolumes": {"AWS": autoscaling},
+    }
+    assert statements["ProjectInstanceRolesUseKey"]["Condition"]["ArnEquals"]["aws:PrincipalArn"] == [
         example.outputs["instanceRoleArn"],
         example.outputs["instanceRoleArn"].replace("-node", "-backup"),
     ]
-    assert users["AutoScalingLaunchesEncryptedVolumes"]["Principal"]["AWS"].endswith(
-        "autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
-    )
+    assert statements["AccountUsesKeyOnlyThroughEc2AndBackup"]["Condition"]["StringEquals"]["kms:ViaService"] == [
+        f"ec2.{example.settings.region}.amazonaws.com",
+        f"backup.{example.settings.region}.amazonaws.com",
+    ]
+    assert "kms:Decrypt" not in statements["AccountAdministersKey"]["Action"]
     for statement in policy["Statement"]:
         assert "kms:*" not in statement["Action"]
+
 
 def test_every_block_device_is_encrypted_with_the_project_key(example):
     for version in launch_template_versions(example):

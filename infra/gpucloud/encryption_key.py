@@ -16,6 +16,8 @@ from gpucloud.policy_documents import key_policy
 class EncryptionKeyArgs:
     project: str
     account_id: str
+    region: str
+    """The key's region (its policy lets EC2 and AWS Backup there use it for the account)."""
     user_role_names: Sequence[str]
     """Roles allowed to use the key (matched by ARN, so they may be created after the key)."""
     tags: Mapping[str, str] = field(default_factory=dict)
@@ -40,7 +42,7 @@ class EncryptionKey(pulumi.ComponentResource):
             description=f"gpu-cloud {args.project}: EBS volumes and node data",
             enable_key_rotation=True,
             deletion_window_in_days=args.deletion_window_days,
-            policy=json.dumps(key_policy(args.partition, args.account_id, args.user_role_names)),
+            policy=json.dumps(key_policy(args.partition, args.account_id, args.region, args.user_role_names)),
             tags={**args.tags, "Name": f"gpu-cloud-{args.project}"},
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )

@@ -48,6 +48,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
             EncryptionKeyArgs(
                 project=config.project,
                 account_id=stack.account_id,
+                region=stack.settings.region,
                 partition=stack.partition,
                 user_role_names=[instance_role_name(config.project), backup_role_name(config.project)],
                 tags=tags,

@@ -64,12 +64,30 @@ def autoscaling_group_name(project: str, group: str) -> str:
     return f"gpu-cloud-{project}-{group}"
 
 
-def key_policy(partition: str, account_id: str, user_role_names: Sequence[str]) -> Document:
-    """Key policy: the account administers the key; only the named roles and Auto Scaling use it.
+KEY_USE_THROUGH_SERVICES_ACTIONS = [
+    "kms:CreateGrant",
+    "kms:Decrypt",
+    "kms:DescribeKey",
+    "kms:GenerateDataKey*",
+    "kms:ReEncrypt*",
+    "kms:RetireGrant",
+]
+"""What the principal running `pulumi up` needs to create an encrypted EBS volume (EBS user guide,
+"Requirements for Amazon EBS encryption") and a backup vault (AWS Backup developer guide, "Backup
+vault creation and deletion") under the key; both pages read on 2026-11-23."""
+
+
+def key_policy(partition: str, account_id: str, region: str, user_role_names: Sequence[str]) -> Document:
+    """Key policy: the account administers the key; only the named roles and Auto Scaling use it
+    directly, and the account's principals use it only through EC2 and AWS Backup.
 
     In a key policy `Resource: "*"` means "this key". The instance roles are matched on
     `aws:PrincipalArn` under the account principal, so the key can be created before the roles;
     the Auto Scaling service-linked role is named directly, as EBS encryption at launch requires.
+    Whoever runs `pulumi up` creates the persistent volumes and the backup vault, and EC2 and
+    Backup make KMS calls on their behalf: the statement for that is AWS's own `aws/ebs` key
+    policy, held to EC2 and Backup in this region and to callers of this account (they still need
+    an IAM policy that allows it). Nobody but the named roles can decrypt with the key directly.
     """
     root = f"arn:{partition}:iam::{account_id}:root"
     user_arns = [role_arn(partition, account_id, name) for name in user_role_names]
@@ -101,6 +119,19 @@ def key_policy(partition: str, account_id: str, user_role_names: Sequence[str]) 
                 "Condition": {
                     "ArnEquals": {"aws:PrincipalArn": user_arns},
                     "Bool": {"kms:GrantIsForAWSResource": "true"},
+                },
+            },
+            {
+                "Sid": "AccountUsesKeyOnlyThroughEc2AndBackup",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": KEY_USE_THROUGH_SERVICES_ACTIONS,
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {
+                        "kms:CallerAccount": account_id,
+                        "kms:ViaService": [f"ec2.{region}.amazonaws.com", f"backup.{region}.amazonaws.com"],
+                    }
                 },
             },
             {
