@@ -8,8 +8,10 @@ import json
 
 import yaml
 
+from gpucloud.config import load_stack_file
 from gpucloud.policy import iam_lint
 from gpucloud.policy.taggable import is_taggable
+from support import STACKS
 from userdata_checks import schema_problems, shellcheck_problems
 
 GPU_TYPES = {"vision-train": {"p4d.24xlarge", "p5.48xlarge"}, "llm-infer": {"g5.2xlarge", "g6e.2xlarge", "g5.4xlarge"}, "notebooks": {"g5.xlarge", "g4dn.xlarge"}}
@@ -87,10 +89,40 @@ def test_every_block_device_is_encrypted_with_the_project_key(example):
             assert device["Ebs"]["KmsKeyId"] == project_key_arn(example)
             assert device["Ebs"]["VolumeType"] == "gp3"
 
+MOTO_DEFAULT_ROOT_GIB = 8
+"""moto gives every instance it launches a root volume of its own before mapping the launch
+template's devices; that volume stays behind, untagged and unencrypted (not an AWS behaviour)."""
+
+
 def test_every_ebs_volume_is_encrypted_with_the_project_key(example):
-    for volume in example.client("ec2").describe_volumes()["Volumes"]:
-        if any(tag["Key"] == "Project" for tag in volume.get("Tags", [])):
-            assert volume["Encrypted"] and volume["KmsKeyId"] == project_key_arn(example)
+    ec2 = example.client("ec2")
+    instances = [instance for reservation in ec2.describe_instances()["Reservations"] for instance in reservation["Instances"]]
+    mapped = {mapping["Ebs"]["VolumeId"] for instance in instances for mapping in instance["BlockDeviceMappings"]}
+    volumes = ec2.describe_volumes()["Volumes"]
+    persistent = [volume for volume in volumes if any(tag["Key"] == "Project" for tag in volume.get("Tags", []))]
+    ours = [volume for volume in volumes if volume["VolumeId"] in mapped] + persistent
+
+    devices_per_instance = {len(version["LaunchTemplateData"]["BlockDeviceMappings"]) for version in launch_template_versions(example)}
+    assert len(devices_per_instance) == 1
+    assert len(ours) == len(instances) * devices_per_instance.pop() + sum(
+        1 for group in example.settings.config.groups if group.persistent_volume_gib
+    )
+    for volume in ours:
+        assert volume["Encrypted"] and volume["KmsKeyId"] == project_key_arn(example), volume["VolumeId"]
+    moto_leftovers = [volume for volume in volumes if volume not in ours]
+    assert len(moto_leftovers) == len(instances)
+    assert all(volume["Size"] == MOTO_DEFAULT_ROOT_GIB and not volume.get("Tags") for volume in moto_leftovers)
+
+
+def test_examples_put_volumes_under_the_encryption_check():
+    """The check above must see volumes: instances run at desired capacity, or a persistent volume exists."""
+    checked = [
+        settings.stack
+        for settings in (load_stack_file(path) for path in sorted(STACKS.glob("Pulumi.*.yaml")))
+        if any(group.desired_capacity or group.persistent_volume_gib for group in settings.config.groups)
+    ]
+    assert checked == ["llm-infer", "notebooks"]
+
 
 def test_launch_templates_require_imdsv2_and_no_public_ip(example):
     for version in launch_template_versions(example):
