@@ -32,30 +32,45 @@ def spot_hourly(instance_type: str) -> float:
 GP3 = next(r["usdPerGbMonth"] for r in CATALOG["storage"] if r["region"] == "us-east-1" and r["volumeType"] == "gp3")
 KMS = next(r["usdPerKeyMonth"] for r in CATALOG["kms"] if r["region"] == "us-east-1")
 
-EXPECTED_DESIRED = {
-    # two nodes in working hours: the on-demand base of 1, and 1 spot (no sourced p4d discount: on-demand price)
-    "vision-train": HOURS * WORKDAY_FRACTION * (hourly("p4d.24xlarge") + spot_hourly("p4d.24xlarge"))
-    + 2 * (200 + 2000) * GP3 * WORKDAY_FRACTION
-    + KMS,
-    # one on-demand server all month
-    "llm-infer": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS,
-    # one on-demand notebook in working hours, its 200 GiB home volume all month
-    "notebooks": HOURS * WORKDAY_FRACTION * hourly("g5.xlarge") + 100 * GP3 * WORKDAY_FRACTION + 200 * GP3 + KMS,
-}
-EXPECTED_MAX = {
-    # 8 servers at the dearest type (g6e.2xlarge, no sourced spot discount), all month
-    "llm-infer": 8 * HOURS * hourly("g6e.2xlarge") + 8 * 150 * GP3 + KMS,
+def workday(monthly: float) -> float:
+    return monthly * WORKDAY_FRACTION
+
+
+EXPECTED = {
+    # minSize 0 in and out of the schedules: only the key. Working hours: 2 p4d nodes (the on-demand
+    # base of 1, and 1 spot) at desired; the workday schedule's maxSize 4 at the dearest type, p5.48xlarge
+    # (1 on demand, 3 spot), at max. Each node carries a 200 GiB root and a 2000 GiB data volume.
+    "vision-train": {
+        "min": KMS,
+        "desired": workday(HOURS * (hourly("p4d.24xlarge") + spot_hourly("p4d.24xlarge")) + 2 * (200 + 2000) * GP3)
+        + KMS,
+        "max": workday(HOURS * (hourly("p5.48xlarge") + 3 * spot_hourly("p5.48xlarge")) + 4 * (200 + 2000) * GP3)
+        + KMS,
+    },
+    # one on-demand server all month at min and desired; 8 at the dearest type, g6e.2xlarge, at max:
+    # the base of 1 plus 4 of the 7 above it on demand (half rounded up), 3 spot
+    "llm-infer": {
+        "min": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS,
+        "desired": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS,
+        "max": HOURS * (5 * hourly("g6e.2xlarge") + 3 * spot_hourly("g6e.2xlarge")) + 8 * 150 * GP3 + KMS,
+    },
+    # the 200 GiB home volume and the key all month; one on-demand g5.xlarge notebook in working hours at
+    # desired; at max the schedules keep maxSize 1 all week, so one notebook all month
+    "notebooks": {
+        "min": 200 * GP3 + KMS,
+        "desired": workday(HOURS * hourly("g5.xlarge") + 100 * GP3) + 200 * GP3 + KMS,
+        "max": HOURS * hourly("g5.xlarge") + 100 * GP3 + 200 * GP3 + KMS,
+    },
 }
 
 
-@pytest.mark.parametrize("stack", sorted(EXPECTED_DESIRED))
+@pytest.mark.parametrize("stack", sorted(EXPECTED))
 def test_example_stack_estimate_matches_the_catalog_to_the_cent(stack):
     settings = load_stack_file(STACKS / f"Pulumi.{stack}.yaml")
     estimate, findings = cost_findings(settings)
     assert estimate is not None and findings == []
-    assert round(estimate.monthly.desired, 2) == round(EXPECTED_DESIRED[stack], 2)
-    if stack in EXPECTED_MAX:
-        assert round(estimate.monthly.max, 2) == round(EXPECTED_MAX[stack], 2)
+    for scenario, expected in EXPECTED[stack].items():
+        assert round(estimate.monthly.get(scenario), 2) == round(expected, 2), scenario
     document = estimate.to_dict()
     assert document["currency"] == "USD" and document["hoursPerMonth"] == 730
     assert set(document["monthly"]) == {"min", "desired", "max"}

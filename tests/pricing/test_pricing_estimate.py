@@ -79,9 +79,8 @@ def test_group_scaled_to_zero_twelve_hours_a_day_costs_half(stack_config, rows):
 
     running_month = HOURS * rows.hourly("p3.2xlarge", "us-east-1") + 100 * rows.gp3_per_gb_month("us-east-1")
     group = estimate.groups[0]
-    for scenario in ("min", "desired", "max"):
-        assert_cents(group.monthly.get(scenario), running_month / 2)
-        assert_cents(group.instance_hours.get(scenario), HOURS / 2)
+    assert_cents(group.monthly.desired, running_month / 2)
+    assert_cents(group.instance_hours.desired, HOURS / 2)
     unscheduled = estimate_stack(stack_config(always_on), "us-east-1").groups[0]
     assert_cents(group.monthly.desired, unscheduled.monthly.desired / 2)
 
@@ -102,6 +101,41 @@ def test_schedule_firing_mid_hour_is_counted_to_the_minute(stack_config, rows):
         "us-east-1") / HOURS
     assert_cents(estimate.groups[0].instance_hours.desired, instance_hours)
     assert_cents(estimate.groups[0].monthly.desired, expected)
+
+
+def test_scheduled_group_is_priced_at_its_bounds_for_min_and_max_not_at_the_scheduled_desired(stack_config, rows):
+    """Schedules that set only desiredCapacity leave minSize 0 and maxSize 1 in force all week."""
+    config = stack_config({
+        "name": "dev", "instanceTypes": ["p3.2xlarge"], "minSize": 0, "desiredCapacity": 1, "maxSize": 1,
+        "spotPercent": 0, "scaling": {"schedules": [
+            {"name": "evening", "recurrence": "0 20 * * *", "desiredCapacity": 0, "timeZone": "America/New_York"},
+            {"name": "morning", "recurrence": "0 8 * * *", "desiredCapacity": 1, "timeZone": "America/New_York"},
+        ]}})
+
+    group = estimate_stack(config, "us-east-1").groups[0]
+
+    assert_cents(group.instance_hours.min, 0)
+    assert_cents(group.monthly.min, 0)
+    assert_cents(group.instance_hours.max, HOURS)
+    assert_cents(group.monthly.max, HOURS * rows.hourly("p3.2xlarge", "us-east-1") + 100 * rows.gp3_per_gb_month(
+        "us-east-1"))
+
+
+def test_schedule_that_raises_max_by_day_prices_max_at_the_scheduled_max_size(stack_config, rows):
+    config = stack_config({
+        "name": "train", "instanceTypes": ["g5.xlarge"], "minSize": 0, "desiredCapacity": 0, "maxSize": 4,
+        "spotPercent": 0, "rootVolumeGiB": 50, "scaling": {"schedules": [
+            {"name": "day", "recurrence": "0 8 * * *", "minSize": 1, "maxSize": 4, "desiredCapacity": 2},
+            {"name": "night", "recurrence": "0 20 * * *", "minSize": 0, "maxSize": 0, "desiredCapacity": 0},
+        ]}})
+
+    group = estimate_stack(config, "us-east-1").groups[0]
+
+    # 12 hours a day: minSize 1, desired 2, maxSize 4; nothing at night.
+    hourly = rows.hourly("g5.xlarge", "us-east-1")
+    for scenario, capacity in {"min": 1, "desired": 2, "max": 4}.items():
+        assert_cents(group.instance_hours.get(scenario), capacity * HOURS / 2)
+        assert_cents(group.on_demand.get(scenario), capacity * HOURS / 2 * hourly)
 
 
 def test_schedule_that_only_lowers_max_at_night_returns_to_the_scenario_capacity(stack_config, rows):

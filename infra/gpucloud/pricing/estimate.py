@@ -10,7 +10,8 @@ Rules, chosen to err on the expensive side:
   spotPercent percent are spot, with the on-demand share rounded up (a half instance counts as
   on-demand). Spot is priced at on-demand x (1 - the family's conservative spot discount);
   a family without a sourced discount is priced at on-demand and the output says so.
-- Capacity over time: see `gpucloud.pricing.schedule` (scheduled actions simulated over a week).
+- Capacity over time: see `gpucloud.pricing.schedule`: scheduled actions simulated over a week;
+  min follows the lower bound in force, max the upper bound, desired the scheduled desired.
 - Volumes: root and data gp3 volumes exist only while their instance runs, so they are billed
   per instance-hour; the persistent volume and the stack's KMS key are billed all month. gp3
   volumes are priced at their free baseline (3000 IOPS, 125 MiB/s): the stack config sets no
@@ -35,7 +36,7 @@ from .catalog import (
     instance_family,
     load_catalog,
 )
-from .schedule import approximated_schedules, capacity_profile
+from .schedule import approximated_schedules, capacity_profiles
 
 Scenario = Literal["min", "desired", "max"]
 SCENARIOS: tuple[Scenario, ...] = ("min", "desired", "max")
@@ -135,10 +136,6 @@ def purchase_split(capacity: int, on_demand_base: int, spot_percent: int) -> tup
     return base + on_demand_above, above - on_demand_above
 
 
-def _scenario_capacity(group: GroupConfig, scenario: Scenario) -> int:
-    return {"min": group.min_size, "desired": group.initial_capacity, "max": group.max_size}[scenario]
-
-
 def _estimate_group(group: GroupConfig, region: str, catalog: Catalog) -> tuple[GroupEstimate, list[CostLine]]:
     prices = [catalog.instance(instance_type, region) for instance_type in group.instance_types]
     first = prices[0]
@@ -151,8 +148,9 @@ def _estimate_group(group: GroupConfig, region: str, catalog: Catalog) -> tuple[
 
     on_demand_hours: dict[Scenario, float] = {}
     spot_hours: dict[Scenario, float] = {}
+    profiles = capacity_profiles(group)
     for scenario in SCENARIOS:
-        profile = capacity_profile(group, _scenario_capacity(group, scenario))
+        profile = profiles[scenario]
         on_demand_hours[scenario] = spot_hours[scenario] = 0.0
         for capacity, fraction in profile.fractions.items():
             on_demand, spot = purchase_split(capacity, group.on_demand_base_capacity, group.spot_percent)

@@ -1,14 +1,16 @@
 """How a group's scheduled actions move its capacity over a week.
 
-Rule (the same for the min, desired and max scenarios):
+Rule: one simulation per group, three readings of it.
 
-- The scenario starts with its capacity as the group's desired capacity and the group's
-  minSize/maxSize as bounds.
+- The week starts from the group's minSize, maxSize and desired (initial) capacity.
 - When a scheduled action fires, the bounds it sets replace the current ones and, if it sets
-  desiredCapacity, that value becomes the desired capacity. The running capacity is the desired
-  capacity clamped to the current bounds, as Auto Scaling does.
+  desiredCapacity, that value becomes the desired capacity.
+- The three scenarios read the state in force at each moment: "min" is the lower bound (the
+  schedule's minSize once one has set it, else the group's), "max" the upper bound, and
+  "desired" the desired capacity clamped to the bounds, as Auto Scaling clamps it. So a group
+  whose schedule allows 4 by day costs 4 instances by day at max, whatever desired says.
 - A clamp is not remembered: when an action only changes bounds (say maxSize 0 at night, then
-  maxSize 4 in the morning), the capacity returns to the last desired value that was set, i.e.
+  maxSize 4 in the morning), the desired capacity returns to the last value that was set, i.e.
   the estimate assumes the group's scaling brings it back.
 
 The week simulated is a fixed reference week, 2026-01-12 00:00 to 2026-01-19 00:00 UTC (no
@@ -139,11 +141,15 @@ class CapacityProfile:
         return sum(capacity * fraction for capacity, fraction in self.fractions.items())
 
 
-def capacity_profile(group: GroupConfig, start_capacity: int) -> CapacityProfile:
-    """Simulate the reference week for one scenario; see the module docstring for the rule."""
+def capacity_profiles(group: GroupConfig) -> dict[str, CapacityProfile]:
+    """Simulate the reference week once and read it for "min", "desired" and "max" (see the module docstring)."""
     schedules = group.scaling.schedules
     if not schedules:
-        return CapacityProfile({start_capacity: 1.0})
+        return {
+            "min": CapacityProfile({group.min_size: 1.0}),
+            "desired": CapacityProfile({group.initial_capacity: 1.0}),
+            "max": CapacityProfile({group.max_size: 1.0}),
+        }
 
     events: list[tuple[datetime, int, Schedule]] = []
     for order, schedule in enumerate(schedules):
@@ -151,15 +157,18 @@ def capacity_profile(group: GroupConfig, start_capacity: int) -> CapacityProfile
             events.append((moment, order, schedule))
     events.sort(key=lambda event: (event[0], event[1]))
 
-    low, high, desired = group.min_size, group.max_size, start_capacity
-    fractions: dict[int, float] = {}
+    low, high, desired = group.min_size, group.max_size, group.initial_capacity
+    fractions: dict[str, dict[int, float]] = {"min": {}, "desired": {}, "max": {}}
     cursor = WARM_UP_START
 
     def account(until: datetime) -> None:
         begin = max(cursor, WEEK_START)
-        if until > begin:
-            running = min(max(desired, low), high)
-            fractions[running] = fractions.get(running, 0.0) + (until - begin).total_seconds() / WEEK_SECONDS
+        if until <= begin:
+            return
+        share = (until - begin).total_seconds() / WEEK_SECONDS
+        running = {"min": min(low, high), "desired": min(max(desired, low), high), "max": high}
+        for scenario, capacity in running.items():
+            fractions[scenario][capacity] = fractions[scenario].get(capacity, 0.0) + share
 
     for moment, _order, schedule in events:
         account(moment)
@@ -171,7 +180,7 @@ def capacity_profile(group: GroupConfig, start_capacity: int) -> CapacityProfile
         if schedule.desired_capacity is not None:
             desired = schedule.desired_capacity
     account(WEEK_END)
-    return CapacityProfile(fractions)
+    return {scenario: CapacityProfile(shares) for scenario, shares in fractions.items()}
 
 
 def approximated_schedules(group: GroupConfig) -> list[str]:
