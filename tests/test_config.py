@@ -13,8 +13,7 @@ def assert_refused(values, key: str, reason: str) -> None:
         settings_for(values)
     message = str(error.value)
     assert "stack 'demo' (stacks/Pulumi.demo.yaml)" in message
-    assert key in message, message
-    assert reason in message, message
+    assert any(named == key and reason in why for named, why in error.value.problems), error.value.problems
 
 
 def group(**changes):
@@ -78,6 +77,44 @@ def test_persistent_volume_needs_single_instance_group():
     )
 
 
+def test_persistent_volume_cannot_be_multi_node():
+    assert_refused(
+        minimal_config(groups=[group(persistentVolumeGiB=100, maxSize=1, multiNode=True, instanceTypes=["p5.48xlarge"])]),
+        "gpu-cloud:groups[0]",
+        "persistentVolumeGiB cannot be combined with multiNode",
+    )
+
+
+def test_idle_shutdown_needs_a_zero_minimum():
+    assert_refused(
+        minimal_config(groups=[group(minSize=1, idleShutdown={})]),
+        "gpu-cloud:groups[0]",
+        "idleShutdown scales the group to zero, which needs minSize: 0 (got 1)",
+    )
+
+
+def test_duplicate_subnets_are_refused():
+    assert_refused(
+        minimal_config(network={"subnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef0"]}),
+        "gpu-cloud:network.subnetIds",
+        "lists a subnet twice",
+    )
+
+
+@pytest.mark.parametrize(
+    "schedule, reason",
+    [
+        ({}, "sets none of minSize, maxSize, desiredCapacity"),
+        ({"minSize": 2, "maxSize": 1}, "minSize 2 is above maxSize 1"),
+        ({"minSize": 1, "desiredCapacity": 0}, "desiredCapacity is outside minSize..maxSize"),
+        ({"maxSize": 1, "desiredCapacity": 2}, "desiredCapacity is outside minSize..maxSize"),
+    ],
+)
+def test_schedule_sizes_must_be_set_and_ordered(schedule, reason):
+    scaling = {"schedules": [{"name": "night", "recurrence": "0 20 * * *", **schedule}]}
+    assert_refused(minimal_config(groups=[group(scaling=scaling)]), "gpu-cloud:groups[0].scaling.schedules[0]", reason)
+
+
 def test_duplicate_instance_types_are_refused():
     assert_refused(
         minimal_config(groups=[group(instanceTypes=["g5.xlarge", "g5.xlarge"])]),
@@ -86,10 +123,22 @@ def test_duplicate_instance_types_are_refused():
     )
 
 
-@pytest.mark.parametrize("prefix", ["../etc/", "data/*", "a b/", "/abs/", "x/./y", "quote'/"])
-def test_unsafe_prefixes_are_refused(prefix):
+@pytest.mark.parametrize(
+    "prefix, reason",
+    [
+        ("data/../etc/", "has an empty, '.' or '..' path segment"),
+        ("x/./y", "has an empty, '.' or '..' path segment"),
+        ("../etc/", "may hold only letters, digits"),
+        ("a//b/", "has an empty, '.' or '..' path segment"),
+        ("data/*", "may hold only letters, digits"),
+        ("a b/", "may hold only letters, digits"),
+        ("/abs/", "must start with a letter or digit"),
+        ("quote'/", "may hold only letters, digits"),
+    ],
+)
+def test_unsafe_prefixes_are_refused(prefix, reason):
     values = minimal_config(data={"bucket": "demo-data", "readPrefixes": [prefix]})
-    assert_refused(values, "gpu-cloud:data.readPrefixes[0]", "")
+    assert_refused(values, "gpu-cloud:data.readPrefixes[0]", reason)
 
 
 def test_bucket_without_prefixes_is_refused():
