@@ -7,7 +7,25 @@ import functools
 
 import pulumi_aws as aws
 
-from gpucloud.resolve import Ami, InstanceTypeFacts, Subnet
+from gpucloud.resolve import Ami, InstanceTypeFacts, LookupUnavailable, Subnet
+
+NOT_FOUND_MARKERS = (
+    "InvalidInstanceType",
+    "InvalidSubnetID.NotFound",
+    "InvalidAMIID",
+    "ParameterNotFound",
+    "no matching EC2",
+    "Your query returned no results",
+)
+"""How the provider (and the engine) word a failed invoke whose object does not exist: AWS's
+error codes, and the provider's own words for singular data sources that match nothing."""
+
+
+def _absent(error: Exception) -> None:
+    """None for a lookup of something that does not exist; any other failure is raised."""
+    if any(marker in str(error) for marker in NOT_FOUND_MARKERS):
+        return None
+    raise LookupUnavailable(str(error)) from error
 
 
 class PulumiAwsLookups:
@@ -25,8 +43,8 @@ class PulumiAwsLookups:
     def instance_type(self, name: str) -> InstanceTypeFacts | None:
         try:
             found = aws.ec2.get_instance_type(instance_type=name)
-        except Exception:  # noqa: BLE001 - the provider reports an unknown type as an invoke error
-            return None
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            return _absent(error)
         gpus = found.gpuses or []
         return InstanceTypeFacts(
             name=name,
@@ -43,7 +61,8 @@ class PulumiAwsLookups:
     def default_subnets(self) -> list[Subnet]:
         try:
             vpc = aws.ec2.get_vpc(default=True)
-        except Exception:  # noqa: BLE001 - no default VPC in this region
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            _absent(error)
             return []
         found = aws.ec2.get_subnets(
             filters=[
@@ -57,16 +76,16 @@ class PulumiAwsLookups:
     def subnet(self, subnet_id: str) -> Subnet | None:
         try:
             found = aws.ec2.get_subnet(id=subnet_id)
-        except Exception:  # noqa: BLE001 - unknown subnet
-            return None
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            return _absent(error)
         return Subnet(id=found.id, availability_zone=found.availability_zone, vpc_id=found.vpc_id)
 
     @functools.cache
     def parameter(self, name: str) -> str | None:
         try:
             return aws.ssm.get_parameter(name=name).value
-        except Exception:  # noqa: BLE001 - unknown parameter
-            return None
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            return _absent(error)
 
     @functools.cache
     def ami(self, ami_id: str) -> Ami | None:
@@ -75,6 +94,6 @@ class PulumiAwsLookups:
                 filters=[aws.ec2.GetAmiFilterArgs(name="image-id", values=[ami_id])],
                 most_recent=True,
             )
-        except Exception:  # noqa: BLE001 - unknown or invisible AMI
-            return None
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            return _absent(error)
         return Ami(id=found.id, root_device_name=found.root_device_name, architecture=found.architecture)

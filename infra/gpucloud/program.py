@@ -11,7 +11,7 @@ from pulumi.runtime import config as runtime_config
 from gpucloud.config import ConfigError, StackSettings, parse_stack_config, split_namespace
 from gpucloud.environment import ProjectEnvironment, ProjectEnvironmentArgs
 from gpucloud.lookups import PulumiAwsLookups
-from gpucloud.resolve import resolve_stack
+from gpucloud.resolve import LookupUnavailable, resolve_stack
 
 
 def _decode(value: Any) -> Any:
@@ -47,6 +47,12 @@ def build(settings: StackSettings) -> ProjectEnvironment:
 
 def main() -> None:
     try:
-        build(settings_from_pulumi_config())
+        settings = settings_from_pulumi_config()
+        build(settings)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
+    except LookupUnavailable as error:
+        raise pulumi.RunError(
+            f"stack {settings.stack!r}: AWS could not be asked what the config's rules need "
+            f"(credentials, permissions or an outage; not a config problem): {error}"
+        ) from None

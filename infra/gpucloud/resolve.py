@@ -52,7 +52,16 @@ class Ami:
     architecture: str
 
 
+class LookupUnavailable(Exception):
+    """An AWS lookup failed for a reason other than the thing not existing (credentials,
+    throttling, an outage): no rule can be checked, and saying "does not exist" would mislead."""
+
+
 class AwsLookups(Protocol):
+    """AWS facts; each lookup answers None when the thing does not exist and raises
+    `LookupUnavailable` when AWS could not be asked."""
+
+
     def account_id(self) -> str: ...
     def partition(self) -> str: ...
     def instance_type(self, name: str) -> InstanceTypeFacts | None: ...
@@ -99,9 +108,11 @@ class _Problems:
 
 
 def _stack_subnets(settings: StackSettings, lookups: AwsLookups, problems: _Problems) -> list[Subnet]:
+    """The listed subnets in the order given (the first decides single-zone groups' zone), or the
+    default VPC's, ordered by zone."""
     subnet_ids = settings.config.network.subnet_ids
     if subnet_ids is None:
-        subnets = lookups.default_subnets()
+        subnets = sorted(lookups.default_subnets(), key=lambda subnet: (subnet.availability_zone, subnet.id))
         if not subnets:
             problems.add("network.subnetIds", f"is not set and {settings.region} has no default VPC subnets")
         return subnets
@@ -164,7 +175,7 @@ def _group_ami(group: GroupConfig, key: str, lookups: AwsLookups, problems: _Pro
 def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack:
     """Check every rule that needs AWS facts; raise one ConfigError listing every problem."""
     problems = _Problems(settings)
-    subnets = sorted(_stack_subnets(settings, lookups, problems), key=lambda s: (s.availability_zone, s.id))
+    subnets = _stack_subnets(settings, lookups, problems)
     resolved = []
     for index, group in enumerate(settings.config.groups):
         key = f"groups[{index}]"
