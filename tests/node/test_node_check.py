@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import gpucloud.node
@@ -306,6 +307,32 @@ def test_run_command_reports_timeout_missing_binary_and_exit_status():
     assert missing.not_found and missing.describe_failure() == "/nonexistent/nvidia-smi not found"
     assert failing.returncode == 9
     assert failing.describe_failure().endswith("failed with exit status 9: no driver")
+
+
+def test_timeout_kills_the_commands_children_too(tmp_path):
+    grandchild_pid = tmp_path / "grandchild.pid"
+    script = f"sleep 60 & echo $! > {grandchild_pid}; wait"
+
+    started = time.monotonic()
+    result = run_command(["sh", "-c", script], timeout_s=0.5)
+
+    pid = int(grandchild_pid.read_text())
+    assert result.timed_out
+    assert time.monotonic() - started < 1.5, "a surviving grandchild held the output pipes open"
+    assert not process_is_running(pid)
+
+
+def process_is_running(pid: int) -> bool:
+    """False once the process is gone or a zombie (killed, but not yet reaped by its new parent)."""
+    for _ in range(50):
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        if state == "Z":
+            return False
+        time.sleep(0.02)
+    return True
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ that into an "unhealthy" verdict, so every outcome (missing binary, timeout, exi
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -61,7 +63,9 @@ def run_command(
     timeout_s: float,
     env: Mapping[str, str] | None = None,
 ) -> CommandResult:
-    """Run argv without a shell, capturing text output, killing it after timeout_s seconds."""
+    """Run argv without a shell, capturing text output. After timeout_s seconds its whole process
+    group goes: the command runs in a session of its own, so a wrapper's children (a script that
+    starts `aws s3 sync`, a hung nvidia-smi helper) die with it and cannot hold our pipes open."""
     argv = tuple(argv)
     try:
         process = subprocess.Popen(
@@ -81,7 +85,10 @@ def run_command(
     try:
         stdout, stderr = process.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        process.kill()
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         try:
             stdout, stderr = process.communicate(timeout=_REAP_GRACE_S)
         except subprocess.TimeoutExpired:
