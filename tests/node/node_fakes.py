@@ -92,10 +92,12 @@ class MetadataStub:
     """An IMDSv2 look-alike on 127.0.0.1: PUT a token first; a GET without a valid token gets 401.
 
     `routes` maps a path to its body, or to a callable returning the body (None = 404).
+    While `failing_gets` is above zero, each GET answers 500 and counts it down (an outage).
     """
 
     def __init__(self) -> None:
         self.routes: dict[str, str | Callable[[], str | None]] = {}
+        self.failing_gets = 0
         self.valid_tokens: set[str] = set()
         self.tokens_issued = 0
         self.requests: list[tuple[str, str, int]] = []
@@ -117,6 +119,10 @@ class MetadataStub:
                 if self.headers.get("X-aws-ec2-metadata-token") not in stub.valid_tokens:
                     self._reply(401, "")
                     return
+                if stub.failing_gets > 0:
+                    stub.failing_gets -= 1
+                    self._reply(500, "")
+                    return
                 route = stub.routes.get(self.path)
                 body = route() if callable(route) else route
                 self._reply(404, "") if body is None else self._reply(200, body)
@@ -134,6 +140,10 @@ class MetadataStub:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, args=(0.01,), daemon=True)
+
+    @property
+    def requests_failed(self) -> int:
+        return sum(1 for _, _, status in self.requests if status == 500)
 
     @property
     def endpoint(self) -> str:

@@ -258,19 +258,23 @@ def test_spot_notice_outside_an_auto_scaling_group_finishes_after_the_checkpoint
 
 def test_drain_keeps_polling_through_metadata_outages(gpu_group, lifecycle_actions, metadata_stub, tmp_path):
     metadata_stub.serve_instance(gpu_group.instance_id)
-    answers = iter([RuntimeError, RuntimeError, RuntimeError, "Terminated"])
+    metadata_stub.routes[TARGET_STATE_PATH] = "Terminated"
 
-    def flaky_state():
-        answer = next(answers, "Terminated")
-        if answer is RuntimeError:
-            metadata_stub.expire_tokens()
-            return None
-        return answer
+    def outage_starts_at_the_first_poll():
+        if not metadata_stub.requests_failed:
+            # Enough failed reads to defeat two polls, each giving up after NO_WAIT's attempts.
+            metadata_stub.failing_gets = 2 * NO_WAIT.attempts
+        return None
 
-    metadata_stub.routes[TARGET_STATE_PATH] = flaky_state
+    metadata_stub.routes[SPOT_PATH] = outage_starts_at_the_first_poll
     config = node_config(checkpoint_dir=str(tmp_path / "absent"), checkpoint_bucket="b")
+    sleeps: list[float] = []
 
-    assert run_drain(config, metadata_stub, CheckpointRunner(), ignore_sleep, max_polls=10) == 0
+    status = run_drain(config, metadata_stub, CheckpointRunner(), sleeps.append, max_polls=10)
+
+    assert status == 0
+    assert metadata_stub.requests_failed == 2 * NO_WAIT.attempts
+    assert sleeps.count(config.poll_interval_s) == 2, "polled again after each failed poll"
     assert len(lifecycle_actions.completed) == 1
 
 
