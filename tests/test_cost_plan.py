@@ -76,13 +76,14 @@ def test_example_stack_estimate_matches_the_catalog_to_the_cent(stack):
     assert set(document["monthly"]) == {"min", "desired", "max"}
 
 
-def write_stack(tmp_path, budget: float, min_size: int, desired: int) -> str:
+def write_stack(tmp_path, budget: float, min_size: int, desired: int, types: str = "p5.48xlarge",
+                region: str = "us-east-1") -> str:
     path = tmp_path / "Pulumi.pricey.yaml"
     path.write_text(
-        "config:\n  aws:region: us-east-1\n  gpu-cloud:project: pricey\n  gpu-cloud:owner: a@example.com\n"
+        f"config:\n  aws:region: {region}\n  gpu-cloud:project: pricey\n  gpu-cloud:owner: a@example.com\n"
         f"  gpu-cloud:costCenter: cc\n  gpu-cloud:budget: {{monthlyUsd: {budget}}}\n"
         "  gpu-cloud:groups:\n"
-        f"    - {{name: big, instanceTypes: [p5.48xlarge], minSize: {min_size}, desiredCapacity: {desired}, maxSize: 4,"
+        f"    - {{name: big, instanceTypes: [{types}], minSize: {min_size}, desiredCapacity: {desired}, maxSize: 4,"
         " onDemandBaseCapacity: 4, spotPercent: 0}\n"
     )
     return str(path)
@@ -92,11 +93,25 @@ def test_minimum_capacity_over_budget_fails_the_plan_naming_group_and_figures(tm
     assert main(["plan", "--config", write_stack(tmp_path, budget=1000, min_size=1, desired=1), "--json"]) == 1
     document = json.loads(capsys.readouterr().out)
     [finding] = [f for f in document["findings"] if f["source"] == "budget"]
-    minimum = HOURS * hourly("p5.48xlarge") + 100 * GP3 + KMS
-    assert finding["severity"] == "failure"
-    assert f"${minimum:,.2f}" in finding["message"] and "$1,000.00" in finding["message"]
-    assert "big" in finding["message"]
+    group = HOURS * hourly("p5.48xlarge") + 100 * GP3
+    minimum = group + KMS
+    assert finding["severity"] == "failure" and finding["rule"] == "budget-exceeded-at-minimum"
+    assert finding["message"] == (
+        f"the stack costs ${minimum:,.2f} per month at minimum capacity, above the monthly budget of $1,000.00 "
+        f"(groups: big ${group:,.2f}); lower minSize, schedule the groups down, or raise the budget"
+    )
     assert round(document["costEstimate"]["monthly"]["min"], 2) == round(minimum, 2)
+
+
+def test_scheduled_group_with_min_size_zero_does_not_fail_a_budget_below_its_desired_cost(tmp_path):
+    """notebooks: minSize 0 everywhere, so at minimum only the home volume and the key count."""
+    stack = (STACKS / "Pulumi.notebooks.yaml").read_text()
+    assert "monthlyUsd: 1500" in stack
+    (tmp_path / "Pulumi.notebooks.yaml").write_text(stack.replace("monthlyUsd: 1500", "monthlyUsd: 200"))
+
+    _estimate, findings = cost_findings(load_stack_file(tmp_path / "Pulumi.notebooks.yaml"))
+
+    assert [(finding.severity, finding.rule) for finding in findings] == [("warning", "budget-exceeded-at-desired")]
 
 
 def test_desired_capacity_over_budget_only_warns(tmp_path, capsys):
@@ -104,3 +119,33 @@ def test_desired_capacity_over_budget_only_warns(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "warning [budget: budget-exceeded-at-desired]" in out
     assert "All amounts are in USD" in out
+
+
+def test_unpriced_type_gives_a_partial_estimate_that_still_fails_the_budget(tmp_path, capsys):
+    config = write_stack(tmp_path, budget=5, min_size=1, desired=1, types="p5e.48xlarge, p5.48xlarge")
+
+    assert main(["plan", "--config", config, "--json"]) == 1
+
+    document = json.loads(capsys.readouterr().out)
+    estimate = document["costEstimate"]
+    [unpriced] = estimate["unpriced"]
+    assert unpriced["resource"] == "big/instances (p5e.48xlarge)" and unpriced["unit"] == "instance-hours"
+    assert unpriced["quantity"] == {"min": HOURS, "desired": HOURS, "max": 4 * HOURS}
+    # Priced: the root volume of the one running node and the key; the instance hours are not.
+    assert round(estimate["monthly"]["min"], 2) == round(100 * GP3 + KMS, 2)
+    rules = {finding["rule"]: finding for finding in document["findings"] if finding["source"] in ("cost", "budget")}
+    assert rules["partial-cost-estimate"]["severity"] == "warning"
+    assert "big/instances (p5e.48xlarge)" in rules["partial-cost-estimate"]["message"]
+    assert rules["budget-exceeded-at-minimum"]["severity"] == "failure"
+    assert f"costs at least ${100 * GP3 + KMS:,.2f}" in rules["budget-exceeded-at-minimum"]["message"]
+
+
+def test_partial_estimate_in_the_table_says_so_and_gives_the_refresh_hint_once(tmp_path, capsys):
+    config = write_stack(tmp_path, budget=100000, min_size=1, desired=1, types="p5e.48xlarge")
+
+    assert main(["plan", "--config", config, "--width", "250"]) == 0
+
+    out = capsys.readouterr().out
+    assert "not priced" in out and "PARTIAL ESTIMATE" in out and "at least $" in out
+    assert out.count("gpucloud prices refresh") == 1
+    assert "Not included: CloudWatch" in out

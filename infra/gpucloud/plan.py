@@ -12,7 +12,7 @@ from typing import Any
 
 from gpucloud.config import StackSettings
 from gpucloud.policy import PlannedResource, PolicyConfig, Violation, evaluate
-from gpucloud.pricing import CostEstimate, PricingError, budget_findings, estimate_stack
+from gpucloud.pricing import CostEstimate, PricingError, budget_findings, estimate_stack, unpriced_finding
 from gpucloud.testing import AppliedResource, Deployment, moto_account, run_program
 
 PROJECT = "gpu-cloud"
@@ -165,7 +165,8 @@ def _from_deployment(deployment: Deployment, region: str, policy_config: PolicyC
 
 
 def cost_findings(settings: StackSettings) -> tuple[CostEstimate | None, list[PlanFinding]]:
-    """The stack's cost estimate and what it means for the budget."""
+    """The stack's cost estimate and what it means for the budget. A price the catalog lacks makes the
+    estimate partial (named in a warning) but never switches the budget check off."""
     try:
         estimate = estimate_stack(settings.config, settings.region)
     except PricingError as error:
@@ -174,10 +175,12 @@ def cost_findings(settings: StackSettings) -> tuple[CostEstimate | None, list[Pl
                 source="cost",
                 severity="warning",
                 rule="no-cost-estimate",
-                message=f"no cost estimate, so the budget is not checked: {error} (run `gpucloud prices refresh`)",
+                message=f"no cost estimate, so the budget is not checked: {error}",
             )
         ]
-    findings = [
+    partial = unpriced_finding(estimate)
+    findings = [PlanFinding(source="cost", severity=partial.severity, rule=partial.rule, message=partial.message)] if partial else []
+    findings += [
         PlanFinding(source="budget", severity=finding.severity, rule=finding.rule, message=finding.message)
         for finding in budget_findings(estimate, settings.config.budget.monthly_usd)
     ]

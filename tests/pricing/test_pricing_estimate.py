@@ -1,6 +1,6 @@
 import pytest
 
-from gpucloud.pricing import PriceNotFound, estimate_stack, load_catalog
+from gpucloud.pricing import PriceNotFound, budget_findings, estimate_stack, load_catalog, unpriced_finding
 from gpucloud.pricing.estimate import gp3_volume_month
 
 from conftest import assert_cents
@@ -13,8 +13,9 @@ def test_json_document_has_exactly_the_documented_keys(stack_config):
 
     document = estimate_stack(config, "us-east-1").to_dict()
 
-    assert list(document) == ["currency", "hoursPerMonth", "monthly", "groups", "lines"]
+    assert list(document) == ["currency", "hoursPerMonth", "monthly", "groups", "lines", "unpriced"]
     assert document["currency"] == "USD" and document["hoursPerMonth"] == 730
+    assert document["unpriced"] == []
     assert set(document["monthly"]) == {"min", "desired", "max"}
     assert {"monthly", "onDemand", "spot"} <= set(document["groups"][0])
     assert {"resource", "quantity", "unit", "monthly"} <= set(document["lines"][0])
@@ -179,37 +180,100 @@ def test_spot_in_a_family_without_a_sourced_discount_is_priced_at_on_demand_and_
     assert any("no sourced spot discount for g4dn" in note for note in group.notes)
 
 
-def test_type_not_offered_in_the_region_stops_the_estimate_naming_type_and_region(stack_config):
-    config = stack_config({"name": "train", "instanceTypes": ["g6.xlarge"], "maxSize": 1}, region="eu-west-1")
+def test_type_not_offered_in_the_region_is_listed_unpriced_with_the_catalogs_reason(stack_config, rows):
+    config = stack_config({"name": "train", "instanceTypes": ["p5e.48xlarge"], "minSize": 1, "maxSize": 2,
+                           "spotPercent": 0})
 
-    with pytest.raises(PriceNotFound) as error:
-        estimate_stack(config, "eu-west-1")
+    estimate = estimate_stack(config, "us-east-1")
 
-    assert "g6.xlarge" in str(error.value) and "eu-west-1" in str(error.value)
-    assert "not offered" in str(error.value)
-
-
-def test_region_outside_the_catalog_stops_the_estimate_naming_type_and_region(stack_config):
-    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 1}, region="sa-east-1")
-
-    with pytest.raises(PriceNotFound) as error:
-        estimate_stack(config, "sa-east-1")
-
-    assert "g5.xlarge" in str(error.value) and "sa-east-1" in str(error.value)
+    [line] = estimate.unpriced
+    assert line.resource == "train/instances (p5e.48xlarge)" and line.unit == "instance-hours"
+    assert (line.quantity.min, line.quantity.desired, line.quantity.max) == (HOURS, HOURS, 2 * HOURS)
+    assert "p5e.48xlarge in us-east-1" in line.reason and "no on-demand price published" in line.reason
+    assert not estimate.complete and estimate.partial_in("min")
+    # Instances count nothing; the root volumes and the key are still priced.
+    assert_cents(estimate.groups[0].on_demand.desired, 0)
+    assert_cents(estimate.monthly.min, 100 * rows.gp3_per_gb_month("us-east-1") + rows.kms_key_month("us-east-1"))
+    assert_cents(estimate.monthly.max, 2 * 100 * rows.gp3_per_gb_month("us-east-1") + rows.kms_key_month("us-east-1"))
 
 
-def test_any_listed_type_without_a_price_stops_the_estimate(stack_config):
-    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge", "p5e.48xlarge"], "maxSize": 1})
+def test_region_outside_the_catalog_leaves_every_line_unpriced_and_names_each(stack_config):
+    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge"], "minSize": 1, "maxSize": 1,
+                           "persistentVolumeGiB": 50}, region="sa-east-1")
 
-    with pytest.raises(PriceNotFound, match=r"p5e\.48xlarge in us-east-1"):
-        estimate_stack(config, "us-east-1")
+    estimate = estimate_stack(config, "sa-east-1")
+
+    assert [line.resource for line in estimate.unpriced] == [
+        "train/instances (g5.xlarge)", "train/root volume (gp3, 100 GiB per instance)",
+        "train/persistent volume (gp3, 50 GiB)", "vision/kms key (customer managed)",
+    ]
+    assert estimate.monthly.desired == 0
+    assert all("sa-east-1" in line.reason for line in estimate.unpriced)
 
 
-def test_region_without_a_gp3_price_stops_the_estimate_naming_it(stack_config):
-    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 1}, region="us-west-2")
+def test_listed_type_without_a_price_leaves_max_priced_at_the_dearest_priced_type_as_a_lower_bound(stack_config, rows):
+    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge", "p5e.48xlarge"], "minSize": 1,
+                           "maxSize": 2, "spotPercent": 0})
 
-    with pytest.raises(PriceNotFound, match=r"gp3 storage price for us-west-2"):
-        estimate_stack(config, "us-west-2")
+    estimate = estimate_stack(config, "us-east-1")
+
+    hourly = rows.hourly("g5.xlarge", "us-east-1")
+    group = estimate.groups[0]
+    assert_cents(group.on_demand.desired, HOURS * hourly)
+    assert_cents(group.on_demand.max, 2 * HOURS * hourly)
+    [line] = estimate.unpriced
+    assert (line.quantity.min, line.quantity.desired, line.quantity.max) == (0, 0, 2 * HOURS)
+    assert "max is priced at g5.xlarge meanwhile" in line.reason
+    assert not estimate.partial_in("desired") and estimate.partial_in("max")
+
+
+def test_first_type_without_a_price_leaves_min_and_desired_instances_unpriced(stack_config, rows):
+    config = stack_config({"name": "train", "instanceTypes": ["p5e.48xlarge", "p5.48xlarge"], "minSize": 1,
+                           "maxSize": 1, "spotPercent": 0})
+
+    estimate = estimate_stack(config, "us-east-1")
+
+    group = estimate.groups[0]
+    assert_cents(group.on_demand.min, 0)
+    assert_cents(group.on_demand.max, HOURS * rows.hourly("p5.48xlarge", "us-east-1"))
+    [line] = estimate.unpriced
+    assert (line.quantity.min, line.quantity.desired, line.quantity.max) == (HOURS, HOURS, HOURS)
+
+
+def test_missing_gp3_row_leaves_the_volumes_unpriced_and_the_budget_checked_on_the_rest(stack_config, rows):
+    packaged = load_catalog()
+    catalog = packaged.model_copy(update={"storage": [row for row in packaged.storage if row.region != "us-east-1"]})
+    config = stack_config({"name": "serve", "instanceTypes": ["g5.xlarge"], "minSize": 1, "maxSize": 1,
+                           "spotPercent": 0, "rootVolumeGiB": 100, "persistentVolumeGiB": 200})
+
+    estimate = estimate_stack(config, "us-east-1", catalog)
+
+    priced = HOURS * rows.hourly("g5.xlarge", "us-east-1") + rows.kms_key_month("us-east-1")
+    assert_cents(estimate.monthly.min, priced)
+    assert [(line.resource, line.quantity.min) for line in estimate.unpriced] == [
+        ("serve/root volume (gp3, 100 GiB per instance)", 100), ("serve/persistent volume (gp3, 200 GiB)", 200),
+    ]
+    warning = unpriced_finding(estimate)
+    assert warning.severity == "warning" and warning.rule == "partial-cost-estimate"
+    assert warning.message.count("no gp3 storage price for us-east-1") == 1
+    assert "serve/root volume" in warning.message and "serve/persistent volume" in warning.message
+    assert "real monthly cost is higher" in warning.message and "gpucloud prices refresh" in warning.message
+    [failure] = budget_findings(estimate, priced - 1)
+    assert failure.severity == "failure" and f"costs at least ${priced:,.2f}" in failure.message
+
+
+def test_complete_estimate_has_no_unpriced_finding(stack_config):
+    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 1})
+
+    assert unpriced_finding(estimate_stack(config, "us-east-1")) is None
+
+
+def test_iops_above_the_baseline_without_a_sourced_iops_price_is_not_guessed():
+    price = load_catalog().gp3("us-east-1").model_copy(update={"usd_per_iops_month": None})
+
+    with pytest.raises(PriceNotFound, match="no gp3 IOPS price for us-east-1"):
+        gp3_volume_month(price, 100, iops=4000)
+    assert gp3_volume_month(price, 100) == 100 * price.usd_per_gb_month
 
 
 def test_gp3_iops_and_throughput_above_the_free_baseline_are_charged(rows):

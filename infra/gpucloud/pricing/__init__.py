@@ -1,6 +1,6 @@
 """Cost of a stack before `pulumi up`: price catalog, estimate, budget checks, catalog refresh."""
 
-from .budget import Finding, budget_findings
+from .budget import Finding, budget_findings, unpriced_finding
 from .catalog import (
     DEFAULT_CATALOG_PATH,
     HOURS_PER_MONTH,
@@ -11,7 +11,7 @@ from .catalog import (
     PricingError,
     load_catalog,
 )
-from .estimate import CostEstimate, CostLine, GroupEstimate, ScenarioValues, estimate_stack
+from .estimate import CostEstimate, CostLine, GroupEstimate, ScenarioValues, UnpricedLine, estimate_stack
 from .refresh import refresh_catalog
 from .render import estimate_table, render_estimate
 
@@ -28,10 +28,12 @@ __all__ = [
     "PriceNotFound",
     "PricingError",
     "ScenarioValues",
+    "UnpricedLine",
     "budget_findings",
     "estimate_stack",
     "estimate_table",
     "load_catalog",
     "refresh_catalog",
     "render_estimate",
+    "unpriced_finding",
 ]

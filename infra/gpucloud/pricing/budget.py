@@ -1,4 +1,4 @@
-"""Compare an estimate with the project's monthly budget."""
+"""Compare an estimate with the project's monthly budget, and say what the estimate leaves unpriced."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from .render import cents
 
 @dataclass(frozen=True)
 class Finding:
-    """One budget check result: a warning (desired capacity over budget) or a failure (minimum over budget)."""
+    """One check of the estimate: desired capacity over budget (warning), minimum over budget (failure),
+    or lines the catalog cannot price (warning)."""
 
     severity: Literal["warning", "failure"]
     rule: str
@@ -29,15 +30,21 @@ def _groups_at(estimate: CostEstimate, scenario: Scenario) -> str:
     return "groups: " + ", ".join(f"{group.name} {cents(group.monthly.get(scenario))}" for group in costly)
 
 
+def _costs(estimate: CostEstimate, scenario: Scenario) -> str:
+    return "costs at least" if estimate.partial_in(scenario) else "costs"
+
+
 def budget_findings(estimate: CostEstimate, monthly_budget_usd: float) -> list[Finding]:
     """A failure when the stack at minimum capacity alone exceeds the budget (then no separate warning),
-    otherwise a warning when it exceeds it at desired capacity. Compares exact values, not rounded ones."""
+    otherwise a warning when it exceeds it at desired capacity. Compares exact values, not rounded ones;
+    a partial estimate is checked on its priced part, which is a lower bound."""
     if estimate.monthly.min > monthly_budget_usd:
         return [Finding(
             severity="failure",
             rule="budget-exceeded-at-minimum",
             message=(
-                f"the stack costs {cents(estimate.monthly.min)} per month at minimum capacity, above the monthly "
+                f"the stack {_costs(estimate, 'min')} {cents(estimate.monthly.min)} per month at minimum capacity, "
+                "above the monthly "
                 f"budget of {cents(monthly_budget_usd)} ({_groups_at(estimate, 'min')}); lower minSize, schedule "
                 "the groups down, or raise the budget"
             ),
@@ -47,9 +54,29 @@ def budget_findings(estimate: CostEstimate, monthly_budget_usd: float) -> list[F
             severity="warning",
             rule="budget-exceeded-at-desired",
             message=(
-                f"the stack costs {cents(estimate.monthly.desired)} per month at desired capacity, above the monthly "
+                f"the stack {_costs(estimate, 'desired')} {cents(estimate.monthly.desired)} per month at desired "
+                "capacity, above the monthly "
                 f"budget of {cents(monthly_budget_usd)} ({_groups_at(estimate, 'desired')}); lower desiredCapacity "
                 "or add schedules that scale down off-hours"
             ),
         )]
     return []
+
+
+def unpriced_finding(estimate: CostEstimate) -> Finding | None:
+    """A warning naming every line the catalog cannot price, grouped by reason, with the one fix."""
+    if estimate.complete:
+        return None
+    by_reason: dict[str, list[str]] = {}
+    for line in estimate.unpriced:
+        by_reason.setdefault(line.reason, []).append(line.resource)
+    missing = "; ".join(f"{', '.join(resources)}: {reason}" for reason, resources in by_reason.items())
+    return Finding(
+        severity="warning",
+        rule="partial-cost-estimate",
+        message=(
+            f"the estimate is partial: {len(estimate.unpriced)} line(s) have no price in the catalog, so the real "
+            f"monthly cost is higher than the totals shown and the budget is checked on the priced part only "
+            f"({missing}); run `gpucloud prices refresh` for this region, or pick instance types the catalog prices"
+        ),
+    )

@@ -2,7 +2,7 @@
 
 The catalog prices only what it has a source for. A type/region pair without a row is not
 guessed: lookups raise `PriceNotFound` naming what is missing (and why, when the catalog
-records that a type is not offered in a region).
+records that a type is not offered in a region); the estimate lists it as unpriced.
 """
 
 from __future__ import annotations
@@ -70,13 +70,16 @@ class AbsentInstance(_Row):
 
 
 class StoragePrice(_Row):
-    """gp3 per GB-month, plus IOPS and throughput provisioned above the free baseline."""
+    """gp3 per GB-month, plus IOPS and throughput provisioned above the free baseline.
+
+    IOPS and throughput may be null where no dated source gives them: a volume provisioned
+    above the baseline is then unpriced."""
 
     region: str
     volume_type: str = "gp3"
     usd_per_gb_month: float = Field(gt=0)
-    usd_per_iops_month: float = Field(ge=0)
-    usd_per_mibps_month: float = Field(ge=0)
+    usd_per_iops_month: float | None = Field(ge=0)
+    usd_per_mibps_month: float | None = Field(ge=0)
     baseline_iops: int = 3000
     baseline_mibps: int = 125
     source: Source
@@ -120,28 +123,19 @@ class Catalog(BaseModel):
         for row in self.absent_instances:
             if row.instance_type == instance_type and row.region == region:
                 raise PriceNotFound(f"no price for instance type {instance_type} in {region}: {row.reason}")
-        raise PriceNotFound(
-            f"no price for instance type {instance_type} in {region}: the catalog has no row for it "
-            "(run `gpucloud prices refresh` with this type and region, or pick a priced type)"
-        )
+        raise PriceNotFound(f"no price for instance type {instance_type} in {region}: the catalog has no row for it")
 
     def gp3(self, region: str) -> StoragePrice:
         for row in self.storage:
             if row.region == region and row.volume_type == "gp3":
                 return row
-        raise PriceNotFound(
-            f"no gp3 storage price for {region}: the catalog has no row for it "
-            "(run `gpucloud prices refresh` for this region)"
-        )
+        raise PriceNotFound(f"no gp3 storage price for {region}: the catalog has no row for it")
 
     def kms_key(self, region: str) -> KmsPrice:
         for row in self.kms:
             if row.region == region:
                 return row
-        raise PriceNotFound(
-            f"no KMS key price for {region}: the catalog has no row for it "
-            "(run `gpucloud prices refresh` for this region)"
-        )
+        raise PriceNotFound(f"no KMS key price for {region}: the catalog has no row for it")
 
     def spot_discount(self, family: str) -> SpotDiscount | None:
         """The family's spot discount, or None: then spot is priced like on-demand."""

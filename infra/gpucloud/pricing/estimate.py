@@ -5,7 +5,12 @@ Rules, chosen to err on the expensive side:
 - Hours per month: 730. USD only. Values are kept exact; only the renderer rounds to cents.
 - Instance type: the min and desired scenarios are priced at the group's FIRST instance type
   (the launch template's first choice); the max scenario at the MOST EXPENSIVE type the group
-  lists. Every listed type must have a price in the region, or the estimate stops.
+  lists.
+- Missing prices: what the catalog cannot price is left out of the totals and listed under
+  `unpriced` with its quantity and the reason, so the totals are a lower bound (the estimate is
+  partial) and the budget is still checked on the priced part. A listed type without a price
+  leaves the max scenario priced at the dearest type that has one (a lower bound too); the
+  first type without a price leaves min and desired instances unpriced.
 - Purchase options: onDemandBaseCapacity instances run on demand; of the instances above it,
   spotPercent percent are spot, with the on-demand share rounded up (a half instance counts as
   on-demand). Spot is priced at on-demand x (1 - the family's conservative spot discount);
@@ -31,6 +36,7 @@ from .catalog import (
     HOURS_PER_MONTH,
     Catalog,
     InstancePrice,
+    PriceNotFound,
     PricingError,
     StoragePrice,
     instance_family,
@@ -75,6 +81,15 @@ class CostLine(_Model):
     note: str = ""
 
 
+class UnpricedLine(_Model):
+    """Something the stack runs that the catalog has no price for: left out of every total."""
+
+    resource: str
+    quantity: ScenarioValues
+    unit: str
+    reason: str
+
+
 class GroupEstimate(_Model):
     name: str
     instance_type: str = Field(description="priced type for the min and desired scenarios")
@@ -97,6 +112,16 @@ class CostEstimate(_Model):
     monthly: ScenarioValues
     groups: list[GroupEstimate]
     lines: list[CostLine]
+    unpriced: list[UnpricedLine] = Field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """False when some line has no price: the totals are then lower than the real cost."""
+        return not self.unpriced
+
+    def partial_in(self, scenario: Scenario) -> bool:
+        """Whether an unpriced line counts in this scenario, so its total is a lower bound."""
+        return any(line.quantity.get(scenario) > 0 for line in self.unpriced)
 
     @property
     def gpu_compute(self) -> ScenarioValues:
@@ -115,16 +140,22 @@ class CostEstimate(_Model):
         })
 
     def to_dict(self) -> dict:
-        """The JSON document: currency, hoursPerMonth, monthly, groups, lines (exact values)."""
+        """The JSON document: currency, hoursPerMonth, monthly, groups, lines, unpriced (exact values)."""
         return self.model_dump(mode="json", by_alias=True)
 
 
 def gp3_volume_month(price: StoragePrice, size_gib: float, iops: int = 3000, throughput_mibps: int = 125) -> float:
     """USD for one gp3 volume kept a whole month: size, plus IOPS and throughput above the free baseline."""
+    extra_iops = max(0, iops - price.baseline_iops)
+    extra_throughput = max(0, throughput_mibps - price.baseline_mibps)
+    if extra_iops and price.usd_per_iops_month is None:
+        raise PriceNotFound(f"no gp3 IOPS price for {price.region}: the catalog's gp3 row leaves it out")
+    if extra_throughput and price.usd_per_mibps_month is None:
+        raise PriceNotFound(f"no gp3 throughput price for {price.region}: the catalog's gp3 row leaves it out")
     return (
         size_gib * price.usd_per_gb_month
-        + max(0, iops - price.baseline_iops) * price.usd_per_iops_month
-        + max(0, throughput_mibps - price.baseline_mibps) * price.usd_per_mibps_month
+        + extra_iops * (price.usd_per_iops_month or 0.0)
+        + extra_throughput * (price.usd_per_mibps_month or 0.0)
     )
 
 
@@ -136,15 +167,29 @@ def purchase_split(capacity: int, on_demand_base: int, spot_percent: int) -> tup
     return base + on_demand_above, above - on_demand_above
 
 
-def _estimate_group(group: GroupConfig, region: str, catalog: Catalog) -> tuple[GroupEstimate, list[CostLine]]:
-    prices = [catalog.instance(instance_type, region) for instance_type in group.instance_types]
-    first = prices[0]
-    most_expensive = max(prices, key=lambda price: price.usd_per_hour)
-    priced: dict[Scenario, InstancePrice] = {"min": first, "desired": first, "max": most_expensive}
-    gp3 = catalog.gp3(region)
-    notes = [f"min and desired priced at {first.instance_type} (first listed type)"]
-    if len(prices) > 1:
-        notes.append(f"max priced at {most_expensive.instance_type} (most expensive listed type)")
+def _lookup(find, *arguments):
+    """The catalog row, or the reason there is none."""
+    try:
+        return find(*arguments), None
+    except PriceNotFound as error:
+        return None, str(error)
+
+
+def _estimate_group(
+    group: GroupConfig, region: str, catalog: Catalog
+) -> tuple[GroupEstimate, list[CostLine], list[UnpricedLine]]:
+    found = {instance_type: _lookup(catalog.instance, instance_type, region) for instance_type in group.instance_types}
+    known = [price for price, _reason in found.values() if price is not None]
+    missing = {instance_type: reason for instance_type, (price, reason) in found.items() if price is None}
+    first_type = group.instance_types[0]
+    first = found[first_type][0]
+    dearest = max(known, key=lambda price: price.usd_per_hour) if known else None
+    priced: dict[Scenario, InstancePrice | None] = {"min": first, "desired": first, "max": dearest}
+    gp3, gp3_missing = _lookup(catalog.gp3, region)
+    notes = [f"min and desired priced at {first_type} (first listed type)"]
+    if dearest is not None and len(group.instance_types) > 1:
+        notes.append(f"max priced at {dearest.instance_type} (most expensive listed type"
+                     + (" that has a price)" if missing else ")"))
 
     on_demand_hours: dict[Scenario, float] = {}
     spot_hours: dict[Scenario, float] = {}
@@ -156,27 +201,43 @@ def _estimate_group(group: GroupConfig, region: str, catalog: Catalog) -> tuple[
             on_demand, spot = purchase_split(capacity, group.on_demand_base_capacity, group.spot_percent)
             on_demand_hours[scenario] += on_demand * fraction * HOURS_PER_MONTH
             spot_hours[scenario] += spot * fraction * HOURS_PER_MONTH
+    hours = {scenario: on_demand_hours[scenario] + spot_hours[scenario] for scenario in SCENARIOS}
+
+    def hourly(scenario: Scenario) -> float:
+        price = priced[scenario]
+        return price.usd_per_hour if price is not None else 0.0
 
     spot_price: dict[Scenario, float] = {}
     for scenario in SCENARIOS:
-        family = instance_family(priced[scenario].instance_type)
+        price = priced[scenario]
+        family = instance_family(price.instance_type if price is not None else first_type)
         discount = catalog.spot_discount(family)
-        spot_price[scenario] = priced[scenario].usd_per_hour * (1 - (discount.discount if discount else 0.0))
-        if group.uses_spot and discount is None:
+        spot_price[scenario] = hourly(scenario) * (1 - (discount.discount if discount else 0.0))
+        if group.uses_spot and discount is None and price is not None:
             note = f"spot for {family} priced at on-demand: the catalog has no sourced spot discount for {family}"
             if note not in notes:
                 notes.append(note)
     for name in approximated_schedules(group):
         notes.append(f"schedule {name!r} is restricted by day-of-month or month; the weekly simulation approximates it")
 
-    hours = {scenario: on_demand_hours[scenario] + spot_hours[scenario] for scenario in SCENARIOS}
+    unpriced: list[UnpricedLine] = []
+    for instance_type, reason in missing.items():
+        # The type would price min and desired if it is the first, and could be the dearest for max.
+        in_use = {s: hours[s] if s == "max" or instance_type == first_type else 0.0 for s in SCENARIOS}
+        if dearest is not None:
+            reason += f"; max is priced at {dearest.instance_type} meanwhile, so it may be higher"
+        unpriced.append(UnpricedLine(
+            resource=f"{group.name}/instances ({instance_type})", quantity=_values(in_use),
+            unit="instance-hours", reason=reason,
+        ))
+
     lines = [
         CostLine(
             resource=f"{group.name}/instances (on-demand)",
             quantity=_values(on_demand_hours),
             unit="instance-hours",
-            unit_price=_values({scenario: priced[scenario].usd_per_hour for scenario in SCENARIOS}),
-            monthly=_values({s: on_demand_hours[s] * priced[s].usd_per_hour for s in SCENARIOS}),
+            unit_price=_values({scenario: hourly(scenario) for scenario in SCENARIOS}),
+            monthly=_values({s: on_demand_hours[s] * hourly(s) for s in SCENARIOS}),
             note="; ".join(notes[:2]),
         )
     ]
@@ -189,26 +250,27 @@ def _estimate_group(group: GroupConfig, region: str, catalog: Catalog) -> tuple[
             monthly=_values({s: spot_hours[s] * spot_price[s] for s in SCENARIOS}),
             note="on-demand price less the family's conservative spot discount",
         ))
-    for label, size in (("root volume", group.root_volume_gib), ("data volume", group.data_volume_gib)):
-        if size:
-            gb_months = {s: size * hours[s] / HOURS_PER_MONTH for s in SCENARIOS}
-            lines.append(CostLine(
-                resource=f"{group.name}/{label} (gp3, {size} GiB per instance)",
-                quantity=_values(gb_months),
-                unit="GB-months",
-                unit_price=_values({s: gp3.usd_per_gb_month for s in SCENARIOS}),
-                monthly=_values({s: gp3_volume_month(gp3, gb_months[s]) for s in SCENARIOS}),
-                note="exists while its instance runs; baseline 3000 IOPS / 125 MiB/s included",
-            ))
+    volumes: list[tuple[str, dict[Scenario, float], str]] = [
+        (f"{group.name}/{label} (gp3, {size} GiB per instance)", {s: size * hours[s] / HOURS_PER_MONTH for s in SCENARIOS},
+         "exists while its instance runs; baseline 3000 IOPS / 125 MiB/s included")
+        for label, size in (("root volume", group.root_volume_gib), ("data volume", group.data_volume_gib)) if size
+    ]
     if group.persistent_volume_gib:
         size = group.persistent_volume_gib
+        volumes.append((f"{group.name}/persistent volume (gp3, {size} GiB)", {s: float(size) for s in SCENARIOS},
+                        "kept all month, whether or not an instance runs"))
+    for resource, gb_months, note in volumes:
+        if gp3 is None:
+            unpriced.append(UnpricedLine(resource=resource, quantity=_values(gb_months), unit="GB-months",
+                                         reason=gp3_missing))
+            continue
         lines.append(CostLine(
-            resource=f"{group.name}/persistent volume (gp3, {size} GiB)",
-            quantity=_values({s: float(size) for s in SCENARIOS}),
+            resource=resource,
+            quantity=_values(gb_months),
             unit="GB-months",
             unit_price=_values({s: gp3.usd_per_gb_month for s in SCENARIOS}),
-            monthly=_values({s: gp3_volume_month(gp3, size) for s in SCENARIOS}),
-            note="kept all month, whether or not an instance runs",
+            monthly=_values({s: gp3_volume_month(gp3, gb_months[s]) for s in SCENARIOS}),
+            note=note,
         ))
 
     def total(selected: list[CostLine]) -> ScenarioValues:
@@ -222,8 +284,8 @@ def _estimate_group(group: GroupConfig, region: str, catalog: Catalog) -> tuple[
     storage = total([line for line in lines if line.unit == "GB-months"])
     estimate = GroupEstimate(
         name=group.name,
-        instance_type=first.instance_type,
-        max_instance_type=most_expensive.instance_type,
+        instance_type=first_type,
+        max_instance_type=dearest.instance_type if dearest is not None else first_type,
         monthly=compute_on_demand + compute_spot + storage,
         on_demand=compute_on_demand,
         spot=compute_spot,
@@ -231,31 +293,44 @@ def _estimate_group(group: GroupConfig, region: str, catalog: Catalog) -> tuple[
         instance_hours=_values(hours),
         notes=notes,
     )
-    return estimate, lines
+    return estimate, lines, unpriced
 
 
 def estimate_stack(config: StackConfig, region: str, catalog: Catalog | None = None) -> CostEstimate:
-    """Monthly cost of every group plus the stack's KMS key, in USD, for min/desired/max."""
+    """Monthly cost of every group plus the stack's KMS key, in USD, for min/desired/max.
+
+    A price the catalog lacks does not stop the estimate: the line goes under `unpriced`."""
     catalog = catalog if catalog is not None else load_catalog()
     if catalog.currency != "USD":
         raise PricingError(f"the price catalog is in {catalog.currency}; estimates are in USD only")
     groups: list[GroupEstimate] = []
     lines: list[CostLine] = []
+    unpriced: list[UnpricedLine] = []
     for group in config.groups:
-        group_estimate, group_lines = _estimate_group(group, region, catalog)
+        group_estimate, group_lines, group_unpriced = _estimate_group(group, region, catalog)
         groups.append(group_estimate)
         lines.extend(group_lines)
-    key = catalog.kms_key(region)
-    lines.append(CostLine(
-        resource=f"{config.project}/kms key (customer managed)",
-        quantity=ScenarioValues(min=1, desired=1, max=1),
-        unit="key-months",
-        unit_price=ScenarioValues(min=key.usd_per_key_month, desired=key.usd_per_key_month, max=key.usd_per_key_month),
-        monthly=ScenarioValues(min=key.usd_per_key_month, desired=key.usd_per_key_month, max=key.usd_per_key_month),
-        note=("one key per stack; rotation is on, and AWS adds $1/month for each rotated backing key, "
-              "so from the second year the key costs more than shown"),
-    ))
+        unpriced.extend(group_unpriced)
+    key_resource = f"{config.project}/kms key (customer managed)"
+    key, key_missing = _lookup(catalog.kms_key, region)
+    if key is None:
+        unpriced.append(UnpricedLine(resource=key_resource, quantity=ScenarioValues(min=1, desired=1, max=1),
+                                     unit="key-months", reason=key_missing))
+    else:
+        lines.append(_key_line(key_resource, key.usd_per_key_month))
     monthly = ScenarioValues()
     for line in lines:
         monthly = monthly + line.monthly
-    return CostEstimate(monthly=monthly, groups=groups, lines=lines)
+    return CostEstimate(monthly=monthly, groups=groups, lines=lines, unpriced=unpriced)
+
+
+def _key_line(resource: str, usd_per_key_month: float) -> CostLine:
+    return CostLine(
+        resource=resource,
+        quantity=ScenarioValues(min=1, desired=1, max=1),
+        unit="key-months",
+        unit_price=ScenarioValues(min=usd_per_key_month, desired=usd_per_key_month, max=usd_per_key_month),
+        monthly=ScenarioValues(min=usd_per_key_month, desired=usd_per_key_month, max=usd_per_key_month),
+        note=("one key per stack; rotation is on, and AWS adds $1/month for each rotated backing key, "
+              "so from the second year the key costs more than shown"),
+    )

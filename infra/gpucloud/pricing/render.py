@@ -17,26 +17,47 @@ def _quantity(amount: float) -> str:
     return f"{amount:,.2f}".rstrip("0").rstrip(".") if amount else "0"
 
 
+NOT_INCLUDED = (
+    "CloudWatch (dashboard, alarms, custom GPU metrics), AWS Backup snapshots of persistent volumes, "
+    "data transfer, SNS notifications"
+)
+"""What the stack creates or causes that the catalog does not price."""
+
+
+def _total(estimate: CostEstimate, scenario: Scenario) -> str:
+    amount = cents(estimate.monthly.get(scenario))
+    return f"at least {amount}" if estimate.partial_in(scenario) else amount
+
+
 def estimate_table(estimate: CostEstimate, scenario: Scenario = "desired") -> Table:
     table = Table(title=f"Monthly cost estimate at {scenario} capacity (USD)", show_footer=True)
     table.add_column("Resource", footer="Total")
     table.add_column("Quantity", justify="right")
     table.add_column("Unit")
-    table.add_column("Monthly cost", justify="right", footer=cents(estimate.monthly.get(scenario)))
+    table.add_column("Monthly cost", justify="right", footer=_total(estimate, scenario))
     for line in estimate.lines:
         table.add_row(line.resource, _quantity(line.quantity.get(scenario)), line.unit, cents(line.monthly.get(scenario)))
+    for unpriced in estimate.unpriced:
+        if unpriced.quantity.get(scenario) > 0:
+            table.add_row(unpriced.resource, _quantity(unpriced.quantity.get(scenario)), unpriced.unit, "not priced")
     return table
 
 
 def render_estimate(estimate: CostEstimate, console: Console | None = None, scenario: Scenario = "desired") -> None:
-    """Print the table, the min/desired/max totals, the GPU share and the notes. All figures in USD."""
+    """Print the table, the min/desired/max totals, the GPU share, the notes and what is left out. USD."""
     console = console or Console()
     console.print(estimate_table(estimate, scenario))
     console.print("All amounts are in USD, at 730 hours per month.")
-    totals = " · ".join(f"{name} {cents(estimate.monthly.get(name))}" for name in SCENARIOS)
+    if not estimate.complete:
+        console.print(
+            f"PARTIAL ESTIMATE: {len(estimate.unpriced)} line(s) have no price in the catalog (see the cost finding); "
+            "the real cost is higher than the totals shown."
+        )
+    totals = " · ".join(f"{name} {_total(estimate, name)}" for name in SCENARIOS)
     console.print(f"Monthly total (USD): {totals}")
     share = estimate.gpu_compute_share
     console.print("GPU compute share: " + " · ".join(f"{name} {share.get(name):.0%}" for name in SCENARIOS))
     for group in estimate.groups:
         for note in group.notes:
             console.print(f"  {group.name}: {note}")
+    console.print(f"Not included: {NOT_INCLUDED}.")
