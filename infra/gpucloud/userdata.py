@@ -388,14 +388,27 @@ set -uo pipefail
 log() { echo "gpucloud-storage: $*" >&2; }
 
 format_if_blank() {
-  # blkid -p exits 2 only when it finds no signature at all: no filesystem, no partition table.
+  # Formats only what is certainly blank: a block device where blkid -p finds no signature AND
+  # whose first MiB reads back as zeros. blkid also exits 2 when it cannot open or probe the
+  # device, so a transient read error must not be taken for a blank disk.
+  [ -b "$1" ] || { log "$1 is not a block device; leaving it alone"; return 1; }
   local status=0
   blkid -p "$1" >/dev/null 2>&1 || status=$?
   case "$status" in
-    0) log "$1 already holds a filesystem or partition table; not formatting" ;;
-    2) log "formatting blank $1 as ext4"; mkfs.ext4 -q -L "$2" "$1" || return 1 ;;
+    0) log "$1 already holds a filesystem or partition table; not formatting"; return 0 ;;
+    2) ;;
     *) log "cannot probe $1 (blkid exit $status); leaving it alone"; return 1 ;;
   esac
+  if ! cmp -s -n 1048576 "$1" /dev/zero; then
+    log "$1 shows no signature, but its first MiB is not all zeros or cannot be read; leaving it alone"
+    return 1
+  fi
+  log "formatting blank $1 as ext4"
+  mkfs.ext4 -q -L "$2" "$1"
+}
+
+settle() {
+  udevadm settle --timeout=60 || log "udev events still pending after 60 s"
 }
 
 mount_at() {
@@ -409,6 +422,7 @@ mount_at() {
 }
 
 instance_store_disks() {
+  settle
   lsblk -dnpo NAME,MODEL | awk '/Amazon EC2 NVMe Instance Storage/ {print $1}'
 }
 
@@ -438,6 +452,7 @@ setup_scratch() {
         mdadm --create "$device" --name=scratch --level=0 --run \\
           --raid-devices="${#disks[@]}" "${disks[@]}" || return 1
       fi
+      settle
     fi
   fi
   format_if_blank "$device" scratch || return 1

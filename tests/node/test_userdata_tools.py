@@ -75,16 +75,26 @@ def test_cloud_init_unpacks_the_gzip_payload():
 
 
 class DiskTools:
-    """Stand-ins for blkid, mkfs, mount, mdadm, lsblk and gpucloud-node that log their calls."""
+    """Stand-ins for blkid, cmp, mkfs, mount, mdadm, lsblk, udevadm and gpucloud-node that log
+    their calls. Bash's own `[` is switched off for the script (through BASH_ENV), so that
+    `[ -b DEVICE ]` asks a stand-in too: every fake device is a block device unless listed in
+    `not_block_devices`; `cmp` finds the first MiB all zeros unless listed in `nonzero_devices`."""
 
     def __init__(
-        self, root: Path, params: NodeBootstrap, instance_store: list[str], blkid_status: dict[str, int]
+        self,
+        root: Path,
+        params: NodeBootstrap,
+        instance_store: list[str],
+        blkid_status: dict[str, int],
+        not_block_devices: tuple[str, ...] = (),
+        nonzero_devices: tuple[str, ...] = (),
     ):
         self.root = root
         self.log = root / "calls.log"
         self.bin = root / "bin"
         self.bin.mkdir()
         (root / "bootstrap.env").write_text(bootstrap_env(params))
+        (root / "bash_env").write_text("enable -n [ test\nunset BASH_ENV\n")
         statuses = " ".join(f"{device}) exit {status} ;;" for device, status in blkid_status.items())
         store = "\\n".join(f"{disk} Amazon EC2 NVMe Instance Storage" for disk in instance_store)
         self.tool("blkid", f'case "$2" in {statuses} *) exit 2 ;; esac')
@@ -98,7 +108,13 @@ class DiskTools:
             "gpucloud-node",
             'case "$1" in ebs-device) echo /dev/nvme1n1 ;; attach-volume) echo /dev/nvme2n1 ;; esac',
         )
-        for name in ("mkfs.ext4", "mount", "mkdir", "sleep"):
+        self.tool("cmp", f'case "$4" in {"|".join(nonzero_devices) or "none"}) exit 1 ;; esac')
+        self.tool(
+            "[",
+            f'if [ "$1" = -b ]; then case "$2" in {"|".join(not_block_devices) or "none"}) exit 1 ;; esac; exit 0; fi\n'
+            'builtin [ "$@"',
+        )
+        for name in ("mkfs.ext4", "mount", "mkdir", "sleep", "udevadm"):
             self.tool(name, "exit 0")
 
     def tool(self, name: str, body: str) -> None:
@@ -112,13 +128,15 @@ class DiskTools:
         environment = {
             "PATH": f"{self.bin}:/usr/bin:/bin",
             "GPUCLOUD_BOOTSTRAP_ENV": str(self.root / "bootstrap.env"),
+            "BASH_ENV": str(self.root / "bash_env"),
         }
         result = subprocess.run(
             ["bash", str(script)], env=environment, capture_output=True, text=True, timeout=30
         )
         calls = self.log.read_text().splitlines() if self.log.exists() else []
+        uninteresting = ("mountpoint", "lsblk", "mkdir", "[ ")
         return result.returncode, [
-            call for call in calls if not call.startswith(("mountpoint", "lsblk", "mkdir"))
+            call for call in calls if not call.startswith(uninteresting) or call.startswith("[ -b")
         ]
 
 
@@ -137,18 +155,42 @@ def test_persistent_volume_with_a_filesystem_is_mounted_never_formatted(tmp_path
     assert status == 0
     assert calls == [
         "gpucloud-node attach-volume",
+        "[ -b /dev/nvme2n1 ]",
         "blkid -p /dev/nvme2n1",
         "mount -o defaults,noatime /dev/nvme2n1 /persist",
     ]
 
 
-def test_blank_persistent_volume_is_formatted_once(tmp_path):
+def test_blank_persistent_volume_is_formatted_once_its_first_mib_reads_back_as_zeros(tmp_path):
     tools = DiskTools(tmp_path, storage_params(**PERSIST), [], {"/dev/nvme2n1": 2})
 
     status, calls = tools.run()
 
     assert status == 0
-    assert "mkfs.ext4 -q -L persist /dev/nvme2n1" in calls
+    assert calls[-3:] == [
+        "cmp -s -n 1048576 /dev/nvme2n1 /dev/zero",
+        "mkfs.ext4 -q -L persist /dev/nvme2n1",
+        "mount -o defaults,noatime /dev/nvme2n1 /persist",
+    ]
+
+
+def test_volume_without_signature_but_with_data_is_never_formatted(tmp_path):
+    """blkid exits 2 for an unreadable device as for a blank one; the zero check tells them apart."""
+    tools = DiskTools(tmp_path, storage_params(**PERSIST), [], {"/dev/nvme2n1": 2}, nonzero_devices=("/dev/nvme2n1",))
+
+    status, calls = tools.run()
+
+    assert status == 1
+    assert not [call for call in calls if call.startswith("mkfs") or call.endswith("/persist")]
+
+
+def test_path_that_is_no_block_device_is_never_probed_or_formatted(tmp_path):
+    tools = DiskTools(tmp_path, storage_params(**PERSIST), [], {}, not_block_devices=("/dev/nvme2n1",))
+
+    status, calls = tools.run()
+
+    assert status == 1
+    assert calls == ["gpucloud-node attach-volume", "[ -b /dev/nvme2n1 ]"]
 
 
 def test_volume_that_cannot_be_probed_is_left_alone_and_fails_the_boot(tmp_path):
@@ -174,9 +216,13 @@ def test_several_instance_store_disks_become_one_raid0_scratch(tmp_path):
 
     assert status == 0
     assert calls == [
+        "udevadm settle --timeout=60",
         "mdadm --examine /dev/nvme3n1",
         "mdadm --create /dev/md/scratch --name=scratch --level=0 --run --raid-devices=2 /dev/nvme3n1 /dev/nvme4n1",
+        "udevadm settle --timeout=60",
+        "[ -b /dev/md/scratch ]",
         "blkid -p /dev/md/scratch",
+        "cmp -s -n 1048576 /dev/md/scratch /dev/zero",
         "mkfs.ext4 -q -L scratch /dev/md/scratch",
         "mount -o defaults,noatime /dev/md/scratch /scratch",
     ]
@@ -189,7 +235,10 @@ def test_single_instance_store_disk_is_used_without_raid(tmp_path):
 
     assert status == 0
     assert calls == [
+        "udevadm settle --timeout=60",
+        "[ -b /dev/nvme3n1 ]",
         "blkid -p /dev/nvme3n1",
+        "cmp -s -n 1048576 /dev/nvme3n1 /dev/zero",
         "mkfs.ext4 -q -L scratch /dev/nvme3n1",
         "mount -o defaults,noatime /dev/nvme3n1 /scratch",
     ]
