@@ -10,6 +10,7 @@ import pytest
 from gpucloud.cli import main
 from gpucloud.config import load_stack_file
 from gpucloud.plan import cost_findings
+from gpucloud.plan_view import SUMMARIES
 from support import ROOT, STACKS
 
 CATALOG = json.loads((ROOT / "infra/gpucloud/data/prices.json").read_text())
@@ -149,3 +150,24 @@ def test_partial_estimate_in_the_table_says_so_and_gives_the_refresh_hint_once(t
     assert "not priced" in out and "PARTIAL ESTIMATE" in out and "at least $" in out
     assert out.count("gpucloud prices refresh") == 1
     assert "Not included: CloudWatch" in out
+
+
+@pytest.mark.parametrize(("state", "shown"), [
+    ({"policyType": "StepScaling", "adjustmentType": "ExactCapacity",
+      "stepAdjustments": [{"metricIntervalUpperBound": "0", "scalingAdjustment": 0}]}, "step: set capacity to 0"),
+    ({"policyType": "StepScaling", "adjustmentType": "ChangeInCapacity",
+      "stepAdjustments": [{"metricIntervalUpperBound": "0", "scalingAdjustment": -1}]}, "step: -1 instance"),
+    ({"policyType": "StepScaling", "adjustmentType": "ChangeInCapacity",
+      "stepAdjustments": [{"metricIntervalLowerBound": "0", "scalingAdjustment": 2}]}, "step: +2 instances"),
+    ({"policyType": "SimpleScaling", "adjustmentType": "PercentChangeInCapacity", "scalingAdjustment": 50},
+     "simple: +50% capacity"),
+])
+def test_plan_shows_what_a_scaling_policy_does_so_idle_shutdown_reads_as_scale_to_zero(state, shown):
+    assert SUMMARIES["aws:autoscaling/policy:Policy"](state) == shown
+
+
+def test_notebooks_plan_shows_its_idle_shutdown_as_a_scale_to_zero(capsys):
+    main(["plan", "--config", str(STACKS / "Pulumi.notebooks.yaml"), "--width", "250"])
+
+    out = capsys.readouterr().out
+    assert "step: set capacity to 0" in out and "step +0" not in out

@@ -84,8 +84,21 @@ def _scaling_policy(state: dict[str, Any]) -> str:
         tracking = state.get("targetTrackingConfiguration") or {}
         metric = (tracking.get("customizedMetricSpecification") or {}).get("metricName")
         return f"target tracking {metric} at {tracking.get('targetValue')}"
-    steps = state.get("stepAdjustments", [])
-    return "step " + ", ".join(f"{int(step['scalingAdjustment']):+d}" for step in steps)
+    adjustment_type = state.get("adjustmentType") or "ChangeInCapacity"
+    steps = state.get("stepAdjustments") or []
+    if not steps and state.get("scalingAdjustment") is not None:
+        return f"simple: {_adjustment(adjustment_type, state['scalingAdjustment'])}"
+    return "step: " + ", ".join(_adjustment(adjustment_type, step["scalingAdjustment"]) for step in steps)
+
+
+def _adjustment(adjustment_type: str, value: Any) -> str:
+    """What one scaling adjustment does, in words: ExactCapacity 0 is a scale to zero, not a "+0" step."""
+    amount = int(value)
+    if adjustment_type == "ExactCapacity":
+        return f"set capacity to {amount}"
+    if adjustment_type == "PercentChangeInCapacity":
+        return f"{amount:+d}% capacity"
+    return f"{amount:+d} instance{'' if abs(amount) == 1 else 's'}"
 
 
 def _schedule(state: dict[str, Any]) -> str:
