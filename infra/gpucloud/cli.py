@@ -68,15 +68,28 @@ def refresh_prices(arguments: argparse.Namespace) -> int:
     """Rebuild the price catalog from the AWS Price List API (needs AWS credentials)."""
     import boto3
 
-    from gpucloud.pricing import DEFAULT_CATALOG_PATH, SUPPORTED_INSTANCE_TYPES, SUPPORTED_REGIONS, refresh_catalog
-
-    catalog = refresh_catalog(
-        boto3.Session(),
-        arguments.output or DEFAULT_CATALOG_PATH,
-        arguments.regions or SUPPORTED_REGIONS,
-        arguments.instance_types or SUPPORTED_INSTANCE_TYPES,
+    from gpucloud.pricing import (
+        DEFAULT_CATALOG_PATH,
+        SUPPORTED_INSTANCE_TYPES,
+        SUPPORTED_REGIONS,
+        PricingError,
+        refresh_catalog,
     )
-    print(f"wrote {len(catalog.instances)} instance prices to {arguments.output or DEFAULT_CATALOG_PATH}")
+
+    output = arguments.output or DEFAULT_CATALOG_PATH
+    try:
+        result = refresh_catalog(
+            boto3.Session(),
+            output,
+            arguments.regions or SUPPORTED_REGIONS,
+            arguments.instance_types or SUPPORTED_INSTANCE_TYPES,
+        )
+    except PricingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for message in result.kept:
+        print(f"warning: {message}", file=sys.stderr)
+    print(f"wrote {len(result.catalog.instances)} instance prices to {output}")
     return 0
 
 

@@ -6,6 +6,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from gpucloud.cli import main
 from gpucloud.pricing import PricingError, load_catalog, refresh_catalog
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -68,10 +69,11 @@ def test_refresh_reads_paginated_price_lists_and_writes_the_catalog(aws_credenti
     target = tmp_path / "prices.json"
 
     with session.stubber:
-        catalog = refresh_catalog(session, target, ["us-east-1"], ["g5.xlarge", "p5e.48xlarge"],
-                                  today=date(2026, 11, 22))
+        result = refresh_catalog(session, target, ["us-east-1"], ["g5.xlarge", "p5e.48xlarge"],
+                                 today=date(2026, 11, 22))
         session.stubber.assert_no_pending_responses()
 
+    catalog = result.catalog
     assert session.client_calls == [("pricing", "us-east-1")]
     row = catalog.instance("g5.xlarge", "us-east-1")
     assert row.usd_per_hour == 1.006  # the Capacity Block offer on page 1 is ignored
@@ -91,7 +93,7 @@ def test_refresh_keeps_rows_outside_its_scope_and_the_spot_discounts(aws_credent
 
     with session.stubber:
         catalog = refresh_catalog(session, tmp_path / "prices.json", ["us-east-1"], ["g5.xlarge"],
-                                  today=date(2026, 11, 22))
+                                  today=date(2026, 11, 22)).catalog
 
     assert catalog.instance("g5.xlarge", "eu-west-1") == packaged.instance("g5.xlarge", "eu-west-1")
     assert catalog.instance("p3.2xlarge", "us-east-1") == packaged.instance("p3.2xlarge", "us-east-1")
@@ -123,3 +125,66 @@ def test_refresh_of_a_region_without_a_location_name_fails_before_any_call(aws_c
 
     with session.stubber, pytest.raises(PricingError, match="mars-north-1"):
         refresh_catalog(session, tmp_path / "prices.json", ["mars-north-1"], ["g5.xlarge"])
+
+
+def test_refresh_that_gets_nothing_back_keeps_every_previous_row_and_says_so(aws_credentials, tmp_path):
+    session = StubbedSession()
+    for instance_type in ("g5.xlarge", "p5e.48xlarge"):
+        _queue(session.stubber, None, "AmazonEC2", [("instanceType", instance_type), ("location", LOCATION),
+                                                    *INSTANCE_FILTERS])
+    _queue(session.stubber, None, "AmazonEC2", [("volumeApiName", "gp3"), ("location", LOCATION)])
+    _queue(session.stubber, None, "awskms", [("location", LOCATION)])
+    packaged = load_catalog()
+
+    with session.stubber:
+        result = refresh_catalog(session, tmp_path / "prices.json", ["us-east-1"], ["g5.xlarge", "p5e.48xlarge"],
+                                 today=date(2026, 11, 22))
+
+    catalog = result.catalog
+    assert catalog.instance("g5.xlarge", "us-east-1") == packaged.instance("g5.xlarge", "us-east-1")
+    assert catalog.gp3("us-east-1") == packaged.gp3("us-east-1")
+    assert catalog.kms_key("us-east-1") == packaged.kms_key("us-east-1")
+    assert load_catalog(tmp_path / "prices.json") == catalog
+    assert len(result.kept) == 3
+    assert any(message.startswith("kept the previous price of g5.xlarge in us-east-1") for message in result.kept)
+    assert any(message.startswith("kept the previous gp3 price in us-east-1") for message in result.kept)
+    assert any(message.startswith("kept the previous KMS key price in us-east-1") for message in result.kept)
+    # p5e.48xlarge had no price before either: it stays an absent row, with today's reason.
+    (absent,) = [r for r in catalog.absent_instances if (r.instance_type, r.region) == ("p5e.48xlarge", "us-east-1")]
+    assert absent.date == "2026-11-22"
+
+
+def test_prices_refresh_command_writes_the_catalog_and_warns_about_kept_rows(aws_credentials, tmp_path, monkeypatch,
+                                                                            capsys):
+    session = StubbedSession()
+    _queue(session.stubber, "ec2_g5_xlarge_us_east_1.json", "AmazonEC2",
+           [("instanceType", "g5.xlarge"), ("location", LOCATION), *INSTANCE_FILTERS])
+    _queue(session.stubber, "ec2_gp3_us_east_1.json", "AmazonEC2", [("volumeApiName", "gp3"), ("location", LOCATION)])
+    _queue(session.stubber, None, "awskms", [("location", LOCATION)])
+    monkeypatch.setattr(boto3, "Session", lambda *args, **kwargs: session)
+    target = tmp_path / "prices.json"
+
+    with session.stubber:
+        code = main(["prices", "refresh", "--regions", "us-east-1", "--instance-types", "g5.xlarge",
+                     "--output", str(target)])
+        session.stubber.assert_no_pending_responses()
+
+    assert code == 0
+    out, err = capsys.readouterr()
+    written = load_catalog(target)
+    assert f"wrote {len(written.instances)} instance prices to {target}" in out
+    assert "warning: kept the previous KMS key price in us-east-1" in err
+    assert written.instance("g5.xlarge", "us-east-1").usd_per_hour == 1.006
+    assert written.kms_key("us-east-1") == load_catalog().kms_key("us-east-1")
+
+
+def test_prices_refresh_command_reports_an_unknown_region_without_calling_aws(aws_credentials, tmp_path, monkeypatch,
+                                                                             capsys):
+    session = StubbedSession()
+    monkeypatch.setattr(boto3, "Session", lambda *args, **kwargs: session)
+
+    with session.stubber:
+        code = main(["prices", "refresh", "--regions", "mars-north-1", "--output", str(tmp_path / "prices.json")])
+
+    assert code == 2 and "mars-north-1" in capsys.readouterr().err
+    assert session.client_calls == [] and not (tmp_path / "prices.json").exists()

@@ -12,7 +12,7 @@ from .catalog import (
     load_catalog,
 )
 from .estimate import CostEstimate, CostLine, GroupEstimate, ScenarioValues, UnpricedLine, estimate_stack
-from .refresh import refresh_catalog
+from .refresh import RefreshResult, refresh_catalog
 from .render import estimate_table, render_estimate
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "GroupEstimate",
     "PriceNotFound",
     "PricingError",
+    "RefreshResult",
     "ScenarioValues",
     "UnpricedLine",
     "budget_findings",

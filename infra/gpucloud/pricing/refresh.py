@@ -11,7 +11,9 @@ PriceList item (a JSON string) at terms.OnDemand.*.priceDimensions.*.pricePerUni
 - KMS: ServiceCode awskms, filter location (the product whose usagetype ends in KMS-Keys).
 
 The Price List API has no spot prices: spot discounts are carried over from the current
-catalog. Rows outside the refreshed regions and types are kept as they were.
+catalog. Rows outside the refreshed regions and types are kept as they were. A price the API
+does not return (an empty or incomplete answer) never deletes the row the catalog has: the old
+row is kept with its own source and date, and the refresh says so.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -184,6 +187,18 @@ def _write_atomically(path: Path, text: str) -> None:
         raise
 
 
+@dataclass
+class RefreshResult:
+    """The catalog written, and every price the API did not return (kept from before, or still missing)."""
+
+    catalog: Catalog
+    kept: list[str] = field(default_factory=list)
+
+
+def _was(row: Any) -> str:
+    return f"(source: {row.source}; date {row.date})"
+
+
 def refresh_catalog(
     session: Any,
     path: str | Path,
@@ -191,17 +206,20 @@ def refresh_catalog(
     instance_types: Iterable[str],
     *,
     today: date | None = None,
-) -> Catalog:
-    """Query the Price List API for the given regions and types, write the catalog to `path`, return it.
+) -> RefreshResult:
+    """Query the Price List API for the given regions and types, write the catalog to `path`.
 
     `session` is a boto3 Session (anything with `.client("pricing", region_name=...)`). Rows
     for other regions and types, and all spot discounts, are kept from the catalog already at
-    `path` (or the packaged one when `path` does not exist yet).
+    `path` (or the packaged one when `path` does not exist yet); so is every row the API
+    returns nothing for, which the result lists under `kept`.
     """
     path = Path(path)
     instance_types = list(instance_types)
     stamp = (today or date.today()).isoformat()
     previous = load_catalog(path if path.exists() else DEFAULT_CATALOG_PATH)
+    for region in regions:
+        _location(region)
     client = session.client("pricing", region_name=PRICING_API_REGION)
 
     scope = {(instance_type, region) for region in regions for instance_type in instance_types}
@@ -209,17 +227,42 @@ def refresh_catalog(
     absent = [row for row in previous.absent_instances if (row.instance_type, row.region) not in scope]
     storage = [row for row in previous.storage if row.region not in regions]
     kms = [row for row in previous.kms if row.region not in regions]
+    kept: list[str] = []
 
     for region in regions:
         for instance_type in instance_types:
             row = fetch_instance_price(client, instance_type, region, stamp)
-            (instances if isinstance(row, InstancePrice) else absent).append(row)
+            if isinstance(row, InstancePrice):
+                instances.append(row)
+                continue
+            old = next((r for r in previous.instances if (r.instance_type, r.region) == (instance_type, region)), None)
+            if old is not None:
+                instances.append(old)
+                kept.append(f"kept the previous price of {instance_type} in {region}, ${old.usd_per_hour}/h "
+                            f"{_was(old)}: {row.reason}")
+            else:
+                absent.append(row)
         gp3 = fetch_gp3_price(client, region, stamp)
+        old_gp3 = next((r for r in previous.storage if r.region == region), None)
         if gp3 is not None:
             storage.append(gp3)
+        elif old_gp3 is not None:
+            storage.append(old_gp3)
+            kept.append(f"kept the previous gp3 price in {region} {_was(old_gp3)}: the Price List API returned no "
+                        "complete gp3 price (storage, IOPS and throughput)")
+        else:
+            kept.append(f"no gp3 price in {region}: the Price List API returned no complete gp3 price and the "
+                        "catalog had none; the estimate leaves gp3 volumes there unpriced")
         key = fetch_kms_price(client, region, stamp)
+        old_key = next((r for r in previous.kms if r.region == region), None)
         if key is not None:
             kms.append(key)
+        elif old_key is not None:
+            kms.append(old_key)
+            kept.append(f"kept the previous KMS key price in {region} {_was(old_key)}: the Price List API returned "
+                        "no KMS key price")
+        else:
+            kept.append(f"no KMS key price in {region}: the Price List API returned none and the catalog had none")
 
     catalog = Catalog(
         schema_version=previous.schema_version,
@@ -232,4 +275,4 @@ def refresh_catalog(
         spot_discounts=previous.spot_discounts,
     )
     _write_atomically(path, catalog.to_json())
-    return catalog
+    return RefreshResult(catalog=catalog, kept=kept)
