@@ -209,3 +209,33 @@ def test_ssh_needs_session_manager_off():
     assert_refused(
         minimal_config(access={"sshCidrs": ["10.0.0.0/16"]}), "gpu-cloud:access", "set ssm: false to use SSH instead"
     )
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"config:\n  aws:region: us-east-1\n  gpu-cloud:project: a\n  gpu-cloud:project: b\n", "key 'gpu-cloud:project' appears twice in one mapping at line 4"),
+        (b"config:\n  aws:region: [us-east-1\n", "is not valid YAML: expected ',' or ']'"),
+        (b"config:\n  gpu-cloud:project: \xff\n", "is not UTF-8 text (byte 29"),
+        (b"config: [1, 2]\n", "the file needs a top-level 'config:' map"),
+    ],
+    ids=["duplicate key", "syntax error", "not utf-8", "config not a map"],
+)
+def test_unreadable_stack_files_are_refused_on_one_line_naming_the_file(tmp_path, content, reason):
+    path = tmp_path / "Pulumi.bad.yaml"
+    path.write_bytes(content)
+
+    with pytest.raises(ConfigError) as error:
+        load_stack_file(path)
+
+    assert len(error.value.problems) == 1 and "\n" not in str(error.value)
+    assert str(error.value).startswith(f"stack 'bad' ({path}): ")
+    assert reason in str(error.value)
+
+
+def test_a_directory_is_not_a_stack_file(tmp_path):
+    folder = tmp_path / "Pulumi.folder.yaml"
+    folder.mkdir()
+
+    with pytest.raises(ConfigError, match="is a directory, not a stack file"):
+        load_stack_file(folder)
