@@ -22,9 +22,18 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.proxy import UnknownValueError
+from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError
 
-from gpucloud.policy import RULES, UNKNOWN, PlannedResource, PolicyConfig, ResourceRule, StackRule
+from gpucloud.policy import (
+    RULES,
+    UNKNOWN,
+    PlannedResource,
+    PolicyConfig,
+    ResourceRule,
+    StackRule,
+    UnknownInputError,
+)
+from gpucloud.policy.values import known_only
 
 PACK_NAME = "gpu-cloud"
 
@@ -41,16 +50,22 @@ def _config_schema(rule: ResourceRule | StackRule) -> PolicyConfigSchema | None:
 
 
 def resource_policy(rule: ResourceRule) -> ResourceValidationPolicy:
-    """A resource policy that runs the rule on the engine's (unknown-checking) inputs.
+    """A resource policy that runs the rule on the engine's inputs, unknowns included.
 
-    Reading an input that is unknown during preview raises UnknownValueError, which
-    the engine reports as "can't run policy during preview"; ``pulumi up`` sees the
-    resolved values.
+    The rule sees UNKNOWN where preview cannot know a value yet. A rule that can decide
+    anyway reads it with ``peek`` (an unknown kmsKeyId with encryption on is this stack's
+    key); any other read raises UnknownInputError, re-raised here as the engine's own
+    UnknownValueError for that path, which it reports as "can't run policy during preview";
+    ``pulumi up`` sees the resolved values.
     """
 
     def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
         config = PolicyConfig.from_mapping(args.get_config())
-        rule.validate(args.resource_type, args.props, lambda message: report_violation(message, None), config)
+        props = known_only(known_values(args.props))
+        try:
+            rule.validate(args.resource_type, props, lambda message: report_violation(message, None), config)
+        except UnknownInputError as error:
+            raise _engine_unknown(args.props, error) from None
 
     return ResourceValidationPolicy(
         name=rule.name,
@@ -59,6 +74,17 @@ def resource_policy(rule: ResourceRule) -> ResourceValidationPolicy:
         enforcement_level=_ENFORCEMENT_LEVELS[rule.enforcement_level],
         config_schema=_config_schema(rule),
     )
+
+
+def _engine_unknown(props: Any, error: UnknownInputError) -> UnknownValueError:
+    """The engine proxy's own error for the unknown the rule hit (its type and path in the message)."""
+    value = props
+    try:
+        for key in error.path:
+            value = value[key]
+    except UnknownValueError as unknown:
+        return unknown
+    return UnknownValueError(UNKNOWN_STRING_VALUE, [str(key) for key in error.path])
 
 
 def known_values(value: Any) -> Any:

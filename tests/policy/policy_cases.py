@@ -32,6 +32,14 @@ ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 IAM_POLICY = "aws:iam/policy:Policy"
 USER_POLICY = "aws:iam/userPolicy:UserPolicy"
 GROUP_POLICY = "aws:iam/groupPolicy:GroupPolicy"
+ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+ROLE_POLICY_ATTACHMENTS_EXCLUSIVE = "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive"
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+TOPIC_POLICY = "aws:sns/topicPolicy:TopicPolicy"
+QUEUE_POLICY = "aws:sqs/queuePolicy:QueuePolicy"
+TOPIC = "aws:sns/topic:Topic"
+TOPIC_ARN = f"arn:aws:sns:us-east-1:{ACCOUNT}:vision-alerts"
+QUEUE_ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:vision-jobs"
 
 
 def document(*statements: dict[str, Any]) -> dict[str, Any]:
@@ -86,6 +94,39 @@ EC2_TRUST_POLICY = json.dumps(
 )
 
 WILDCARD_POLICY = document({"Effect": "Allow", "Action": "*", "Resource": "*"})
+
+# The project's own topic policy (gpucloud.monitoring): AWS services of this account publish.
+SERVICES_PUBLISH_POLICY = document(
+    {
+        "Sid": "AlarmsAndBudgetsOfThisAccountPublish",
+        "Effect": "Allow",
+        "Principal": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
+        "Action": "sns:Publish",
+        "Resource": TOPIC_ARN,
+        "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}},
+    }
+)
+
+PUBLIC_BUCKET_POLICY = document({"Effect": "Allow", "Principal": "*", "Action": "s3:*", "Resource": "*"})
+
+TLS_ONLY_BUCKET_POLICY = document(
+    {
+        "Sid": "DenyInsecureTransport",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": ["arn:aws:s3:::acme-datasets", "arn:aws:s3:::acme-datasets/*"],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+    },
+    {
+        "Sid": "OrganizationReadsPublicPrefix",
+        "Effect": "Allow",
+        "Principal": "*",
+        "Action": "s3:GetObject",
+        "Resource": "arn:aws:s3:::acme-datasets/shared/*",
+        "Condition": {"StringEquals": {"aws:PrincipalOrgID": "o-a1b2c3d4e5"}},
+    },
+)
 
 KEY_POLICY = document(
     {
@@ -578,6 +619,221 @@ RESOURCE_CASES: list[Case] = [
         True,
         "account root",
     ),
+    Case(
+        "key-policy-open-to-everyone",
+        "iam-least-privilege",
+        KMS_KEY,
+        {
+            "enableKeyRotation": True,
+            "policy": json.dumps(
+                document({"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "kms:Decrypt", "Resource": "*"})
+            ),
+        },
+        True,
+        "every principal",
+    ),
+    Case(
+        "key-policy-everyone-in-the-account-through-ec2",
+        "iam-least-privilege",
+        KMS_KEY,
+        {
+            "enableKeyRotation": True,
+            "policy": json.dumps(
+                document(
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"AWS": "*"},
+                        "Action": ["kms:Decrypt", "kms:CreateGrant"],
+                        "Resource": "*",
+                        "Condition": {
+                            "StringEquals": {"kms:CallerAccount": ACCOUNT, "kms:ViaService": "ec2.us-east-1.amazonaws.com"}
+                        },
+                    }
+                )
+            ),
+        },
+        False,
+    ),
+    # iam-least-privilege: resource policies
+    Case(
+        "bucket-policy-public-everything",
+        "iam-least-privilege",
+        BUCKET_POLICY,
+        {"bucket": "acme-datasets", "policy": json.dumps(PUBLIC_BUCKET_POLICY)},
+        True,
+        "every principal",
+    ),
+    Case(
+        "bucket-policy-service-wildcard",
+        "iam-least-privilege",
+        BUCKET_POLICY,
+        {"bucket": "acme-datasets", "policy": json.dumps(PUBLIC_BUCKET_POLICY)},
+        True,
+        "every s3 action",
+    ),
+    Case(
+        "bucket-policy-tls-only-and-organization-read",
+        "iam-least-privilege",
+        BUCKET_POLICY,
+        {"bucket": "acme-datasets", "policy": json.dumps(TLS_ONLY_BUCKET_POLICY)},
+        False,
+    ),
+    Case(
+        "topic-policy-services-of-this-account",
+        "iam-least-privilege",
+        TOPIC_POLICY,
+        {"arn": TOPIC_ARN, "policy": json.dumps(SERVICES_PUBLISH_POLICY)},
+        False,
+    ),
+    Case(
+        "topic-policy-anyone-publishes",
+        "iam-least-privilege",
+        TOPIC_POLICY,
+        {
+            "arn": TOPIC_ARN,
+            "policy": json.dumps(
+                document({"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sns:Publish", "Resource": TOPIC_ARN})
+            ),
+        },
+        True,
+        "every principal",
+    ),
+    Case(
+        "topic-policy-negated-condition-does-not-restrict",
+        "iam-least-privilege",
+        TOPIC_POLICY,
+        {
+            "arn": TOPIC_ARN,
+            "policy": json.dumps(
+                document(
+                    {
+                        "Effect": "Allow",
+                        "Principal": "*",
+                        "Action": "sns:Publish",
+                        "Resource": TOPIC_ARN,
+                        "Condition": {"StringNotEquals": {"aws:SourceAccount": ACCOUNT}},
+                    }
+                )
+            ),
+        },
+        True,
+        "every principal",
+    ),
+    Case(
+        "topic-inline-policy-anyone-subscribes",
+        "iam-least-privilege",
+        TOPIC,
+        {
+            "name": "vision-alerts",
+            "policy": json.dumps(
+                document({"Effect": "Allow", "Principal": "*", "Action": "sns:Subscribe", "Resource": TOPIC_ARN})
+            ),
+            "tags": TAGS,
+        },
+        True,
+        "Topic policy",
+    ),
+    Case(
+        "queue-policy-from-this-topic",
+        "iam-least-privilege",
+        QUEUE_POLICY,
+        {
+            "queueUrl": f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/vision-jobs",
+            "policy": json.dumps(
+                document(
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "sns.amazonaws.com"},
+                        "Action": "sqs:SendMessage",
+                        "Resource": QUEUE_ARN,
+                        "Condition": {"ArnEquals": {"aws:SourceArn": TOPIC_ARN}},
+                    }
+                )
+            ),
+        },
+        False,
+    ),
+    Case(
+        "queue-policy-every-sqs-action",
+        "iam-least-privilege",
+        QUEUE_POLICY,
+        {
+            "queueUrl": f"https://sqs.us-east-1.amazonaws.com/{ACCOUNT}/vision-jobs",
+            "policy": json.dumps(
+                document(
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:role/vision-gpu-node"},
+                        "Action": "sqs:*",
+                        "Resource": QUEUE_ARN,
+                    }
+                )
+            ),
+        },
+        True,
+        "every sqs action",
+    ),
+    # iam-least-privilege: AWS managed policies
+    Case(
+        "attachment-administrator-access",
+        "iam-least-privilege",
+        ROLE_POLICY_ATTACHMENT,
+        {"role": "vision-node", "policyArn": "arn:aws:iam::aws:policy/AdministratorAccess"},
+        True,
+        "AdministratorAccess",
+    ),
+    Case(
+        "attachment-s3-full-access",
+        "iam-least-privilege",
+        ROLE_POLICY_ATTACHMENT,
+        {"role": "vision-node", "policyArn": "arn:aws:iam::aws:policy/AmazonS3FullAccess"},
+        True,
+        "AmazonS3FullAccess",
+    ),
+    Case(
+        "attachment-backup-service-role",
+        "iam-least-privilege",
+        ROLE_POLICY_ATTACHMENT,
+        {
+            "role": "vision-backup",
+            "policyArn": "arn:aws:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup",
+        },
+        False,
+    ),
+    Case(
+        "role-managed-power-user",
+        "iam-least-privilege",
+        ROLE,
+        {
+            "assumeRolePolicy": EC2_TRUST_POLICY,
+            "managedPolicyArns": [
+                "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",
+                "arn:aws:iam::aws:policy/PowerUserAccess",
+            ],
+            "tags": TAGS,
+        },
+        True,
+        "PowerUserAccess",
+    ),
+    Case(
+        "role-managed-ssm-core",
+        "iam-least-privilege",
+        ROLE,
+        {
+            "assumeRolePolicy": EC2_TRUST_POLICY,
+            "managedPolicyArns": ["arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore"],
+            "tags": TAGS,
+        },
+        False,
+    ),
+    Case(
+        "exclusive-attachments-iam-full-access",
+        "iam-least-privilege",
+        ROLE_POLICY_ATTACHMENTS_EXCLUSIVE,
+        {"roleName": "vision-node", "policyArns": ["arn:aws-us-gov:iam::aws:policy/IAMFullAccess"]},
+        True,
+        "IAMFullAccess",
+    ),
     # required-tags
     Case("volume-tagged", "required-tags", VOLUME, {"size": 10, "tags": TAGS}, False),
     Case(
@@ -674,6 +930,14 @@ CPU_GROUP = planned(GROUP, "vision-cpu-asg", group(name="vision-cpu-asg", launch
 
 def scaling_policy(name: str, **props: Any) -> PlannedResource:
     return planned(SCALING_POLICY, name, {"autoscalingGroupName": "vision-gpu-asg", **props})
+
+
+SPOT_TEMPLATE = planned(
+    LAUNCH_TEMPLATE,
+    "vision-spot-lt",
+    {**launch_template(instanceMarketOptions={"marketType": "spot"}), "id": "lt-0spot"},
+)
+SPOT_TEMPLATE_GROUP = planned(GROUP, "vision-spot-asg", group(name="vision-spot-asg", launchTemplate={"id": "lt-0spot"}))
 
 
 STACK_CASES: list[StackCase] = [
@@ -789,6 +1053,29 @@ STACK_CASES: list[StackCase] = [
         "protected-data-volume",
         "data-volume-retained",
         [planned(VOLUME, "vision-data", {"size": 500}, protect=True)],
+    ),
+    StackCase(
+        "group-on-spot-template-without-rebalance",
+        "asg-spot-template-rebalanced",
+        [SPOT_TEMPLATE, SPOT_TEMPLATE_GROUP, GPU_TEMPLATE, GPU_GROUP],
+        {SPOT_TEMPLATE_GROUP.urn},
+    ),
+    StackCase(
+        "group-on-spot-template-rebalanced",
+        "asg-spot-template-rebalanced",
+        [
+            SPOT_TEMPLATE,
+            planned(
+                GROUP,
+                "vision-spot-asg",
+                group(name="vision-spot-asg", launchTemplate={"id": "lt-0spot"}, capacityRebalance=True),
+            ),
+        ],
+    ),
+    StackCase(
+        "group-on-on-demand-template",
+        "asg-spot-template-rebalanced",
+        [GPU_TEMPLATE, GPU_GROUP],
     ),
     StackCase(
         "disposable-data-volume",

@@ -21,17 +21,26 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
-from pulumi_policy.proxy import UNKNOWN_STRING_VALUE, UnknownValueError, unknown_checking_proxy
+from pulumi_policy.proxy import (
+    UNKNOWN_BOOLEAN_VALUE,
+    UNKNOWN_OBJECT_VALUE,
+    UNKNOWN_STRING_VALUE,
+    unknown_checking_proxy,
+)
 
 from gpucloud.policy import RULES, PlannedResource
 from policy_cases import (
+    CMK_ARN,
     GPU_GROUP,
     GPU_TEMPLATE,
     RESOURCE_CASES,
     SCALING_POLICY,
+    SECURITY_GROUP_RULE,
     STACK_CASES,
+    TAGS,
     Case,
     StackCase,
+    encrypted_device,
     launch_template,
 )
 
@@ -147,7 +156,7 @@ def test_pack_wraps_every_rule_with_its_kind_and_enforcement_level():
         assert policy.enforcement_level == expected_level
         expected_kind = (
             StackValidationPolicy
-            if rule.name in ("gpu-group-has-scale-in-path", "data-volume-retained")
+            if rule.name in ("gpu-group-has-scale-in-path", "data-volume-retained", "asg-spot-template-rebalanced")
             else ResourceValidationPolicy
         )
         assert isinstance(policy, expected_kind)
@@ -183,18 +192,90 @@ def test_pack_reads_max_group_size_from_policy_config():
     assert collect(policy, resource_args(case.type, case.props, config={"maxGroupSize": 64.0})) == []
 
 
-def test_unknown_input_during_preview_surfaces_as_unknown_value_error():
-    # The engine turns this error into "can't run policy during preview"; `up` sees the real key.
-    props = launch_template(
-        blockDeviceMappings=[
-            {"deviceName": "/dev/xvda", "ebs": {"encrypted": "true", "kmsKeyId": UNKNOWN_STRING_VALUE}}
-        ]
+def analyze(resource_type: str, props: dict[str, Any]) -> dict[str, list[tuple[int, str]]]:
+    """One Analyze call as the CLI makes it during preview: policy name -> (level, message) reported.
+
+    Unknowns travel as pulumi-policy's sentinel strings, as in the engine's protobuf Struct.
+    """
+    from google.protobuf import struct_pb2
+    from pulumi.runtime.proto import analyzer_pb2
+
+    properties = struct_pb2.Struct()
+    properties.update(props)
+    request = analyzer_pb2.AnalyzeRequest(
+        type=resource_type, properties=properties, urn=f"urn:pulumi:dev::gpu-cloud::{resource_type}::r", name="r"
     )
-    with pytest.raises(UnknownValueError):
-        collect(
-            PACK.POLICIES_BY_NAME["ebs-encrypted-with-cmk"],
-            resource_args("aws:ec2/launchTemplate:LaunchTemplate", props),
-        )
+    found: dict[str, list[tuple[int, str]]] = {}
+    for diagnostic in analyzer_service().Analyze(request, None).diagnostics:
+        found.setdefault(diagnostic.policyName, []).append((diagnostic.enforcementLevel, diagnostic.message))
+    return found
+
+
+def cannot_run(found: dict[str, list[tuple[int, str]]], policy: str) -> bool:
+    from pulumi.runtime.proto import analyzer_pb2
+
+    return found.get(policy, []) and all(
+        level == analyzer_pb2.ADVISORY and "during preview" in message for level, message in found[policy]
+    )
+
+
+VOLUME_TYPE = "aws:ebs/volume:Volume"
+
+
+def test_unknown_key_of_an_encrypted_volume_is_this_stacks_key_during_preview():
+    found = analyze(VOLUME_TYPE, {"size": 100, "encrypted": True, "kmsKeyId": UNKNOWN_STRING_VALUE, "tags": TAGS})
+    assert "ebs-encrypted-with-cmk" not in found
+    template = launch_template(blockDeviceMappings=[encrypted_device(kmsKeyId=UNKNOWN_STRING_VALUE)])
+    assert "ebs-encrypted-with-cmk" not in analyze("aws:ec2/launchTemplate:LaunchTemplate", template)
+
+
+def test_unknown_key_without_encryption_still_fails_during_preview():
+    from pulumi.runtime.proto import analyzer_pb2
+
+    for props in (
+        {"size": 100, "encrypted": False, "kmsKeyId": UNKNOWN_STRING_VALUE, "tags": TAGS},
+        {"size": 100, "kmsKeyId": UNKNOWN_STRING_VALUE, "tags": TAGS},
+    ):
+        found = analyze(VOLUME_TYPE, props)
+        assert [level for level, _ in found["ebs-encrypted-with-cmk"]] == [analyzer_pb2.MANDATORY]
+        assert "not encrypted" in found["ebs-encrypted-with-cmk"][0][1]
+
+
+def test_unknown_encryption_flag_cannot_run_during_preview():
+    found = analyze(VOLUME_TYPE, {"size": 100, "encrypted": UNKNOWN_BOOLEAN_VALUE, "kmsKeyId": CMK_ARN, "tags": TAGS})
+    assert cannot_run(found, "ebs-encrypted-with-cmk")
+    assert "boolean value at .encrypted can't be known during preview" in found["ebs-encrypted-with-cmk"][0][1]
+
+
+def test_known_world_open_source_fails_whatever_else_is_unknown():
+    from pulumi.runtime.proto import analyzer_pb2
+
+    rule = {"type": "ingress", "protocol": "tcp", "fromPort": 22, "toPort": 22, "securityGroupId": "sg-1"}
+    found = analyze(SECURITY_GROUP_RULE, {**rule, "cidrBlocks": ["0.0.0.0/0", UNKNOWN_STRING_VALUE]})
+    assert [level for level, _ in found["no-world-open-ingress"]] == [analyzer_pb2.MANDATORY]
+    found = analyze(SECURITY_GROUP_RULE, {**rule, "cidrBlocks": ["10.0.0.0/16", UNKNOWN_STRING_VALUE]})
+    assert cannot_run(found, "no-world-open-ingress")
+    assert ".cidrBlocks" in found["no-world-open-ingress"][0][1]
+
+
+def test_unknown_provider_tags_decide_only_when_tags_already_comply():
+    from pulumi.runtime.proto import analyzer_pb2
+
+    assert "required-tags" not in analyze(VOLUME_TYPE, {"size": 1, "tags": TAGS, "tagsAll": UNKNOWN_OBJECT_VALUE})
+    partial = {"size": 1, "tags": {"Project": "vision"}, "tagsAll": UNKNOWN_OBJECT_VALUE}
+    assert cannot_run(analyze(VOLUME_TYPE, partial), "required-tags")
+    found = analyze(VOLUME_TYPE, {"size": 1, "tags": {"Project": "vision"}, "tagsAll": {"Project": "vision"}})
+    assert [level for level, _ in found["required-tags"]] == [analyzer_pb2.MANDATORY]
+
+
+def test_unknown_policy_arn_is_a_policy_of_this_stack():
+    attachment = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+    assert "iam-least-privilege" not in analyze(attachment, {"role": "r", "policyArn": UNKNOWN_STRING_VALUE})
+
+
+def test_policy_document_built_with_apply_is_checked_only_at_up():
+    found = analyze("aws:iam/rolePolicy:RolePolicy", {"role": "r", "policy": UNKNOWN_STRING_VALUE})
+    assert cannot_run(found, "iam-least-privilege")
 
 
 def test_stack_policy_links_a_policy_to_an_unnamed_group_through_property_dependencies():

@@ -45,6 +45,7 @@ EXPECTED = {
     "no-public-ip": MANDATORY,
     "gpu-group-has-scale-in-path": ADVISORY,
     "data-volume-retained": ADVISORY,
+    "asg-spot-template-rebalanced": MANDATORY,
 }
 
 
@@ -225,3 +226,100 @@ def test_stack_rules_tolerate_values_unknown_during_preview():
     )
     case = StackCase("unknowns", "gpu-group-has-scale-in-path", [unknown_group], {unknown_group.urn})
     assert {urn for _, urn in run_stack_rule(case)} == case.flagged_urns
+
+
+def test_check_runs_the_resource_rules_on_a_type_and_its_inputs():
+    from gpucloud.policy import check
+    from policy_cases import CMK_ARN
+
+    violations = check(VOLUME, {"size": 100, "tags": {"Project": "vision"}})
+    assert {(violation.policy_name, violation.urn) for violation in violations} == {
+        ("ebs-encrypted-with-cmk", ""),
+        ("required-tags", ""),
+    }
+    assert check(VOLUME, {"size": 100, "encrypted": True, "kmsKeyId": CMK_ARN, "tags": TAGS}) == []
+    assert check(GROUP, group(maxSize=24), PolicyConfig(max_group_size=32)) == []
+
+
+def test_validators_run_without_a_config():
+    messages: list[str] = []
+    RULES_BY_NAME["asg-bounded-and-rebalanced"].validate(GROUP, group(maxSize=17), messages.append)
+    assert messages and "cap of 16" in messages[0]
+
+
+def test_pack_config_reads_levels_and_properties_as_the_pulumi_cli_does():
+    from gpucloud.policy import PackConfig, enforcement_levels
+
+    names = [rule.name for rule in RULES]
+    config = PackConfig.from_document(
+        {
+            "all": "advisory",
+            "required-tags": "disabled",
+            "asg-bounded-and-rebalanced": {"enforcementLevel": "mandatory", "maxGroupSize": 32},
+            "no-public-ip": {"enforcementLevel": "remediate"},
+        },
+        names,
+    )
+    levels = enforcement_levels(config)
+    assert levels["required-tags"] == "disabled"
+    assert levels["asg-bounded-and-rebalanced"] == levels["no-public-ip"] == "mandatory"
+    assert levels["ebs-encrypted-with-cmk"] == levels["gpu-group-has-scale-in-path"] == "advisory"
+    assert config.policy_config("asg-bounded-and-rebalanced").max_group_size == 32
+    assert config.policy_config("required-tags") == PolicyConfig()
+
+
+def test_pack_config_overrides_enforcement_levels_in_evaluate():
+    from gpucloud.policy import PackConfig
+
+    names = [rule.name for rule in RULES]
+    resources = [planned(VOLUME, "scratch", {"size": 100, "tags": {"Project": "vision"}}, protect=True)]
+    default = {(violation.policy_name, violation.enforcement_level) for violation in evaluate(resources)}
+    assert default == {("ebs-encrypted-with-cmk", "mandatory"), ("required-tags", "mandatory")}
+    config = PackConfig.from_document(
+        {"required-tags": {"enforcementLevel": "disabled"}, "ebs-encrypted-with-cmk": "advisory"}, names
+    )
+    assert {(v.policy_name, v.enforcement_level) for v in evaluate(resources, config)} == {
+        ("ebs-encrypted-with-cmk", "advisory")
+    }
+    capped = PackConfig.from_document({"required-tags": {"maxGroupSize": 64}}, names)
+    assert [v.policy_name for v in evaluate([planned(GROUP, "g", group(maxSize=40))], capped)] == [
+        "asg-bounded-and-rebalanced",
+        "gpu-group-has-scale-in-path",
+    ]  # properties belong to the policy that names them
+
+
+@pytest.mark.parametrize(
+    "document, reason",
+    [
+        ({"no-such-policy": "advisory"}, "not a policy of this pack"),
+        ({"required-tags": "warn"}, "not a valid enforcement level"),
+        ({"required-tags": {"enforcementLevel": 2}}, "not a valid enforcement level"),
+        ({"required-tags": 3}, "must be a string or object"),
+        ({"asg-bounded-and-rebalanced": {"maxGroupSize": "lots"}}, "maxGroupSize"),
+        (["asg-bounded-and-rebalanced"], "JSON object"),
+    ],
+)
+def test_pack_config_refuses_what_pulumi_refuses(document, reason):
+    from gpucloud.policy import PackConfig, PolicyConfigError
+
+    with pytest.raises(PolicyConfigError, match=reason):
+        PackConfig.from_document(document, [rule.name for rule in RULES])
+
+
+def test_a_rule_that_needs_an_unknown_input_does_not_decide():
+    from gpucloud.policy import UNKNOWN, UnknownInputError
+
+    with pytest.raises(UnknownInputError) as error:
+        evaluate([planned(VOLUME, "v", {"size": 1, "encrypted": UNKNOWN, "tags": TAGS}, protect=True)])
+    assert error.value.path == ("encrypted",)
+
+
+def test_each_rule_applies_to_the_types_of_its_cases():
+    for case in RESOURCE_CASES:
+        if case.violates:
+            assert RULES_BY_NAME[case.policy].applies_to(case.type), (case.policy, case.type)
+    for case in STACK_CASES:
+        for resource in case.resources:
+            if resource.urn in case.flagged_urns:
+                assert RULES_BY_NAME[case.policy].applies_to(resource.type), (case.policy, resource.type)
+    assert not RULES_BY_NAME["ebs-encrypted-with-cmk"].applies_to("aws:kms/key:Key")

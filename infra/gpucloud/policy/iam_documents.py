@@ -4,7 +4,10 @@ Identity policies (attached to roles, users, groups) may not grant ``*`` or
 ``service:*``, may not use ``NotAction``/``NotResource`` with Allow, may not put
 S3 or KMS actions on ``Resource: "*"``, and must scope S3 object actions to a key
 prefix.  KMS key policies are resource policies: there ``Resource: "*"`` means
-"this key", so only the ``kms:*``-to-the-account-root shape is enforced.
+"this key", so only the ``kms:*``-to-the-account-root shape is enforced.  Resource
+policies (bucket, topic, queue and key policies) may not grant ``*`` or ``service:*``
+and may not open an Allow to every principal (``"*"``) unless a condition pins down
+who calls (source or principal account, ARN, organization, VPC or IP).
 Deny statements are never a problem.
 """
 
@@ -75,6 +78,8 @@ class Statement:
     principals: tuple[str, ...]
     """Every principal as a string; "*" for anyone, "Service:..."/"Federated:..." for non-AWS ones."""
     not_principal: bool
+    conditions: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
+    """(operator, lower-case key, values) for each condition."""
 
 
 def parse_document(document: Any) -> list[Statement]:
@@ -109,6 +114,18 @@ def _statement(index: int, raw: dict[str, Any]) -> Statement:
         not_resources="NotResource" in raw,
         principals=_principals(raw.get(principal_key)),
         not_principal=principal_key == "NotPrincipal",
+        conditions=_conditions(raw.get("Condition")),
+    )
+
+
+def _conditions(raw: Any) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    if not isinstance(raw, dict):
+        return ()
+    return tuple(
+        (str(operator), str(key).lower(), tuple(str(value) for value in as_list(values)))
+        for operator, keys in raw.items()
+        if isinstance(keys, dict)
+        for key, values in keys.items()
     )
 
 
@@ -214,8 +231,10 @@ def key_policy_problems(statements: list[Statement]) -> list[str]:
         if not statement.allow:
             continue
         where = f"statement {statement.sid}"
+        open_problem = _open_to_everyone(statement)
+        if open_problem:
+            problems.append(open_problem)
         if statement.not_principal:
-            problems.append(f"{where} uses NotPrincipal with Allow, which grants everyone not listed")
             continue
         if statement.not_actions:
             problems.append(f"{where} uses NotAction with Allow, which grants every action not listed")
@@ -228,4 +247,74 @@ def key_policy_problems(statements: list[Statement]) -> list[str]:
                 f"{where} grants {full_control[0]!r} to {granted_to}; only the account root "
                 "(arn:aws:iam::ACCOUNT:root) may hold full control of the key"
             )
+    return problems
+
+
+# Condition keys that pin down who may call, so an Allow to Principal "*" is not open to everyone.
+_CALLER_CONDITION_KEYS = frozenset(
+    {
+        "aws:sourceaccount",
+        "aws:sourcearn",
+        "aws:sourceowner",
+        "aws:sourceorgid",
+        "aws:sourceorgpaths",
+        "aws:sourcevpc",
+        "aws:sourcevpce",
+        "aws:sourceip",
+        "aws:principalaccount",
+        "aws:principalarn",
+        "aws:principalorgid",
+        "aws:principalorgpaths",
+        "aws:principalservicename",
+        "kms:calleraccount",
+    }
+)
+
+
+def _restricts_caller(statement: Statement) -> bool:
+    """A positive condition (not Not*, not ...IfExists, no bare wildcard value) on a caller key."""
+    return any(
+        key in _CALLER_CONDITION_KEYS
+        and "not" not in operator.lower()
+        and not operator.lower().endswith("ifexists")
+        and operator.lower() != "null"
+        and values
+        and not any(set(value) <= _WILDCARDS for value in values)
+        for operator, key, values in statement.conditions
+    )
+
+
+def _wildcard_principal(statement: Statement) -> bool:
+    return "*" in statement.principals
+
+
+def _open_to_everyone(statement: Statement) -> str | None:
+    if statement.not_principal:
+        return f"statement {statement.sid} uses NotPrincipal with Allow, which grants everyone not listed"
+    if _wildcard_principal(statement) and not _restricts_caller(statement):
+        return (
+            f"statement {statement.sid} allows every principal ('*') with no condition on the caller; "
+            "name the principals, or add a condition such as aws:SourceAccount, aws:SourceArn or aws:PrincipalOrgID"
+        )
+    return None
+
+
+def resource_policy_problems(statements: list[Statement]) -> list[str]:
+    """What a bucket, topic or queue policy grants too broadly, one sentence per problem."""
+    problems: list[str] = []
+    for statement in statements:
+        if not statement.allow:
+            continue
+        where = f"statement {statement.sid}"
+        open_problem = _open_to_everyone(statement)
+        if open_problem:
+            problems.append(open_problem)
+        if statement.not_actions:
+            problems.append(f"{where} uses NotAction with Allow, which grants every action not listed")
+            continue
+        for action in statement.actions:
+            if action == "*":
+                problems.append(f"{where} grants every action ('*')")
+            elif _SERVICE_WILDCARD.match(action):
+                problems.append(f"{where} grants every {_service(action)} action ({action!r})")
     return problems

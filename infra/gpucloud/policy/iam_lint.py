@@ -87,6 +87,11 @@ class IamFinding:
         """MEDIUM or worse and not on the accepted list."""
         return self.accepted_reason is None and _rank(self.severity) >= _rank("MEDIUM")
 
+    @property
+    def accepted(self) -> bool:
+        """MEDIUM or worse and let through by ACCEPTED_FINDINGS (the plan lists these for reviewers)."""
+        return self.accepted_reason is not None and _rank(self.severity) >= _rank("MEDIUM")
+
     def describe(self) -> str:
         detail = f": {self.detail}" if self.detail else ""
         return f"{self.issue} ({self.severity}) {self.title}{detail}{_action_list(self.actions)}"

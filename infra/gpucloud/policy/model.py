@@ -14,6 +14,11 @@ from typing import Any, Literal
 EnforcementLevel = Literal["mandatory", "advisory"]
 MANDATORY: EnforcementLevel = "mandatory"
 ADVISORY: EnforcementLevel = "advisory"
+DISABLED = "disabled"
+CONFIGURABLE_LEVELS = ("advisory", "mandatory", "remediate", "disabled")
+"""Enforcement levels a policy pack config may set (Pulumi's apitype.EnforcementLevel)."""
+ALL_POLICIES = "all"
+"""The pack config key whose enforcement level applies to every policy."""
 
 DEFAULT_MAX_GROUP_SIZE = 16
 DEFAULT_REQUIRED_TAGS = ("Project", "Owner", "CostCenter")
@@ -34,7 +39,18 @@ class _Unknown:
 
 
 UNKNOWN = _Unknown()
-"""Stands in for an unknown value in stack-level rules (see policies/gpucloud_pack.py)."""
+"""Stands in for a value unknown during preview (see policies/gpucloud_pack.py)."""
+
+
+class UnknownInputError(Exception):
+    """A rule needed an input that is unknown during preview, so it cannot decide yet.
+
+    The pack turns it into the engine's own "can't run policy during preview" notice.
+    """
+
+    def __init__(self, path: tuple[Any, ...]):
+        self.path = path
+        super().__init__(f"the value at .{'.'.join(map(str, path))} can't be known during preview")
 
 
 @dataclass(frozen=True)
@@ -65,6 +81,10 @@ class Violation:
         return self.enforcement_level == MANDATORY
 
 
+class PolicyConfigError(ValueError):
+    """A policy config value or file that `pulumi preview --policy-pack-config` would refuse too."""
+
+
 @dataclass(frozen=True)
 class PolicyConfig:
     """Per-stack settings of the rules (the pack's ``PolicyConfigSchema`` values)."""
@@ -78,13 +98,67 @@ class PolicyConfig:
         values = values or {}
         max_group_size = values.get("maxGroupSize", DEFAULT_MAX_GROUP_SIZE)
         if isinstance(max_group_size, bool) or not isinstance(max_group_size, (int, float)):
-            raise ValueError(f"maxGroupSize must be a number, got {max_group_size!r}")
+            raise PolicyConfigError(f"maxGroupSize must be a number, got {max_group_size!r}")
         if not math.isfinite(max_group_size) or max_group_size < 1:
-            raise ValueError(f"maxGroupSize must be a positive finite number, got {max_group_size!r}")
+            raise PolicyConfigError(f"maxGroupSize must be a positive finite number, got {max_group_size!r}")
         required_tags = values.get("requiredTags", DEFAULT_REQUIRED_TAGS)
         if isinstance(required_tags, str) or not all(isinstance(tag, str) for tag in required_tags):
-            raise ValueError(f"requiredTags must be a list of tag keys, got {required_tags!r}")
+            raise PolicyConfigError(f"requiredTags must be a list of tag keys, got {required_tags!r}")
         return cls(max_group_size=int(max_group_size), required_tags=tuple(required_tags))
+
+
+@dataclass(frozen=True)
+class PackConfig:
+    """A policy pack config document, applied the way the Pulumi CLI applies `--policy-pack-config`.
+
+    Each top-level key names a policy, or ``all``; its value is an enforcement level string, or an
+    object of the policy's properties with an optional ``enforcementLevel``. ``all`` sets every
+    policy's level first, then a policy's own level wins. ``remediate`` runs a policy that only
+    validates as mandatory, as pulumi-policy does.
+    """
+
+    properties: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    levels: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_document(cls, document: Any, policy_names: Sequence[str]) -> PackConfig:
+        """Read a parsed config file; unknown policy names and bad values raise PolicyConfigError."""
+        if not isinstance(document, Mapping):
+            raise PolicyConfigError("the policy pack config must be a JSON object keyed by policy name")
+        properties: dict[str, Mapping[str, Any]] = {}
+        levels: dict[str, str] = {}
+        for name, value in document.items():
+            if name != ALL_POLICIES and name not in policy_names:
+                raise PolicyConfigError(f"{name!r} is not a policy of this pack (known: {', '.join(policy_names)})")
+            if isinstance(value, str):
+                levels[name] = _level(name, value)
+            elif isinstance(value, Mapping):
+                values = dict(value)
+                if "enforcementLevel" in values:
+                    levels[name] = _level(name, values.pop("enforcementLevel"))
+                if values and name != ALL_POLICIES:
+                    properties[name] = values
+                    PolicyConfig.from_mapping(values)
+            else:
+                raise PolicyConfigError(f"{name!r}: {value!r} is not a valid value; must be a string or object")
+        return cls(properties=properties, levels=levels)
+
+    def enforcement_level(self, policy_name: str, default: EnforcementLevel) -> str:
+        """The policy's level after the config: mandatory, advisory or disabled."""
+        level = self.levels.get(policy_name) or self.levels.get(ALL_POLICIES) or default
+        return MANDATORY if level == "remediate" else level
+
+    def policy_config(self, policy_name: str) -> PolicyConfig:
+        """The properties the config gives this policy, as the pack's ``args.get_config()`` would."""
+        return PolicyConfig.from_mapping(self.properties.get(policy_name))
+
+
+def _level(policy_name: str, value: Any) -> str:
+    if not isinstance(value, str) or value not in CONFIGURABLE_LEVELS:
+        raise PolicyConfigError(
+            f"{policy_name!r}: {value!r} is not a valid enforcement level ({', '.join(CONFIGURABLE_LEVELS)})"
+        )
+    return value
 
 
 Report = Callable[[str], None]
@@ -93,8 +167,10 @@ Report = Callable[[str], None]
 StackReport = Callable[[str, "str | None"], None]
 """Receives one violation message and the URN it is about (None: the whole stack)."""
 
-ResourceValidator = Callable[[str, Mapping[str, Any], Report, PolicyConfig], None]
-StackValidator = Callable[[Sequence[PlannedResource], StackReport, PolicyConfig], None]
+ResourceValidator = Callable[[str, Mapping[str, Any], Report, PolicyConfig | None], None]
+StackValidator = Callable[[Sequence[PlannedResource], StackReport, PolicyConfig | None], None]
+AppliesTo = Callable[[str], bool]
+"""Whether a rule looks at resources of a type token."""
 
 
 @dataclass(frozen=True)
@@ -105,6 +181,7 @@ class ResourceRule:
     description: str
     enforcement_level: EnforcementLevel
     validate: ResourceValidator
+    applies_to: AppliesTo
     config_schema: Mapping[str, Mapping[str, Any]] | None = None
     """JSON-schema properties of the rule's config, camelCase as in the pack's config file."""
 
@@ -117,4 +194,6 @@ class StackRule:
     description: str
     enforcement_level: EnforcementLevel
     validate: StackValidator
+    applies_to: AppliesTo
+    """The types of the resources it reports on."""
     config_schema: Mapping[str, Mapping[str, Any]] | None = None

@@ -1,21 +1,33 @@
-"""The review gate's rules, one entry each, and ``evaluate`` for the offline plan."""
+"""The review gate's rules, one entry each; ``evaluate`` for the offline plan and ``check`` for one resource."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from . import rules, stack_rules
 from .model import (
     ADVISORY,
     DEFAULT_MAX_GROUP_SIZE,
     DEFAULT_REQUIRED_TAGS,
+    DISABLED,
     MANDATORY,
+    AppliesTo,
+    EnforcementLevel,
+    PackConfig,
     PlannedResource,
     PolicyConfig,
     ResourceRule,
     StackRule,
     Violation,
 )
+from .taggable import is_taggable
+from .values import known_only
+
+
+def _of_types(*type_tokens: str) -> AppliesTo:
+    return frozenset(type_tokens).__contains__
+
 
 RESOURCE_RULES: tuple[ResourceRule, ...] = (
     ResourceRule(
@@ -26,6 +38,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         ),
         enforcement_level=MANDATORY,
         validate=rules.validate_ebs_encrypted_with_cmk,
+        applies_to=_of_types(rules.VOLUME, rules.LAUNCH_TEMPLATE, rules.INSTANCE),
     ),
     ResourceRule(
         name="kms-rotation-and-deletion-window",
@@ -34,6 +47,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         ),
         enforcement_level=MANDATORY,
         validate=rules.validate_kms_rotation_and_deletion_window,
+        applies_to=_of_types(rules.KMS_KEY),
     ),
     ResourceRule(
         name="imdsv2-required",
@@ -43,28 +57,39 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         ),
         enforcement_level=MANDATORY,
         validate=rules.validate_imdsv2_required,
+        applies_to=_of_types(rules.LAUNCH_TEMPLATE, rules.INSTANCE),
     ),
     ResourceRule(
         name="no-world-open-ingress",
         description="No security group allows inbound traffic from 0.0.0.0/0 or ::/0.",
         enforcement_level=MANDATORY,
         validate=rules.validate_no_world_open_ingress,
+        applies_to=_of_types(
+            rules.SECURITY_GROUP,
+            rules.DEFAULT_SECURITY_GROUP,
+            rules.SECURITY_GROUP_RULE,
+            rules.SECURITY_GROUP_INGRESS_RULE,
+        ),
     ),
     ResourceRule(
         name="iam-least-privilege",
         description=(
             "IAM policies grant no '*' or 'service:*' actions, no S3 or KMS actions on Resource '*', "
-            "S3 object access only under key prefixes, and pass the parliament IAM linter; KMS key "
-            "policies give full control to the account root only."
+            "S3 object access only under key prefixes, and pass the parliament IAM linter; no broad AWS "
+            "managed policy (AdministratorAccess, *FullAccess, ...) is attached; bucket, topic, queue and "
+            "key policies grant no '*' or 'service:*' actions and open nothing to every principal without "
+            "a condition on the caller; KMS key policies give full control to the account root only."
         ),
         enforcement_level=MANDATORY,
         validate=rules.validate_iam_least_privilege,
+        applies_to=rules.IAM_TYPES.__contains__,
     ),
     ResourceRule(
         name="required-tags",
         description="Every taggable AWS resource carries the Project, Owner and CostCenter tags.",
         enforcement_level=MANDATORY,
         validate=rules.validate_required_tags,
+        applies_to=is_taggable,
         config_schema={
             "requiredTags": {
                 "type": "array",
@@ -82,6 +107,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         ),
         enforcement_level=MANDATORY,
         validate=rules.validate_asg_bounded_and_rebalanced,
+        applies_to=_of_types(rules.AUTOSCALING_GROUP),
         config_schema={
             "maxGroupSize": {
                 "type": "integer",
@@ -96,6 +122,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         description="Launch templates and instances do not associate public IP addresses.",
         enforcement_level=MANDATORY,
         validate=rules.validate_no_public_ip,
+        applies_to=_of_types(rules.LAUNCH_TEMPLATE, rules.INSTANCE),
     ),
 )
 
@@ -108,34 +135,87 @@ STACK_RULES: tuple[StackRule, ...] = (
         ),
         enforcement_level=ADVISORY,
         validate=stack_rules.validate_gpu_group_has_scale_in_path,
+        applies_to=_of_types(rules.AUTOSCALING_GROUP),
     ),
     StackRule(
         name="data-volume-retained",
         description=("EBS data volumes survive the stack: they are created with retainOnDelete or protect."),
         enforcement_level=ADVISORY,
         validate=stack_rules.validate_data_volume_retained,
+        applies_to=_of_types(rules.VOLUME),
+    ),
+    StackRule(
+        name="asg-spot-template-rebalanced",
+        description=(
+            "Auto Scaling groups whose launch template requests Spot instances (instanceMarketOptions) "
+            "have capacity rebalancing on."
+        ),
+        enforcement_level=MANDATORY,
+        validate=stack_rules.validate_asg_spot_template_rebalanced,
+        applies_to=_of_types(rules.AUTOSCALING_GROUP),
     ),
 )
 
 RULES: tuple[ResourceRule | StackRule, ...] = RESOURCE_RULES + STACK_RULES
 
 
-def evaluate(resources: Iterable[PlannedResource], config: PolicyConfig | None = None) -> list[Violation]:
-    """Run every rule over a planned stack; violations come grouped by resource, in stack order."""
-    config = config or PolicyConfig()
+def enforcement_levels(config: PolicyConfig | PackConfig | None = None) -> dict[str, str]:
+    """Each policy's enforcement level under the config: mandatory, advisory or disabled."""
+    if isinstance(config, PackConfig):
+        return {rule.name: config.enforcement_level(rule.name, rule.enforcement_level) for rule in RULES}
+    return {rule.name: rule.enforcement_level for rule in RULES}
+
+
+def _rule_config(rule: ResourceRule | StackRule, config: PolicyConfig | PackConfig | None) -> PolicyConfig:
+    if isinstance(config, PackConfig):
+        return config.policy_config(rule.name)
+    return config or PolicyConfig()
+
+
+def evaluate(
+    resources: Iterable[PlannedResource], config: PolicyConfig | PackConfig | None = None
+) -> list[Violation]:
+    """Run every enabled rule over a planned stack; violations come grouped by resource, in stack order.
+
+    A PolicyConfig applies to every rule at its own level; a PackConfig is read per policy, as
+    `pulumi preview --policy-pack-config` reads it, including enforcement levels. A resource rule
+    that needs an UNKNOWN input raises UnknownInputError, as in the pack.
+    """
+    levels = enforcement_levels(config)
     planned = list(resources)
     violations: list[Violation] = []
     for resource in planned:
         for rule in RESOURCE_RULES:
+            if levels[rule.name] == DISABLED:
+                continue
 
             def report(message: str, rule: ResourceRule = rule, resource: PlannedResource = resource) -> None:
-                violations.append(Violation(rule.name, rule.enforcement_level, resource.urn, message))
+                violations.append(Violation(rule.name, _level(levels, rule), resource.urn, message))
 
-            rule.validate(resource.type, resource.props, report, config)
+            rule.validate(resource.type, known_only(resource.props), report, _rule_config(rule, config))
     for stack_rule in STACK_RULES:
+        if levels[stack_rule.name] == DISABLED:
+            continue
 
         def report_on(message: str, urn: str | None = None, rule: StackRule = stack_rule) -> None:
-            violations.append(Violation(rule.name, rule.enforcement_level, urn or "", message))
+            violations.append(Violation(rule.name, _level(levels, rule), urn or "", message))
 
-        stack_rule.validate(planned, report_on, config)
+        stack_rule.validate(planned, report_on, _rule_config(stack_rule, config))
     return violations
+
+
+def _level(levels: Mapping[str, str], rule: ResourceRule | StackRule) -> EnforcementLevel:
+    return MANDATORY if levels[rule.name] == MANDATORY else ADVISORY
+
+
+def check(
+    resource_type: str, inputs: Mapping[str, Any], config: PolicyConfig | PackConfig | None = None
+) -> list[Violation]:
+    """Every resource rule on one resource, as plain Python: the type token and its inputs in
+    pulumi-aws wire names (camelCase), e.g. ``check("aws:ebs/volume:Volume", {"size": 10})``.
+
+    Violations carry an empty URN. Stack rules need the whole stack: use ``evaluate`` for those.
+    """
+    resource = PlannedResource(urn="", type=resource_type, name="", props=inputs)
+    resource_rule_names = {rule.name for rule in RESOURCE_RULES}
+    return [violation for violation in evaluate([resource], config) if violation.policy_name in resource_rule_names]

@@ -1,8 +1,13 @@
 """Resource-level rules of the review gate, as plain functions.
 
-Each validator has the signature ``validate(resource_type, props, report, config)``:
+Each validator has the signature ``validate(resource_type, props, report, config=None)``:
 ``props`` are the resource's inputs under pulumi-aws v7 wire names (camelCase),
-``report`` takes one message per violation.  Every message ends with how to fix it.
+``report`` takes one message per violation, ``config`` defaults to ``PolicyConfig()``.
+Every message ends with how to fix it.
+
+During preview the pack hands the rules a KnownOnlyMapping: reading an unknown input
+raises UnknownInputError (the engine's "can't run policy during preview"), and a rule
+that can decide without the value reads it with ``peek``.
 """
 
 from __future__ import annotations
@@ -13,9 +18,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import iam_documents, iam_lint
-from .model import PolicyConfig, Report
+from .model import UNKNOWN, PolicyConfig, Report
 from .taggable import is_taggable
-from .values import as_list, as_number, entry, is_true, mappings, text
+from .values import as_list, as_number, entry, is_true, mappings, peek, peek_list, text, unknown_at
 
 VOLUME = "aws:ebs/volume:Volume"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -31,6 +36,20 @@ IAM_ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
 IAM_USER_POLICY = "aws:iam/userPolicy:UserPolicy"
 IAM_GROUP_POLICY = "aws:iam/groupPolicy:GroupPolicy"
 IAM_ROLE = "aws:iam/role:Role"
+ROLE_POLICY_ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+USER_POLICY_ATTACHMENT = "aws:iam/userPolicyAttachment:UserPolicyAttachment"
+GROUP_POLICY_ATTACHMENT = "aws:iam/groupPolicyAttachment:GroupPolicyAttachment"
+POLICY_ATTACHMENT = "aws:iam/policyAttachment:PolicyAttachment"
+ROLE_POLICY_ATTACHMENTS_EXCLUSIVE = "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive"
+USER_POLICY_ATTACHMENTS_EXCLUSIVE = "aws:iam/userPolicyAttachmentsExclusive:UserPolicyAttachmentsExclusive"
+GROUP_POLICY_ATTACHMENTS_EXCLUSIVE = "aws:iam/groupPolicyAttachmentsExclusive:GroupPolicyAttachmentsExclusive"
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+TOPIC_POLICY = "aws:sns/topicPolicy:TopicPolicy"
+QUEUE_POLICY = "aws:sqs/queuePolicy:QueuePolicy"
+BUCKET = "aws:s3/bucket:Bucket"
+BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
+TOPIC = "aws:sns/topic:Topic"
+QUEUE = "aws:sqs/queue:Queue"
 
 _AWS_MANAGED_ALIAS = re.compile(r"(^|:)alias/aws/")
 
@@ -40,8 +59,16 @@ _CMK_FIX = "Fix: set encrypted to true and kmsKeyId to the project's customer-ma
 
 
 def _cmk_problem(encrypted: Any, kms_key_id: Any) -> str | None:
+    """What is wrong with one volume's encryption settings, if anything.
+
+    An unknown kmsKeyId with encrypted true passes: only a key this stack is still creating
+    is unknown during preview (the aws/ebs alias would be a known string), and `pulumi up`
+    checks the resolved ARN.
+    """
     if not is_true(encrypted):
         return "is not encrypted"
+    if kms_key_id is UNKNOWN:
+        return None
     key = text(kms_key_id)
     if key is None:
         return "is encrypted with the AWS-managed default key (no kmsKeyId)"
@@ -51,10 +78,10 @@ def _cmk_problem(encrypted: Any, kms_key_id: Any) -> str | None:
 
 
 def validate_ebs_encrypted_with_cmk(
-    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
 ) -> None:
     if resource_type == VOLUME:
-        problem = _cmk_problem(props.get("encrypted"), props.get("kmsKeyId"))
+        problem = _cmk_problem(props.get("encrypted"), peek(props, "kmsKeyId"))
         if problem:
             report(f"EBS volume {problem}. {_CMK_FIX}")
     elif resource_type == LAUNCH_TEMPLATE:
@@ -69,23 +96,23 @@ def validate_ebs_encrypted_with_cmk(
             ebs = entry(device, "ebs")
             if not isinstance(ebs, Mapping):
                 continue  # instance-store or suppressed (noDevice) mapping: no EBS volume
-            problem = _cmk_problem(ebs.get("encrypted"), ebs.get("kmsKeyId"))
+            problem = _cmk_problem(ebs.get("encrypted"), peek(ebs, "kmsKeyId"))
             if problem:
                 report(f"Launch template block device {device.get('deviceName')!r} {problem}. {_CMK_FIX}")
     elif resource_type == INSTANCE:
         root = entry(props, "rootBlockDevice")
         if isinstance(root, Mapping):
-            problem = _cmk_problem(root.get("encrypted"), root.get("kmsKeyId"))
+            problem = _cmk_problem(root.get("encrypted"), peek(root, "kmsKeyId"))
             if problem:
                 report(f"Instance root block device {problem}. {_CMK_FIX}")
-        elif props.get("launchTemplate") is None:
+        elif peek(props, "launchTemplate") is None:
             report(
                 "Instance sets no rootBlockDevice, so the root volume takes the AMI's encryption "
                 "settings. Fix: add rootBlockDevice with encrypted true and kmsKeyId set to the "
                 "project's customer-managed KMS key ARN (or launch it from a compliant launch template)."
             )
         for device in mappings(props.get("ebsBlockDevices")):
-            problem = _cmk_problem(device.get("encrypted"), device.get("kmsKeyId"))
+            problem = _cmk_problem(device.get("encrypted"), peek(device, "kmsKeyId"))
             if problem:
                 report(f"Instance EBS block device {device.get('deviceName')!r} {problem}. {_CMK_FIX}")
 
@@ -96,7 +123,7 @@ MIN_DELETION_WINDOW_DAYS = 14
 
 
 def validate_kms_rotation_and_deletion_window(
-    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
 ) -> None:
     if resource_type != KMS_KEY:
         return
@@ -122,12 +149,12 @@ MAX_HOP_LIMIT = 2
 
 
 def validate_imdsv2_required(
-    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
 ) -> None:
     if resource_type not in (LAUNCH_TEMPLATE, INSTANCE):
         return
     options = props.get("metadataOptions")
-    if resource_type == INSTANCE and options is None and props.get("launchTemplate") is not None:
+    if resource_type == INSTANCE and options is None and peek(props, "launchTemplate") is not None:
         return  # the launch template's metadata options apply and are checked there
     kind = "Launch template" if resource_type == LAUNCH_TEMPLATE else "Instance"
     if entry(options, "httpEndpoint") == "disabled":
@@ -152,14 +179,23 @@ def validate_imdsv2_required(
 _INGRESS_FIX = "Fix: allow only the VPC or a known CIDR, or reference a source security group."
 
 
-def _world_open(*cidr_lists: Any) -> list[str]:
+def _world_open(rule: Mapping[str, Any], *keys: str) -> list[str]:
+    """The rule's /0 sources. A known /0 is reported whatever else is unknown; with none, an unknown source
+    leaves the rule undecided (UnknownInputError)."""
     open_cidrs = []
-    for cidr in (cidr for cidrs in cidr_lists for cidr in as_list(cidrs)):
-        try:
-            if ipaddress.ip_network(str(cidr).strip(), strict=False).prefixlen == 0:
-                open_cidrs.append(str(cidr))
-        except ValueError:
-            continue
+    unknown_key = None
+    for key in keys:
+        for cidr in peek_list(peek(rule, key)):
+            if cidr is UNKNOWN:
+                unknown_key = unknown_key or key
+                continue
+            try:
+                if ipaddress.ip_network(str(cidr).strip(), strict=False).prefixlen == 0:
+                    open_cidrs.append(str(cidr))
+            except ValueError:
+                continue
+    if not open_cidrs and unknown_key:
+        raise unknown_at(rule, unknown_key)
     return open_cidrs
 
 
@@ -177,20 +213,20 @@ def _ports(rule: Mapping[str, Any], protocol_key: str = "protocol") -> str:
 
 
 def validate_no_world_open_ingress(
-    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
 ) -> None:
     if resource_type in (SECURITY_GROUP, DEFAULT_SECURITY_GROUP):
         for rule in mappings(props.get("ingress")):
-            open_cidrs = _world_open(rule.get("cidrBlocks"), rule.get("ipv6CidrBlocks"))
+            open_cidrs = _world_open(rule, "cidrBlocks", "ipv6CidrBlocks")
             if open_cidrs:
                 report(f"Security group ingress ({_ports(rule)}) is open to {', '.join(open_cidrs)}. {_INGRESS_FIX}")
     elif resource_type == SECURITY_GROUP_RULE:
         if props.get("type") == "ingress":
-            open_cidrs = _world_open(props.get("cidrBlocks"), props.get("ipv6CidrBlocks"))
+            open_cidrs = _world_open(props, "cidrBlocks", "ipv6CidrBlocks")
             if open_cidrs:
                 report(f"Security group rule ({_ports(props)}) is open to {', '.join(open_cidrs)}. {_INGRESS_FIX}")
     elif resource_type == SECURITY_GROUP_INGRESS_RULE:
-        open_cidrs = _world_open(props.get("cidrIpv4"), props.get("cidrIpv6"))
+        open_cidrs = _world_open(props, "cidrIpv4", "cidrIpv6")
         if open_cidrs:
             report(
                 f"Security group ingress rule ({_ports(props, 'ipProtocol')}) is open to "
@@ -201,6 +237,58 @@ def validate_no_world_open_ingress(
 # ---------------------------------------------------------------- iam-least-privilege
 
 _IDENTITY_POLICY_TYPES = (IAM_POLICY, IAM_ROLE_POLICY, IAM_USER_POLICY, IAM_GROUP_POLICY)
+_RESOURCE_POLICY_TYPES = {BUCKET_POLICY: "bucket", TOPIC_POLICY: "topic", QUEUE_POLICY: "queue"}
+_INLINE_RESOURCE_POLICY_TYPES = {BUCKET: "bucket", BUCKET_V2: "bucket", TOPIC: "topic", QUEUE: "queue"}
+_POLICY_ARN_TYPES = (ROLE_POLICY_ATTACHMENT, USER_POLICY_ATTACHMENT, GROUP_POLICY_ATTACHMENT, POLICY_ATTACHMENT)
+_POLICY_ARNS_TYPES = (
+    ROLE_POLICY_ATTACHMENTS_EXCLUSIVE,
+    USER_POLICY_ATTACHMENTS_EXCLUSIVE,
+    GROUP_POLICY_ATTACHMENTS_EXCLUSIVE,
+)
+IAM_TYPES = frozenset(
+    {KMS_KEY, IAM_ROLE, *_IDENTITY_POLICY_TYPES, *_RESOURCE_POLICY_TYPES, *_INLINE_RESOURCE_POLICY_TYPES}
+    | {*_POLICY_ARN_TYPES, *_POLICY_ARNS_TYPES}
+)
+
+# AWS managed policies that grant administrator, IAM or whole-service access. Any AWS managed
+# policy named *FullAccess grants a whole service (the managed form of "service:*").
+BROAD_MANAGED_POLICIES = frozenset(
+    {
+        "AdministratorAccess",
+        "PowerUserAccess",
+        "IAMFullAccess",
+        "ReadOnlyAccess",
+        "AWSKeyManagementServicePowerUser",
+        "job-function/SystemAdministrator",
+        "job-function/NetworkAdministrator",
+        "job-function/DatabaseAdministrator",
+    }
+)
+_AWS_MANAGED_POLICY = re.compile(r"^arn:aws[a-z-]*:iam::aws:policy/(?P<name>.+)$")
+
+
+def broad_managed_policy(policy_arn: Any) -> str | None:
+    """The name of the AWS managed policy the ARN denotes when it is on the deny-list, else None."""
+    match = _AWS_MANAGED_POLICY.match(policy_arn) if isinstance(policy_arn, str) else None
+    if match is None:
+        return None
+    name = match["name"]
+    leaf = name.rsplit("/", 1)[-1]
+    if name in BROAD_MANAGED_POLICIES or leaf in BROAD_MANAGED_POLICIES or leaf.endswith("FullAccess"):
+        return name
+    return None
+
+
+def _attached_policy_arns(resource_type: str, props: Mapping[str, Any]) -> list[Any]:
+    """Managed policy ARNs a resource attaches. An unknown ARN is a policy this stack creates (an
+    AWS managed one is a known string), which this rule checks as a policy of its own."""
+    if resource_type in _POLICY_ARN_TYPES:
+        return [peek(props, "policyArn")]
+    if resource_type in _POLICY_ARNS_TYPES:
+        return peek_list(peek(props, "policyArns"))
+    if resource_type == IAM_ROLE:
+        return peek_list(peek(props, "managedPolicyArns"))
+    return []
 
 
 def _identity_documents(resource_type: str, props: Mapping[str, Any]) -> list[tuple[str, Any]]:
@@ -215,6 +303,17 @@ def _identity_documents(resource_type: str, props: Mapping[str, Any]) -> list[tu
             and not (isinstance(inline.get("policy"), str) and not inline["policy"].strip())
         ]
     return []
+
+
+def _identity_findings(document: Any) -> list[iam_lint.IamFinding] | None:
+    """Parliament's findings on an identity policy with no plain-rule problem; None when it has one."""
+    try:
+        statements = iam_documents.parse_document(document)
+    except iam_documents.InvalidPolicyDocument:
+        return None
+    if iam_documents.identity_policy_problems(statements):
+        return None
+    return iam_lint.lint_policy(document)
 
 
 def _check_identity_document(where: str, document: Any, report: Report) -> None:
@@ -240,8 +339,35 @@ def _check_identity_document(where: str, document: Any, report: Report) -> None:
         )
 
 
+def accepted_iam_findings(resource_type: str, props: Mapping[str, Any]) -> list[tuple[str, iam_lint.IamFinding]]:
+    """Medium-or-worse parliament findings that ACCEPTED_FINDINGS lets through, with the document they are in.
+
+    They pass the gate, so the plan lists them for the reviewer together with the reason.
+    """
+    accepted = []
+    for where, document in _identity_documents(resource_type, props):
+        if document is None:
+            continue
+        try:
+            findings = _identity_findings(document) or []
+        except iam_lint.LinterUnavailableError:
+            continue  # the rule itself reports the document as not linted
+        accepted += [(where, finding) for finding in findings if finding.accepted]
+    return accepted
+
+
+def _check_resource_policy(kind: str, document: Any, report: Report) -> None:
+    try:
+        statements = iam_documents.parse_document(document)
+    except iam_documents.InvalidPolicyDocument as error:
+        report(f"{kind.capitalize()} policy is {error}. Fix: build the document with json.dumps of a policy object.")
+        return
+    for problem in iam_documents.resource_policy_problems(statements):
+        report(f"{kind.capitalize()} policy: {problem}. Fix: grant named principals only the actions they use.")
+
+
 def validate_iam_least_privilege(
-    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
 ) -> None:
     if resource_type == KMS_KEY:
         document = props.get("policy")
@@ -255,6 +381,26 @@ def validate_iam_least_privilege(
         for problem in iam_documents.key_policy_problems(statements):
             report(f"KMS key policy: {problem}. Fix: grant other principals only the kms actions they use.")
         return
+    if resource_type in _RESOURCE_POLICY_TYPES:
+        kind = _RESOURCE_POLICY_TYPES[resource_type]
+        document = props.get("policy")
+        if document is None:
+            report(f"{kind.capitalize()} policy document is missing. Fix: provide the policy document.")
+        else:
+            _check_resource_policy(kind, document, report)
+        return
+    if resource_type in _INLINE_RESOURCE_POLICY_TYPES:
+        document = props.get("policy")
+        if document is not None and not (isinstance(document, str) and not document.strip()):
+            _check_resource_policy(_INLINE_RESOURCE_POLICY_TYPES[resource_type], document, report)
+        return
+    for policy_arn in _attached_policy_arns(resource_type, props):
+        name = broad_managed_policy(policy_arn)
+        if name:
+            report(
+                f"Attaches the AWS managed policy {name} ({policy_arn}), which grants far more than a workload "
+                "needs. Fix: attach a customer-managed policy listing the specific actions and resources."
+            )
     for where, document in _identity_documents(resource_type, props):
         if document is None:
             report(f"IAM {where} is missing. Fix: provide the policy document.")
@@ -265,22 +411,40 @@ def validate_iam_least_privilege(
 # ---------------------------------------------------------------- required-tags
 
 
-def _tags(resource_type: str, props: Mapping[str, Any]) -> dict[str, Any]:
+def _tag_values(resource_type: str, props: Mapping[str, Any], key: str) -> list[tuple[Any, Any, Any]]:
+    """The tag's value in each place tags come from, with the container and key it was read at.
+
+    Values may be UNKNOWN: tagsAll (tags plus the provider's default tags) is unknown while a
+    new resource is previewed.
+    """
     if resource_type == AUTOSCALING_GROUP:  # a list of {key, value, propagateAtLaunch}
-        return {str(tag.get("key")): tag.get("value") for tag in mappings(props.get("tags"))}
-    tags: dict[str, Any] = {}
-    for source in ("tagsAll", "tags"):  # tagsAll holds provider default tags once known
-        value = props.get(source)
-        if isinstance(value, Mapping):
-            tags.update({str(key): value[key] for key in value})
-    return tags
+        tags = {str(tag.get("key")): tag.get("value") for tag in mappings(props.get("tags"))}
+        return [(tags.get(key), tags, key)]
+    found = []
+    for source in ("tagsAll", "tags"):
+        tags = peek(props, source)
+        if tags is UNKNOWN:
+            found.append((UNKNOWN, props, source))
+        elif isinstance(tags, Mapping):
+            found.append((peek(tags, key), tags, key))
+    return found
 
 
-def validate_required_tags(resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig) -> None:
+def validate_required_tags(
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
+) -> None:
     if not is_taggable(resource_type):
         return
-    tags = _tags(resource_type, props)
-    missing = [key for key in config.required_tags if text(tags.get(key)) is None]
+    config = config or PolicyConfig()
+    missing = []
+    for key in config.required_tags:
+        values = _tag_values(resource_type, props, key)
+        if any(value is not UNKNOWN and text(value) is not None for value, _, _ in values):
+            continue
+        unknown = [(container, where) for value, container, where in values if value is UNKNOWN]
+        if unknown:
+            raise unknown_at(*unknown[0])  # an unknown value or tagsAll may still hold the tag
+        missing.append(key)
     if missing:
         report(
             f"Resource is missing the required tags {', '.join(missing)} (cost and ownership reports "
@@ -292,10 +456,11 @@ def validate_required_tags(resource_type: str, props: Mapping[str, Any], report:
 
 
 def validate_asg_bounded_and_rebalanced(
-    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
 ) -> None:
     if resource_type != AUTOSCALING_GROUP:
         return
+    config = config or PolicyConfig()
     max_size = as_number(props.get("maxSize"))
     if max_size is None:
         report(f"Auto Scaling group maxSize is {props.get('maxSize')!r}, not a finite number. Fix: set maxSize.")
@@ -319,7 +484,9 @@ def validate_asg_bounded_and_rebalanced(
 # ---------------------------------------------------------------- no-public-ip
 
 
-def validate_no_public_ip(resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig) -> None:
+def validate_no_public_ip(
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
+) -> None:
     fix = "Fix: set associatePublicIpAddress to false and reach instances through SSM or a private network."
     if resource_type == LAUNCH_TEMPLATE:
         for index, interface in enumerate(mappings(props.get("networkInterfaces"))):

@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .model import PlannedResource, PolicyConfig, StackReport
+from .model import UNKNOWN, PlannedResource, PolicyConfig, StackReport
 from .rules import AUTOSCALING_GROUP, LAUNCH_TEMPLATE, VOLUME
 from .values import as_list, as_number, entry, is_true, mappings, text
 
@@ -107,7 +107,7 @@ def _scales_in(policy: PlannedResource, group: PlannedResource) -> bool:
 
 
 def validate_gpu_group_has_scale_in_path(
-    resources: Sequence[PlannedResource], report: StackReport, config: PolicyConfig
+    resources: Sequence[PlannedResource], report: StackReport, config: PolicyConfig | None = None
 ) -> None:
     groups = [resource for resource in resources if resource.type == AUTOSCALING_GROUP]
     templates = [resource for resource in resources if resource.type == LAUNCH_TEMPLATE]
@@ -134,7 +134,7 @@ def _is_retained(options: Mapping[str, Any]) -> bool:
 
 
 def validate_data_volume_retained(
-    resources: Sequence[PlannedResource], report: StackReport, config: PolicyConfig
+    resources: Sequence[PlannedResource], report: StackReport, config: PolicyConfig | None = None
 ) -> None:
     for resource in resources:
         if resource.type == VOLUME and not _is_retained(resource.options):
@@ -143,4 +143,32 @@ def validate_data_volume_retained(
                 "Fix: create it with ResourceOptions(retain_on_delete=True, protect=True); the policy "
                 "engine sees only protect, so set both.",
                 resource.urn,
+            )
+
+
+def _launches_spot(template: PlannedResource) -> bool:
+    return entry(template.props.get("instanceMarketOptions"), "marketType") == "spot"
+
+
+def validate_asg_spot_template_rebalanced(
+    resources: Sequence[PlannedResource], report: StackReport, config: PolicyConfig | None = None
+) -> None:
+    """Groups whose launch template requests Spot (instanceMarketOptions) need capacity rebalancing.
+
+    The group's own inputs do not say it runs Spot, so its template is looked up in the stack.
+    A capacityRebalance still unknown during preview is left to `pulumi up`.
+    """
+    groups = [resource for resource in resources if resource.type == AUTOSCALING_GROUP]
+    templates = [resource for resource in resources if resource.type == LAUNCH_TEMPLATE]
+    for group in groups:
+        rebalance = group.props.get("capacityRebalance")
+        if rebalance is UNKNOWN or is_true(rebalance):
+            continue
+        spot_templates = [template for template in _launch_templates_of(group, templates) if _launches_spot(template)]
+        if spot_templates:
+            report(
+                f"Auto Scaling group launches Spot instances (launch template {spot_templates[0].name} sets "
+                "instanceMarketOptions.marketType spot) without capacity rebalancing. Fix: set capacityRebalance "
+                "to true so at-risk Spot instances are replaced before they are interrupted.",
+                group.urn,
             )

@@ -8,8 +8,10 @@ pulumi-aws v7 types several launch-template booleans as the strings "true"/"fals
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+from .model import UNKNOWN, UnknownInputError
 
 
 def is_mapping(value: Any) -> bool:
@@ -78,3 +80,94 @@ def to_plain(value: Any) -> Any:
     if isinstance(value, Sequence):
         return [to_plain(item) for item in value]
     return value
+
+
+class KnownOnlyMapping(Mapping[str, Any]):
+    """Resource inputs as the pack hands them to the rules during preview.
+
+    Reading a value that is UNKNOWN raises UnknownInputError naming its path, so a rule
+    that did not plan for an unknown cannot pass or fail on it by accident; ``peek`` reads
+    it as UNKNOWN for the rules that can decide anyway.
+    """
+
+    def __init__(self, target: Mapping[str, Any], path: tuple[Any, ...] = ()):
+        self._target = target
+        self.path = path
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._target[key]
+        if value is UNKNOWN:
+            raise UnknownInputError((*self.path, key))
+        return known_only(value, (*self.path, key))
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._target
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._target)
+
+    def __len__(self) -> int:
+        return len(self._target)
+
+    def peek(self, key: str, default: Any = None) -> Any:
+        value = self._target.get(key, default)
+        return value if value is UNKNOWN else known_only(value, (*self.path, key))
+
+
+class KnownOnlySequence(Sequence[Any]):
+    """A list input under the same contract as KnownOnlyMapping."""
+
+    def __init__(self, target: Sequence[Any], path: tuple[Any, ...] = ()):
+        self._target = target
+        self.path = path
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self._target))[index]]
+        value = self._target[index]
+        if value is UNKNOWN:
+            raise UnknownInputError((*self.path, index))
+        return known_only(value, (*self.path, index))
+
+    def __len__(self) -> int:
+        return len(self._target)
+
+    def peek_items(self) -> list[Any]:
+        return [
+            value if value is UNKNOWN else known_only(value, (*self.path, index))
+            for index, value in enumerate(self._target)
+        ]
+
+
+def known_only(value: Any, path: tuple[Any, ...] = ()) -> Any:
+    """Wrap plain inputs holding UNKNOWN values so that reading one raises UnknownInputError."""
+    if isinstance(value, (KnownOnlyMapping, KnownOnlySequence)):
+        return value
+    if isinstance(value, Mapping):
+        return KnownOnlyMapping(value, path)
+    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+        return KnownOnlySequence(value, path)
+    return value
+
+
+def peek(value: Any, key: str) -> Any:
+    """``value[key]`` when value is a mapping holding it, UNKNOWN when that is unknown, else None."""
+    if isinstance(value, KnownOnlyMapping):
+        return value.peek(key)
+    if isinstance(value, Mapping):
+        return value.get(key)
+    return None
+
+
+def peek_list(value: Any) -> list[Any]:
+    """``as_list`` that keeps unknown items as UNKNOWN (a whole unknown list is ``[UNKNOWN]``)."""
+    if value is UNKNOWN:
+        return [UNKNOWN]
+    if isinstance(value, KnownOnlySequence):
+        return value.peek_items()
+    return as_list(value)
+
+
+def unknown_at(container: Any, key: Any) -> UnknownInputError:
+    """The error to raise when a rule cannot decide because ``container[key]`` is unknown."""
+    return UnknownInputError((*getattr(container, "path", ()), key))
