@@ -26,7 +26,7 @@ def hourly(instance_type: str) -> float:
 
 def spot_hourly(instance_type: str) -> float:
     family = instance_type.split(".")[0]
-    discounts = [r["discount"] for r in CATALOG["spotDiscounts"] if r["family"] == family]
+    discounts = [r["discount"] for r in CATALOG["spotDiscounts"] if r["family"] == family and r["region"] == "us-east-1"]
     return hourly(instance_type) * (1 - discounts[0]) if discounts else hourly(instance_type)
 
 
@@ -39,7 +39,7 @@ def workday(monthly: float) -> float:
 
 EXPECTED = {
     # minSize 0 in and out of the schedules: only the key. Working hours: 2 p4d nodes (the on-demand
-    # base of 1, and 1 spot) at desired; the workday schedule's maxSize 4 at the dearest type, p5.48xlarge
+    # base of 1, and 1 spot at the p4d discount) at desired; the workday schedule's maxSize 4 at the dearest type, p5.48xlarge
     # (1 on demand, 3 spot), at max. Each node carries a 200 GiB root and a 2000 GiB data volume.
     "vision-train": {
         "min": KMS,
@@ -171,3 +171,16 @@ def test_notebooks_plan_shows_its_idle_shutdown_as_a_scale_to_zero(capsys):
 
     out = capsys.readouterr().out
     assert "step: set capacity to 0" in out and "step +0" not in out
+
+
+def test_llm_infer_in_us_west_2_is_priced_in_full_from_that_regions_rows():
+    settings = load_stack_file(STACKS / "Pulumi.llm-infer.yaml", region="us-west-2")
+
+    estimate, findings = cost_findings(settings)
+
+    [hourly_west] = [r["usdPerHour"] for r in CATALOG["instances"]
+                     if r["instanceType"] == "g5.2xlarge" and r["region"] == "us-west-2"]
+    [gp3_west] = [r["usdPerGbMonth"] for r in CATALOG["storage"] if r["region"] == "us-west-2"]
+    [kms_west] = [r["usdPerKeyMonth"] for r in CATALOG["kms"] if r["region"] == "us-west-2"]
+    assert estimate.complete and findings == []
+    assert round(estimate.monthly.desired, 2) == round(HOURS * hourly_west + 150 * gp3_west + kms_west, 2)

@@ -30,8 +30,9 @@ def rows():
             (price,) = [row["usdPerKeyMonth"] for row in document["kms"] if row["region"] == region]
             return price
 
-        def spot_discount(self, family):
-            (discount,) = [row["discount"] for row in document["spotDiscounts"] if row["family"] == family]
+        def spot_discount(self, family, region):
+            (discount,) = [row["discount"] for row in document["spotDiscounts"]
+                           if row["family"] == family and row["region"] == region]
             return discount
 
     return Rows()

@@ -49,13 +49,13 @@ def test_spot_split_prices_instances_above_the_base_at_the_family_discount(stack
     config = stack_config({
         "name": "train", "instanceTypes": ["g5.2xlarge"], "minSize": 1, "desiredCapacity": 4, "maxSize": 6,
         "onDemandBaseCapacity": 1, "spotPercent": 75, "rootVolumeGiB": 200,
-    }, region="ap-northeast-1")
+    }, region="us-west-2")
 
-    estimate = estimate_stack(config, "ap-northeast-1")
+    estimate = estimate_stack(config, "us-west-2")
 
-    hourly = rows.hourly("g5.2xlarge", "ap-northeast-1")
-    spot_hourly = hourly * (1 - rows.spot_discount("g5"))
-    gb_month = rows.gp3_per_gb_month("ap-northeast-1")
+    hourly = rows.hourly("g5.2xlarge", "us-west-2")
+    spot_hourly = hourly * (1 - rows.spot_discount("g5", "us-west-2"))
+    gb_month = rows.gp3_per_gb_month("us-west-2")
     # Worked by hand: base 1 on demand; of the rest 25% on demand, rounded up.
     # min 1 -> 1 OD + 0 spot; desired 4 -> 1 + ceil(0.75) = 2 OD + 2 spot; max 6 -> 1 + ceil(1.25) = 3 OD + 3 spot.
     expected = {"min": (1, 0), "desired": (2, 2), "max": (3, 3)}
@@ -65,7 +65,7 @@ def test_spot_split_prices_instances_above_the_base_at_the_family_discount(stack
         assert_cents(group.spot.get(scenario), spot * HOURS * spot_hourly)
         volumes = (on_demand + spot) * 200 * gb_month
         assert_cents(group.monthly.get(scenario), on_demand * HOURS * hourly + spot * HOURS * spot_hourly + volumes)
-        assert_cents(estimate.monthly.get(scenario), group.monthly.get(scenario) + rows.kms_key_month("ap-northeast-1"))
+        assert_cents(estimate.monthly.get(scenario), group.monthly.get(scenario) + rows.kms_key_month("us-west-2"))
 
 
 def test_group_scaled_to_zero_twelve_hours_a_day_costs_half(stack_config, rows):
@@ -171,13 +171,24 @@ def test_persistent_volume_is_billed_all_month_even_with_no_instance(stack_confi
     assert len(persistent_lines) == 1 and persistent_lines[0].quantity.min == 500
 
 
-def test_spot_in_a_family_without_a_sourced_discount_is_priced_at_on_demand_and_says_so(stack_config, rows):
-    config = stack_config({"name": "infer", "instanceTypes": ["g4dn.2xlarge"], "minSize": 2, "maxSize": 2})
+def test_spot_in_a_region_without_a_sourced_discount_is_priced_at_on_demand_and_says_so(stack_config, rows):
+    config = stack_config({"name": "infer", "instanceTypes": ["g4dn.2xlarge"], "minSize": 2, "maxSize": 2},
+                          region="eu-west-1")
 
-    group = estimate_stack(config, "us-east-1").groups[0]
+    group = estimate_stack(config, "eu-west-1").groups[0]
 
-    assert_cents(group.spot.desired, 2 * HOURS * rows.hourly("g4dn.2xlarge", "us-east-1"))
-    assert any("no sourced spot discount for g4dn" in note for note in group.notes)
+    assert_cents(group.spot.desired, 2 * HOURS * rows.hourly("g4dn.2xlarge", "eu-west-1"))
+    assert any("no sourced spot discount for g4dn in eu-west-1" in note for note in group.notes)
+
+
+def test_spot_discount_is_the_one_of_the_groups_region(stack_config, rows):
+    group = {"name": "infer", "instanceTypes": ["g6e.2xlarge"], "minSize": 1, "maxSize": 1, "spotPercent": 100}
+
+    for region in ("us-east-1", "us-west-2"):
+        estimate = estimate_stack(stack_config(group, region=region), region)
+
+        expected = HOURS * rows.hourly("g6e.2xlarge", region) * (1 - rows.spot_discount("g6e", region))
+        assert_cents(estimate.groups[0].spot.desired, expected)
 
 
 def test_type_not_offered_in_the_region_is_listed_unpriced_with_the_catalogs_reason(stack_config, rows):

@@ -8,10 +8,12 @@ records that a type is not offered in a region); the estimate lists it as unpric
 from __future__ import annotations
 
 import json
+import re
+from datetime import date
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 DEFAULT_CATALOG_PATH = Path(__file__).resolve().parent.parent / "data" / "prices.json"
@@ -40,9 +42,17 @@ class PriceNotFound(PricingError):
     """The catalog has no price for something the stack uses."""
 
 
+def _iso_date(text: str) -> str:
+    """A real calendar day written YYYY-MM-DD: "2026", "2026-03" or a date with a remark is not a date."""
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        raise ValueError(f"{text!r} is not a date in YYYY-MM-DD form")
+    date.fromisoformat(text)
+    return text
+
+
 # Every row ends with where its figure comes from and the date of that figure.
 Source = Annotated[str, Field(min_length=1)]
-TakenOn = Annotated[str, Field(min_length=4)]
+TakenOn = Annotated[str, AfterValidator(_iso_date)]
 
 
 class _Row(BaseModel):
@@ -94,9 +104,10 @@ class KmsPrice(_Row):
 
 
 class SpotDiscount(_Row):
-    """The smaller published spot saving for a family, as a fraction of the on-demand price."""
+    """The smallest published spot saving among a family's types in one region, as a fraction of on-demand."""
 
     family: str
+    region: str
     discount: float = Field(ge=0, lt=1)
     source: Source
     date: TakenOn
@@ -137,10 +148,10 @@ class Catalog(BaseModel):
                 return row
         raise PriceNotFound(f"no KMS key price for {region}: the catalog has no row for it")
 
-    def spot_discount(self, family: str) -> SpotDiscount | None:
-        """The family's spot discount, or None: then spot is priced like on-demand."""
+    def spot_discount(self, family: str, region: str) -> SpotDiscount | None:
+        """The family's spot discount in the region, or None: then spot is priced like on-demand."""
         for row in self.spot_discounts:
-            if row.family == family:
+            if row.family == family and row.region == region:
                 return row
         return None
 

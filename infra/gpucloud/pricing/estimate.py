@@ -13,8 +13,9 @@ Rules, chosen to err on the expensive side:
   first type without a price leaves min and desired instances unpriced.
 - Purchase options: onDemandBaseCapacity instances run on demand; of the instances above it,
   spotPercent percent are spot, with the on-demand share rounded up (a half instance counts as
-  on-demand). Spot is priced at on-demand x (1 - the family's conservative spot discount);
-  a family without a sourced discount is priced at on-demand and the output says so.
+  on-demand). Spot is priced at on-demand x (1 - the family's conservative spot discount in
+  the region); a family/region without a sourced discount is priced at on-demand and the
+  output says so.
 - Capacity over time: see `gpucloud.pricing.schedule`: scheduled actions simulated over a week;
   min follows the lower bound in force, max the upper bound, desired the scheduled desired.
 - Volumes: root and data gp3 volumes exist only while their instance runs, so they are billed
@@ -211,10 +212,11 @@ def _estimate_group(
     for scenario in SCENARIOS:
         price = priced[scenario]
         family = instance_family(price.instance_type if price is not None else first_type)
-        discount = catalog.spot_discount(family)
+        discount = catalog.spot_discount(family, region)
         spot_price[scenario] = hourly(scenario) * (1 - (discount.discount if discount else 0.0))
         if group.uses_spot and discount is None and price is not None:
-            note = f"spot for {family} priced at on-demand: the catalog has no sourced spot discount for {family}"
+            note = (f"spot for {family} priced at on-demand: the catalog has no sourced spot discount for {family} "
+                    f"in {region}")
             if note not in notes:
                 notes.append(note)
     for name in approximated_schedules(group):
