@@ -8,18 +8,25 @@ import json
 import boto3
 import pytest
 from botocore.exceptions import ClientError
+from botocore.stub import Stubber
 from moto import mock_aws
 
+from gpucloud import cli
 from gpucloud.state_backend import (
     DEFAULT_KEY_ALIAS,
+    AwsCallError,
     BackendError,
     bootstrap_backend,
     format_instructions,
+    tls_only_statement,
+    validate_stack_name,
 )
 
 BUCKET = "acme-gpu-cloud-state"
 REGION = "us-east-1"
+ACCOUNT_ID = "123456789012"
 OTHER_ACCOUNT_ID = "111111111111"
+PURPOSE_TAG = {"Key": "gpu-cloud:purpose", "Value": "pulumi-state"}
 
 
 @pytest.fixture
@@ -107,11 +114,17 @@ def test_first_run_creates_versioned_tls_only_bucket_encrypted_with_a_rotating_k
     assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 90}
     assert rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 7}
 
+    assert s3.get_bucket_tagging(Bucket=BUCKET)["TagSet"] == [PURPOSE_TAG]
+    assert kms.list_resource_tags(KeyId=key["KeyId"])["Tags"] == [
+        {"TagKey": "gpu-cloud:purpose", "TagValue": "pulumi-state"}
+    ]
+
     assert result.created == [
-        f"KMS key {result.key_arn} (symmetric)",
+        f"KMS key {result.key_arn} (symmetric, tagged gpu-cloud:purpose=pulumi-state)",
         f"KMS alias {DEFAULT_KEY_ALIAS} -> {result.key_arn}",
         f"automatic rotation on KMS key {result.key_arn}",
         f"S3 bucket {BUCKET} in {REGION}",
+        f"tag gpu-cloud:purpose=pulumi-state on bucket {BUCKET}",
         f"versioning on bucket {BUCKET}",
         f"default encryption SSE-KMS with {DEFAULT_KEY_ALIAS} (bucket key on) on bucket {BUCKET}",
         f"public access block (all four settings) on bucket {BUCKET}",
@@ -133,9 +146,18 @@ def test_second_run_changes_nothing_and_reports_nothing(session):
     assert len(before["keys"]) == 1
 
 
-def test_key_behind_existing_alias_is_reused_and_its_rotation_turned_on(session):
+def test_default_alias_is_outside_the_project_key_namespace():
+    assert DEFAULT_KEY_ALIAS == "alias/gpu-cloud-state/pulumi"
+    assert not DEFAULT_KEY_ALIAS.startswith("alias/gpu-cloud/")
+
+
+def test_tagged_key_behind_existing_alias_is_reused_and_its_rotation_turned_on(session):
     kms = session.client("kms")
-    existing = kms.create_key(KeySpec="SYMMETRIC_DEFAULT", KeyUsage="ENCRYPT_DECRYPT")["KeyMetadata"]
+    existing = kms.create_key(
+        KeySpec="SYMMETRIC_DEFAULT",
+        KeyUsage="ENCRYPT_DECRYPT",
+        Tags=[{"TagKey": "gpu-cloud:purpose", "TagValue": "pulumi-state"}],
+    )["KeyMetadata"]
     kms.create_alias(AliasName=DEFAULT_KEY_ALIAS, TargetKeyId=existing["KeyId"])
 
     result = bootstrap_backend(session, BUCKET, REGION)
@@ -145,6 +167,27 @@ def test_key_behind_existing_alias_is_reused_and_its_rotation_turned_on(session)
     assert kms.get_key_rotation_status(KeyId=existing["KeyId"])["KeyRotationEnabled"] is True
     assert f"automatic rotation on KMS key {existing['Arn']}" in result.created
     assert not any(change.startswith("KMS key") or change.startswith("KMS alias") for change in result.created)
+
+
+@pytest.mark.parametrize(
+    "tags",
+    [[], [{"TagKey": "gpu-cloud:purpose", "TagValue": "project-key"}], [{"TagKey": "Project", "TagValue": "x"}]],
+)
+def test_key_behind_existing_alias_without_the_purpose_tag_is_refused(session, tags):
+    kms = session.client("kms")
+    someone_elses = kms.create_key(KeySpec="SYMMETRIC_DEFAULT", KeyUsage="ENCRYPT_DECRYPT", Tags=tags)["KeyMetadata"]
+    kms.create_alias(AliasName=DEFAULT_KEY_ALIAS, TargetKeyId=someone_elses["KeyId"])
+
+    with pytest.raises(BackendError) as refusal:
+        bootstrap_backend(session, BUCKET, REGION)
+
+    assert str(refusal.value) == (
+        f"KMS alias {DEFAULT_KEY_ALIAS} points at {someone_elses['Arn']}, which lacks the tag "
+        "gpu-cloud:purpose=pulumi-state that this command puts on the key it creates; pass another --key-alias, "
+        "or tag that key if it is meant to be the state key"
+    )
+    assert kms.get_key_rotation_status(KeyId=someone_elses["KeyId"])["KeyRotationEnabled"] is False
+    assert error_code(lambda: session.client("s3").head_bucket(Bucket=BUCKET)) == "404"
 
 
 def test_alias_on_an_asymmetric_key_is_refused(session):
@@ -178,8 +221,9 @@ def test_bucket_without_versioning_is_refused_and_left_untouched(session):
         bootstrap_backend(session, BUCKET, REGION)
 
     assert str(refusal.value) == (
-        f"bucket '{BUCKET}' exists without versioning; Pulumi state needs versioning to recover from a bad "
-        "update; enable it yourself or pick a new name"
+        f"bucket '{BUCKET}' exists without versioning and without the gpu-cloud:purpose=pulumi-state tag of a "
+        "bucket this command created; Pulumi state needs versioning to recover from a bad update; "
+        "enable it yourself or pick a new name"
     )
     assert "Status" not in s3.get_bucket_versioning(Bucket=BUCKET)
     no_encryption = "ServerSideEncryptionConfigurationNotFoundError"
@@ -247,11 +291,11 @@ def test_instructions_hold_the_exact_login_and_stack_init_lines(session):
     assert result.login_command == f"pulumi login 's3://{BUCKET}?region=eu-west-1&awssdk=v2'"
     assert "  pulumi login 's3://acme-gpu-cloud-state?region=eu-west-1&awssdk=v2'" in instructions
     assert (
-        "  pulumi stack init dev --secrets-provider 'awskms://alias/gpu-cloud/pulumi-state?region=eu-west-1'"
+        "  pulumi stack init dev --secrets-provider 'awskms://alias/gpu-cloud-state/pulumi?region=eu-west-1'"
         in instructions
     )
     assert (
-        "  pulumi stack init prod --secrets-provider 'awskms://alias/gpu-cloud/pulumi-state?region=eu-west-1'"
+        "  pulumi stack init prod --secrets-provider 'awskms://alias/gpu-cloud-state/pulumi?region=eu-west-1'"
         in instructions
     )
     note = "\n".join(instructions)
@@ -262,7 +306,7 @@ def test_instructions_without_stacks_show_a_placeholder_stack_line(session):
     result = bootstrap_backend(session, BUCKET, REGION)
 
     assert (
-        "  pulumi stack init <stack> --secrets-provider 'awskms://alias/gpu-cloud/pulumi-state?region=us-east-1'"
+        "  pulumi stack init <stack> --secrets-provider 'awskms://alias/gpu-cloud-state/pulumi?region=us-east-1'"
         in format_instructions(result, []).splitlines()
     )
 
@@ -276,6 +320,9 @@ def test_stack_name_that_would_break_the_shell_line_is_refused(session):
 
 class NoCallsSession:
     """Stands in for boto3.Session and fails the test if any client is asked for."""
+
+    def __init__(self, **kwargs):
+        pass
 
     def client(self, *args, **kwargs):
         raise AssertionError("validation must refuse before any AWS call")
@@ -297,6 +344,9 @@ class NoCallsSession:
         (BUCKET, "US-EAST-1", DEFAULT_KEY_ALIAS, "not an AWS region"),
         (BUCKET, REGION, "gpu-cloud/pulumi-state", "alias/name"),
         (BUCKET, REGION, "alias/aws/s3", "AWS reserves"),
+        (BUCKET, REGION, "alias/gpu-cloud/pulumi-state", "each project's own key"),
+        (BUCKET, REGION, "alias/state key", "alias/name"),
+        (BUCKET, REGION, "alias/" + "k" * 251, "at most 256"),
     ],
 )
 def test_invalid_names_are_refused_before_any_aws_call(bucket, region, key_alias, complaint):
@@ -311,6 +361,360 @@ def test_cli_bootstraps_then_reports_nothing_changed(session, capsys):
     first = capsys.readouterr().out
     assert "+ " in first
     assert "pulumi login 's3://gpu-cloud-state-cli?region=us-east-1&awssdk=v2'" in first
-    assert "pulumi stack init notebooks --secrets-provider 'awskms://alias/gpu-cloud/pulumi-state?region=us-east-1'" in first
+    assert "pulumi stack init notebooks --secrets-provider 'awskms://alias/gpu-cloud-state/pulumi?region=us-east-1'" in first
     assert main(["backend", "bootstrap", "--bucket", "gpu-cloud-state-cli", "--region", "us-east-1", "--stacks", "notebooks"]) == 0
     assert "nothing changed" in capsys.readouterr().out
+
+
+def fail_operation(session: boto3.Session, service: str, operation: str, error: BaseException) -> None:
+    """Make one API operation raise `error` on every client the session creates; moto serves the rest."""
+
+    def raise_error(**kwargs):
+        raise error
+
+    session.events.register(f"before-call.{service}.{operation}", raise_error)
+
+
+def access_denied(operation: str) -> ClientError:
+    return ClientError(
+        {"Error": {"Code": "AccessDenied", "Message": f"User: arn:aws:iam::{ACCOUNT_ID}:user/ops is not authorized"}},
+        operation,
+    )
+
+
+def test_first_run_stopped_before_versioning_is_finished_by_the_next(aws_credentials):
+    with mock_aws():
+        interrupted = boto3.Session(region_name=REGION)
+        fail_operation(interrupted, "s3", "PutBucketVersioning", KeyboardInterrupt())
+        with pytest.raises(KeyboardInterrupt):
+            bootstrap_backend(interrupted, BUCKET, REGION)
+        s3 = boto3.Session(region_name=REGION).client("s3")
+        assert "Status" not in s3.get_bucket_versioning(Bucket=BUCKET)
+
+        result = bootstrap_backend(boto3.Session(region_name=REGION), BUCKET, REGION)
+
+        assert s3.get_bucket_versioning(Bucket=BUCKET)["Status"] == "Enabled"
+        assert f"versioning on bucket {BUCKET}" in result.created
+        assert not any(change.startswith(("S3 bucket", "KMS key")) for change in result.created)
+        assert bootstrap_backend(boto3.Session(region_name=REGION), BUCKET, REGION).created == []
+
+
+def test_access_denied_midway_names_the_step_and_a_rerun_finishes(aws_credentials):
+    with mock_aws():
+        denied = boto3.Session(region_name=REGION)
+        fail_operation(denied, "s3", "PutBucketPolicy", access_denied("PutBucketPolicy"))
+        with pytest.raises(AwsCallError) as failure:
+            bootstrap_backend(denied, BUCKET, REGION)
+        assert str(failure.value) == (
+            f"could not set the TLS-only policy on bucket {BUCKET}: PutBucketPolicy failed with AccessDenied: "
+            f"User: arn:aws:iam::{ACCOUNT_ID}:user/ops is not authorized; "
+            "fix that and run again, it picks up where it stopped"
+        )
+
+        result = bootstrap_backend(boto3.Session(region_name=REGION), BUCKET, REGION)
+
+        assert result.created == [
+            f"bucket policy statement DenyInsecureTransport (TLS only) on bucket {BUCKET}",
+            "lifecycle rule pulumi-state-retention (noncurrent versions expire after 90 days, "
+            f"incomplete uploads aborted after 7) on bucket {BUCKET}",
+        ]
+
+
+def test_tls_only_policy_names_the_bucket_in_the_accounts_partition(aws_credentials):
+    region = "cn-north-1"
+    with mock_aws():
+        session = boto3.Session(region_name=region)
+
+        result = bootstrap_backend(session, BUCKET, region)
+
+        [statement] = json.loads(session.client("s3", region_name=region).get_bucket_policy(Bucket=BUCKET)["Policy"])[
+            "Statement"
+        ]
+        assert sorted(statement["Resource"]) == [f"arn:aws-cn:s3:::{BUCKET}", f"arn:aws-cn:s3:::{BUCKET}/*"]
+        assert result.key_arn.startswith("arn:aws-cn:kms:cn-north-1:")
+        assert bootstrap_backend(session, BUCKET, region).created == []
+
+
+@pytest.mark.parametrize("partition", ["aws", "aws-cn", "aws-us-gov"])
+def test_tls_only_statement_uses_the_given_partition(partition):
+    assert tls_only_statement(BUCKET, partition)["Resource"] == [
+        f"arn:{partition}:s3:::{BUCKET}",
+        f"arn:{partition}:s3:::{BUCKET}/*",
+    ]
+
+
+class StubbedSession:
+    """Stands in for boto3.Session: its s3, kms and sts clients answer only what the test queued on their Stubber.
+
+    moto ignores ExpectedBucketOwner and always lets ListBuckets through, so the answers real AWS gives
+    there are stubbed.
+    """
+
+    def __init__(self):
+        real = boto3.Session(region_name=REGION)
+        self.clients = {name: real.client(name, region_name=REGION) for name in ("s3", "kms", "sts")}
+        self.stubs = {name: Stubber(client) for name, client in self.clients.items()}
+        for stub in self.stubs.values():
+            stub.activate()
+        self.stubs["sts"].add_response(
+            "get_caller_identity",
+            {"Account": ACCOUNT_ID, "Arn": f"arn:aws:iam::{ACCOUNT_ID}:user/ops", "UserId": "AIDAEXAMPLE"},
+            {},
+        )
+
+    def client(self, name, region_name=None):
+        return self.clients[name]
+
+    def assert_every_answer_used(self):
+        for stub in self.stubs.values():
+            stub.assert_no_pending_responses()
+
+
+@pytest.fixture
+def stubbed(aws_credentials):
+    return StubbedSession()
+
+
+def test_bucket_aws_says_belongs_to_another_account_is_refused_without_touching_kms(stubbed):
+    stubbed.stubs["s3"].add_client_error(
+        "head_bucket",
+        service_error_code="403",
+        service_message="Forbidden",
+        http_status_code=403,
+        expected_params={"Bucket": BUCKET, "ExpectedBucketOwner": ACCOUNT_ID},
+    )
+
+    with pytest.raises(BackendError) as refusal:
+        bootstrap_backend(stubbed, BUCKET, REGION)
+
+    assert type(refusal.value) is BackendError
+    assert f"'{BUCKET}' already exists and is not this account's" in str(refusal.value)
+    stubbed.assert_every_answer_used()
+
+
+def test_without_list_buckets_permission_an_owned_bucket_is_judged_by_expected_bucket_owner(stubbed):
+    s3, kms = stubbed.stubs["s3"], stubbed.stubs["kms"]
+    owner = {"Bucket": BUCKET, "ExpectedBucketOwner": ACCOUNT_ID}
+    key_id = "1234abcd-12ab-34cd-56ef-1234567890ab"
+    key_arn = f"arn:aws:kms:{REGION}:{ACCOUNT_ID}:key/{key_id}"
+    s3.add_response("head_bucket", {"BucketRegion": REGION}, owner)
+    s3.add_client_error(
+        "list_buckets", service_error_code="AccessDenied", http_status_code=403, expected_params={"Prefix": BUCKET}
+    )
+    s3.add_response("get_bucket_versioning", {"Status": "Enabled"}, owner)
+    kms.add_response(
+        "describe_key",
+        {
+            "KeyMetadata": {
+                "KeyId": key_id,
+                "Arn": key_arn,
+                "KeySpec": "SYMMETRIC_DEFAULT",
+                "KeyUsage": "ENCRYPT_DECRYPT",
+                "KeyState": "Enabled",
+            }
+        },
+        {"KeyId": DEFAULT_KEY_ALIAS},
+    )
+    kms.add_response(
+        "list_resource_tags",
+        {"Tags": [{"TagKey": "gpu-cloud:purpose", "TagValue": "pulumi-state"}], "Truncated": False},
+        {"KeyId": key_id},
+    )
+    kms.add_response("get_key_rotation_status", {"KeyRotationEnabled": True}, {"KeyId": key_id})
+    s3.add_response("get_bucket_versioning", {"Status": "Enabled"}, {"Bucket": BUCKET})
+    s3.add_response(
+        "get_bucket_encryption",
+        {
+            "ServerSideEncryptionConfiguration": {
+                "Rules": [
+                    {
+                        "ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": key_arn},
+                        "BucketKeyEnabled": True,
+                    }
+                ]
+            }
+        },
+        {"Bucket": BUCKET},
+    )
+    s3.add_response(
+        "get_public_access_block",
+        {
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "IgnorePublicAcls": True,
+                "BlockPublicPolicy": True,
+                "RestrictPublicBuckets": True,
+            }
+        },
+        {"Bucket": BUCKET},
+    )
+    policy = {"Version": "2012-10-17", "Statement": [tls_only_statement(BUCKET, "aws")]}
+    s3.add_response("get_bucket_policy", {"Policy": json.dumps(policy)}, {"Bucket": BUCKET})
+    s3.add_response(
+        "get_bucket_lifecycle_configuration",
+        {
+            "Rules": [
+                {
+                    "ID": "pulumi-state-retention",
+                    "Filter": {"Prefix": ""},
+                    "Status": "Enabled",
+                    "NoncurrentVersionExpiration": {"NoncurrentDays": 90},
+                    "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 7},
+                }
+            ]
+        },
+        {"Bucket": BUCKET},
+    )
+
+    result = bootstrap_backend(stubbed, BUCKET, REGION)
+
+    assert result.created == []
+    assert result.key_arn == key_arn
+    stubbed.assert_every_answer_used()
+
+
+@pytest.mark.parametrize(
+    "stack", ["dev", "vision-train", "v1.2_rc", "organization/dev", "organization/gpu-cloud/dev", "s" * 100]
+)
+def test_stack_names_pulumi_accepts_on_a_diy_backend_pass(stack):
+    validate_stack_name(stack)
+
+
+@pytest.mark.parametrize(
+    ("stack", "complaint"),
+    [
+        ("dev; rm -rf ~", "not valid: use at most 100 letters"),
+        ("my stack", "not valid: use at most 100 letters"),
+        ("", "not valid: use at most 100 letters"),
+        ("s" * 101, "not valid: use at most 100 letters"),
+        ("organization//dev", "not valid: use at most 100 letters"),
+        ("organization/gpu-cloud/dev/extra", "not valid: use at most 100 letters"),
+        ("acme/dev", "organization must be 'organization', as in 'organization/dev'"),
+        ("acme/gpu-cloud/dev", "as in 'organization/gpu-cloud/dev'"),
+    ],
+)
+def test_stack_names_pulumi_refuses_are_refused(stack, complaint):
+    with pytest.raises(BackendError, match=complaint):
+        validate_stack_name(stack)
+
+
+def run_cli(*arguments: str) -> int:
+    return cli.main(["backend", "bootstrap", "--bucket", BUCKET, "--region", REGION, *arguments])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "complaint"),
+    [
+        (["--stacks", "dev", "dev; rm -rf ~"], "stack name 'dev; rm -rf ~' is not valid"),
+        (["--key-alias", "alias/aws/s3"], "AWS reserves"),
+        (["--key-alias", "gpu-cloud-state"], "it must look like 'alias/name'"),
+        (["--key-alias", "alias/gpu-cloud/pulumi-state"], "each project's own key"),
+    ],
+)
+def test_cli_refuses_bad_names_with_exit_2_before_any_aws_call(monkeypatch, capsys, arguments, complaint):
+    monkeypatch.setattr(boto3, "Session", NoCallsSession)
+
+    assert run_cli(*arguments) == cli.BACKEND_REFUSED == 2
+
+    output = capsys.readouterr()
+    assert output.out == ""
+    assert output.err.startswith("error: ") and complaint in output.err
+    assert output.err.count("\n") == 1
+
+
+def test_cli_refuses_a_stack_file_whose_name_is_no_stack_name(monkeypatch, capsys, tmp_path):
+    (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
+    (tmp_path / "Pulumi.my stack.yaml").write_text("config: {}\n")
+    monkeypatch.setattr(cli, "STACKS_DIRECTORY", tmp_path)
+    monkeypatch.setattr(boto3, "Session", NoCallsSession)
+
+    assert run_cli() == 2
+
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: {tmp_path / 'Pulumi.my stack.yaml'}: stack name 'my stack' is not valid")
+    assert "rename the file, or name the stacks with --stacks" in error
+
+
+def test_cli_key_alias_names_the_key_it_creates_and_the_secrets_provider(session, capsys):
+    assert run_cli("--key-alias", "alias/team-a/pulumi-state", "--stacks", "dev") == 0
+
+    assert session.client("kms").describe_key(KeyId="alias/team-a/pulumi-state")["KeyMetadata"]["Enabled"] is True
+    assert "pulumi stack init dev --secrets-provider 'awskms://alias/team-a/pulumi-state?region=us-east-1'" in (
+        capsys.readouterr().out
+    )
+
+
+def test_cli_help_shows_the_default_key_alias_and_the_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["backend", "bootstrap", "--help"])
+
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert f"(default: {DEFAULT_KEY_ALIAS})" in help_text
+    assert "exit codes: 0 done, 2 refused" in help_text and "3 an AWS call failed" in help_text
+
+
+def test_cli_access_denied_on_create_key_is_one_line_with_exit_3_and_no_bucket(stubbed, monkeypatch, capsys):
+    stubbed.stubs["s3"].add_client_error(
+        "head_bucket", service_error_code="404", http_status_code=404,
+        expected_params={"Bucket": BUCKET, "ExpectedBucketOwner": ACCOUNT_ID},
+    )
+    stubbed.stubs["kms"].add_client_error("describe_key", service_error_code="NotFoundException", http_status_code=400)
+    stubbed.stubs["kms"].add_client_error(
+        "create_key",
+        service_error_code="AccessDeniedException",
+        service_message=f"User: arn:aws:iam::{ACCOUNT_ID}:user/ops is not authorized to perform: kms:CreateKey",
+        http_status_code=400,
+    )
+    monkeypatch.setattr(boto3, "Session", lambda **kwargs: stubbed)
+
+    assert run_cli("--stacks", "dev") == cli.BACKEND_AWS_CALL_FAILED == 3
+
+    output = capsys.readouterr()
+    assert output.out == ""
+    assert output.err == (
+        f"error: could not set up KMS key {DEFAULT_KEY_ALIAS}: CreateKey failed with AccessDeniedException: "
+        f"User: arn:aws:iam::{ACCOUNT_ID}:user/ops is not authorized to perform: kms:CreateKey; "
+        "fix that and run again, it picks up where it stopped\n"
+    )
+    stubbed.assert_every_answer_used()
+
+
+@pytest.fixture
+def no_credentials(monkeypatch, tmp_path):
+    """No credential source botocore could find; a request that got as far as sending fails the test."""
+    for variable in (
+        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SECURITY_TOKEN", "AWS_SESSION_TOKEN", "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_ROLE_ARN",
+    ):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    real_session = boto3.Session
+
+    def guarded_session(**kwargs):
+        session = real_session(**kwargs)
+        session.events.register("before-send", lambda **_: pytest.fail("a request was sent"))
+        return session
+
+    monkeypatch.setattr(boto3, "Session", guarded_session)
+
+
+def test_cli_without_credentials_says_so_in_one_line_with_exit_3(no_credentials, capsys):
+    assert run_cli("--stacks", "dev") == 3
+
+    output = capsys.readouterr()
+    assert output.out == ""
+    assert output.err == (
+        "error: could not identify the AWS account: no AWS credentials found; set AWS_PROFILE (after "
+        "`aws sso login` or `aws configure`) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, then run again\n"
+    )
+
+
+def test_cli_with_an_unknown_profile_says_so_with_exit_3(no_credentials, monkeypatch, capsys):
+    monkeypatch.setenv("AWS_PROFILE", "nonexistent")
+
+    assert run_cli("--stacks", "dev") == 3
+
+    assert capsys.readouterr().err == "error: AWS configuration: The config profile (nonexistent) could not be found\n"

@@ -4,6 +4,12 @@ for Pulumi's `awskms://` secrets provider.
 Every setting is read first and written only where it differs, so a second run changes nothing and
 reports nothing. An existing bucket that belongs to someone else, or that lacks versioning, is refused
 rather than adopted: Pulumi state must be recoverable, and we do not reconfigure a bucket others use.
+The bucket and key a run creates carry the tag `gpu-cloud:purpose=pulumi-state`: a run that stopped
+half-way is finished by the next one, and a key behind the alias that lacks the tag is refused.
+
+One key serves the bucket's default encryption and the secrets provider: whoever runs Pulumi needs
+both (reading state decrypts the objects, reading config decrypts the secrets), so two keys would
+double the key policies to keep in step without separating any access.
 
 URL forms (Pulumi docs):
 - login: "Using a DIY Backend", AWS S3 section:
@@ -17,13 +23,23 @@ from __future__ import annotations
 import ipaddress
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-DEFAULT_KEY_ALIAS = "alias/gpu-cloud/pulumi-state"
+if TYPE_CHECKING:
+    import boto3
+
+DEFAULT_KEY_ALIAS = "alias/gpu-cloud-state/pulumi"
+"""Outside `alias/gpu-cloud/`, where each project's own key lives (`alias/gpu-cloud/<project>`)."""
+PROJECT_KEY_ALIAS_PREFIX = "alias/gpu-cloud/"
+PURPOSE_TAG_KEY = "gpu-cloud:purpose"
+PURPOSE_TAG_VALUE = "pulumi-state"
+DIY_BACKEND_ORGANIZATION = "organization"
+"""The only organization name a DIY backend accepts in `organization/project/stack`."""
 NONCURRENT_VERSION_DAYS = 90
 INCOMPLETE_UPLOAD_DAYS = 7
 TLS_ONLY_STATEMENT_ID = "DenyInsecureTransport"
@@ -38,13 +54,17 @@ PUBLIC_ACCESS_BLOCKED = {
 
 _REGION_PATTERN = re.compile(r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d+")
 _KEY_ALIAS_PATTERN = re.compile(r"alias/[A-Za-z0-9/_-]{1,250}")
-_STACK_NAME_PATTERN = re.compile(r"[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}")
+_STACK_NAME_PART_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 _RESERVED_BUCKET_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 _RESERVED_BUCKET_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
 
 
 class BackendError(Exception):
     """The backend cannot be bootstrapped as asked; the message names the bucket or key and what to do."""
+
+
+class AwsCallError(BackendError):
+    """An AWS call failed (credentials, permissions, network); the message names the step and AWS's error."""
 
 
 @dataclass(frozen=True)
@@ -73,11 +93,7 @@ class BootstrapResult:
 
     def stack_init_command(self, stack: str) -> str:
         """The `pulumi stack init` line that makes the stack encrypt its secrets with the backend's key."""
-        if not _STACK_NAME_PATTERN.fullmatch(stack):
-            raise BackendError(
-                f"stack name {stack!r} is not valid; use letters, digits, '-', '_' and '.' "
-                "(optionally prefixed by 'project/' or 'org/project/')"
-            )
+        validate_stack_name(stack)
         return f"pulumi stack init {stack} --secrets-provider '{self.secrets_provider}'"
 
 
@@ -86,7 +102,9 @@ def bootstrap_backend(
 ) -> BootstrapResult:
     """Create (or confirm) the state bucket and secrets key; refuse a bucket we must not take over.
 
-    The bucket is checked before the key is touched, so a refusal leaves no orphan key behind.
+    Names are checked before any AWS call, and the bucket before the key is touched, so a refusal
+    leaves no orphan key behind. A failed AWS call raises AwsCallError naming the step; running again
+    after fixing its cause picks up where this run stopped.
     """
     validate_bucket_name(bucket)
     validate_region(region)
@@ -94,17 +112,29 @@ def bootstrap_backend(
 
     s3 = session.client("s3", region_name=region)
     kms = session.client("kms", region_name=region)
-    account_id = session.client("sts", region_name=region).get_caller_identity()["Account"]
+    with _aws_step("identify the AWS account"):
+        identity = session.client("sts", region_name=region).get_caller_identity()
+    account_id = identity["Account"]
+    partition = identity["Arn"].split(":")[1]
 
     created: list[str] = []
-    bucket_exists = _check_existing_bucket(s3, bucket, region, account_id)
-    key_arn = _ensure_key(kms, key_alias, created)
+    with _aws_step(f"check bucket {bucket}"):
+        bucket_exists = _check_existing_bucket(s3, bucket, region, account_id)
+    with _aws_step(f"set up KMS key {key_alias}"):
+        key_arn = _ensure_key(kms, key_alias, created)
     if not bucket_exists:
-        _create_versioned_bucket(s3, bucket, region, created)
-    _ensure_default_encryption(s3, bucket, key_arn, key_alias, created)
-    _ensure_public_access_blocked(s3, bucket, created)
-    _ensure_tls_only_policy(s3, bucket, created)
-    _ensure_lifecycle_rule(s3, bucket, created)
+        with _aws_step(f"create bucket {bucket}"):
+            _create_tagged_bucket(s3, bucket, region, created)
+    with _aws_step(f"enable versioning on bucket {bucket}"):
+        _ensure_versioning(s3, bucket, created)
+    with _aws_step(f"set default encryption on bucket {bucket}"):
+        _ensure_default_encryption(s3, bucket, key_arn, key_alias, created)
+    with _aws_step(f"block public access to bucket {bucket}"):
+        _ensure_public_access_blocked(s3, bucket, created)
+    with _aws_step(f"set the TLS-only policy on bucket {bucket}"):
+        _ensure_tls_only_policy(s3, bucket, partition, created)
+    with _aws_step(f"set the lifecycle rule on bucket {bucket}"):
+        _ensure_lifecycle_rule(s3, bucket, created)
     return BootstrapResult(bucket=bucket, region=region, key_arn=key_arn, key_alias=key_alias, created=created)
 
 
@@ -143,26 +173,57 @@ def validate_region(region: str) -> None:
 
 
 def validate_key_alias(key_alias: str) -> None:
+    """KMS alias rules (`alias/` then letters, digits, '/', '_', '-'; 256 characters in all), outside the
+    namespaces AWS and the project keys use."""
     if not _KEY_ALIAS_PATTERN.fullmatch(key_alias) or key_alias.startswith("alias/aws/"):
         raise BackendError(
             f"key alias {key_alias!r} is not usable: it must look like 'alias/name' "
-            "(letters, digits, '/', '_', '-') and not start with 'alias/aws/', which AWS reserves"
+            "(letters, digits, '/', '_', '-'; at most 256 characters) and not start with 'alias/aws/', "
+            "which AWS reserves"
+        )
+    if key_alias.startswith(PROJECT_KEY_ALIAS_PREFIX):
+        raise BackendError(
+            f"key alias {key_alias!r} is not usable: {PROJECT_KEY_ALIAS_PREFIX}<project> is each project's own "
+            f"key; pick an alias outside {PROJECT_KEY_ALIAS_PREFIX}, such as the default {DEFAULT_KEY_ALIAS}"
         )
 
 
-def tls_only_statement(bucket: str) -> dict[str, Any]:
-    """Deny every request to the bucket and its objects that does not arrive over TLS."""
+def validate_stack_name(stack: str) -> None:
+    """Pulumi's stack name rules on a DIY backend, so the printed `pulumi stack init` line works as pasted.
+
+    `stack`, `organization/stack` or `organization/project/stack`; each part letters, digits, '-', '_'
+    and '.', at most 100 characters (Pulumi docs, "Stacks"); a DIY backend accepts only the literal
+    organization `organization` (pulumi/pulumi, pkg/backend/diy, ParseReference).
+    """
+    parts = stack.split("/")
+    if len(parts) > 3 or not all(_STACK_NAME_PART_PATTERN.fullmatch(part) for part in parts):
+        raise BackendError(
+            f"stack name {stack!r} is not valid: use at most 100 letters, digits, '-', '_' and '.', "
+            f"optionally prefixed by '{DIY_BACKEND_ORGANIZATION}/' or '{DIY_BACKEND_ORGANIZATION}/<project>/'"
+        )
+    if len(parts) > 1 and parts[0] != DIY_BACKEND_ORGANIZATION:
+        raise BackendError(
+            f"stack name {stack!r} is not valid on an S3 backend: its organization must be "
+            f"'{DIY_BACKEND_ORGANIZATION}', as in '{DIY_BACKEND_ORGANIZATION}/{'/'.join(parts[1:])}'"
+        )
+
+
+def tls_only_statement(bucket: str, partition: str) -> dict[str, Any]:
+    """Deny every request to the bucket and its objects that does not arrive over TLS.
+
+    `partition` is the ARN partition of the account: aws, aws-cn or aws-us-gov.
+    """
     return {
         "Sid": TLS_ONLY_STATEMENT_ID,
         "Effect": "Deny",
         "Principal": "*",
         "Action": "s3:*",
-        "Resource": [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"],
+        "Resource": [f"arn:{partition}:s3:::{bucket}", f"arn:{partition}:s3:::{bucket}/*"],
         "Condition": {"Bool": {"aws:SecureTransport": "false"}},
     }
 
 
-def with_tls_only_statement(bucket: str, existing_policy: dict[str, Any] | None) -> dict[str, Any]:
+def with_tls_only_statement(bucket: str, partition: str, existing_policy: dict[str, Any] | None) -> dict[str, Any]:
     """The bucket policy with our TLS-only statement in place of any older copy; other statements stay."""
     existing_policy = existing_policy or {}
     others = [
@@ -171,7 +232,11 @@ def with_tls_only_statement(bucket: str, existing_policy: dict[str, Any] | None)
         if statement.get("Sid") != TLS_ONLY_STATEMENT_ID
     ]
     extra_keys = {key: value for key, value in existing_policy.items() if key not in ("Version", "Statement")}
-    return {"Version": "2012-10-17", **extra_keys, "Statement": [*others, tls_only_statement(bucket)]}
+    return {
+        "Version": "2012-10-17",
+        **extra_keys,
+        "Statement": [*others, tls_only_statement(bucket, partition)],
+    }
 
 
 def state_lifecycle_rule() -> dict[str, Any]:
@@ -219,6 +284,27 @@ def _error_code(error: ClientError) -> str:
     return error.response.get("Error", {}).get("Code", "")
 
 
+@contextmanager
+def _aws_step(step: str) -> Iterator[None]:
+    """Turn a failed AWS call inside `step` into one line: the step, the API operation, AWS's code and message."""
+    try:
+        yield
+    except NoCredentialsError as error:
+        raise AwsCallError(
+            f"could not {step}: no AWS credentials found; set AWS_PROFILE (after `aws sso login` or "
+            "`aws configure`) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, then run again"
+        ) from error
+    except ClientError as error:
+        details = error.response.get("Error", {})
+        message = " ".join(str(details.get("Message") or "no message").split())
+        raise AwsCallError(
+            f"could not {step}: {error.operation_name} failed with {details.get('Code', 'an unknown error')}: "
+            f"{message}; fix that and run again, it picks up where it stopped"
+        ) from error
+    except BotoCoreError as error:
+        raise AwsCallError(f"could not {step}: {' '.join(str(error).split())}; fix that and run again") from error
+
+
 def _owned_elsewhere(bucket: str) -> BackendError:
     return BackendError(
         f"bucket {bucket!r} already exists and is not this account's (or this account cannot reach it); "
@@ -247,12 +333,24 @@ def _check_existing_bucket(s3: Any, bucket: str, region: str, account_id: str) -
             f"run again with --region {bucket_region}, or pick a new name"
         )
     versioning = s3.get_bucket_versioning(Bucket=bucket, ExpectedBucketOwner=account_id).get("Status")
-    if versioning != "Enabled":
+    if versioning != "Enabled" and not _tagged_as_state_bucket(s3, bucket, account_id):
         raise BackendError(
-            f"bucket {bucket!r} exists without versioning; Pulumi state needs versioning to recover "
-            "from a bad update; enable it yourself or pick a new name"
+            f"bucket {bucket!r} exists without versioning and without the {PURPOSE_TAG_KEY}={PURPOSE_TAG_VALUE} "
+            "tag of a bucket this command created; Pulumi state needs versioning to recover from a bad update; "
+            "enable it yourself or pick a new name"
         )
     return True
+
+
+def _tagged_as_state_bucket(s3: Any, bucket: str, account_id: str) -> bool:
+    """Whether a run of this command created the bucket (and may have stopped before versioning it)."""
+    try:
+        tags = s3.get_bucket_tagging(Bucket=bucket, ExpectedBucketOwner=account_id)["TagSet"]
+    except ClientError as error:
+        if _error_code(error) != "NoSuchTagSet":
+            raise
+        return False
+    return {"Key": PURPOSE_TAG_KEY, "Value": PURPOSE_TAG_VALUE} in tags
 
 
 def _listed_in_account(s3: Any, bucket: str) -> bool:
@@ -271,7 +369,8 @@ def _listed_in_account(s3: Any, bucket: str) -> bool:
     return any(entry["Name"] == bucket for entry in listed)
 
 
-def _create_versioned_bucket(s3: Any, bucket: str, region: str, created: list[str]) -> None:
+def _create_tagged_bucket(s3: Any, bucket: str, region: str, created: list[str]) -> None:
+    """Create the bucket and tag it at once, so a run stopped before the rest of the set-up can be finished."""
     arguments: dict[str, Any] = {"Bucket": bucket}
     # us-east-1 is the default location and AWS rejects it as an explicit LocationConstraint.
     if region != "us-east-1":
@@ -288,6 +387,13 @@ def _create_versioned_bucket(s3: Any, bucket: str, region: str, created: list[st
             ) from error
         raise
     created.append(f"S3 bucket {bucket} in {region}")
+    s3.put_bucket_tagging(Bucket=bucket, Tagging={"TagSet": [{"Key": PURPOSE_TAG_KEY, "Value": PURPOSE_TAG_VALUE}]})
+    created.append(f"tag {PURPOSE_TAG_KEY}={PURPOSE_TAG_VALUE} on bucket {bucket}")
+
+
+def _ensure_versioning(s3: Any, bucket: str, created: list[str]) -> None:
+    if s3.get_bucket_versioning(Bucket=bucket).get("Status") == "Enabled":
+        return
     s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     created.append(f"versioning on bucket {bucket}")
 
@@ -303,15 +409,17 @@ def _ensure_key(kms: Any, key_alias: str, created: list[str]) -> str:
 
     if metadata is None:
         metadata = kms.create_key(
-            Description="Pulumi secrets provider key for the gpu-cloud state backend",
+            Description="gpu-cloud Pulumi state backend: state bucket encryption and the awskms secrets provider",
             KeySpec="SYMMETRIC_DEFAULT",
             KeyUsage="ENCRYPT_DECRYPT",
+            Tags=[{"TagKey": PURPOSE_TAG_KEY, "TagValue": PURPOSE_TAG_VALUE}],
         )["KeyMetadata"]
-        created.append(f"KMS key {metadata['Arn']} (symmetric)")
+        created.append(f"KMS key {metadata['Arn']} (symmetric, tagged {PURPOSE_TAG_KEY}={PURPOSE_TAG_VALUE})")
         kms.create_alias(AliasName=key_alias, TargetKeyId=metadata["KeyId"])
         created.append(f"KMS alias {key_alias} -> {metadata['Arn']}")
     else:
         _refuse_unusable_key(metadata, key_alias)
+        _refuse_key_not_created_here(kms, metadata, key_alias)
 
     if not kms.get_key_rotation_status(KeyId=metadata["KeyId"])["KeyRotationEnabled"]:
         kms.enable_key_rotation(KeyId=metadata["KeyId"])
@@ -330,6 +438,18 @@ def _refuse_unusable_key(metadata: dict[str, Any], key_alias: str) -> None:
         raise BackendError(
             f"KMS alias {key_alias} points at {metadata['Arn']}, which is {metadata.get('KeyState')}; "
             "enable the key (or cancel its deletion) or pass another --key-alias"
+        )
+
+
+def _refuse_key_not_created_here(kms: Any, metadata: dict[str, Any], key_alias: str) -> None:
+    """Refuse a key this command did not create: it may be a project's key, or one others rely on."""
+    pages = kms.get_paginator("list_resource_tags").paginate(KeyId=metadata["KeyId"])
+    tags = {tag["TagKey"]: tag["TagValue"] for page in pages for tag in page.get("Tags", [])}
+    if tags.get(PURPOSE_TAG_KEY) != PURPOSE_TAG_VALUE:
+        raise BackendError(
+            f"KMS alias {key_alias} points at {metadata['Arn']}, which lacks the tag "
+            f"{PURPOSE_TAG_KEY}={PURPOSE_TAG_VALUE} that this command puts on the key it creates; "
+            "pass another --key-alias, or tag that key if it is meant to be the state key"
         )
 
 
@@ -377,7 +497,7 @@ def _ensure_public_access_blocked(s3: Any, bucket: str, created: list[str]) -> N
     created.append(f"public access block (all four settings) on bucket {bucket}")
 
 
-def _ensure_tls_only_policy(s3: Any, bucket: str, created: list[str]) -> None:
+def _ensure_tls_only_policy(s3: Any, bucket: str, partition: str, created: list[str]) -> None:
     try:
         current_policy = json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])
     except ClientError as error:
@@ -389,9 +509,10 @@ def _ensure_tls_only_policy(s3: Any, bucket: str, created: list[str]) -> None:
         for statement in _statements(current_policy or {})
         if statement.get("Sid") == TLS_ONLY_STATEMENT_ID
     ]
-    if len(ours) == 1 and _normalized_statement(ours[0]) == _normalized_statement(tls_only_statement(bucket)):
+    wanted = tls_only_statement(bucket, partition)
+    if len(ours) == 1 and _normalized_statement(ours[0]) == _normalized_statement(wanted):
         return
-    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(with_tls_only_statement(bucket, current_policy)))
+    s3.put_bucket_policy(Bucket=bucket, Policy=json.dumps(with_tls_only_statement(bucket, partition, current_policy)))
     created.append(f"bucket policy statement {TLS_ONLY_STATEMENT_ID} (TLS only) on bucket {bucket}")
 
 
