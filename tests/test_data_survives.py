@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import copy
 
+import boto3
 import pytest
 
-from gpucloud.plan import plan_program, spot_capacity_findings
+from gpucloud.plan import plan_program
 from gpucloud.program import build
 from support import deploy, minimal_config, settings_for
 
@@ -102,6 +103,18 @@ def test_persistent_volume_is_backed_up_daily_into_a_vault_under_the_project_key
     assert {"Key": "gpu-cloud:backup", "Value": "demo"} in volume["Tags"]
 
 
+def test_backups_are_kept_seven_days_unless_configured(account):
+    values = minimal_config(groups=[copy.deepcopy(BASE_GROUP)])
+    assert "backup" not in values
+
+    deploy(settings_for(values), account)
+
+    backup = account.client("backup")
+    [plan_summary] = backup.list_backup_plans()["BackupPlansList"]
+    [rule] = backup.get_backup_plan(BackupPlanId=plan_summary["BackupPlanId"])["BackupPlan"]["Rules"]
+    assert rule["Lifecycle"]["DeleteAfterDays"] == 7
+
+
 def test_backup_role_may_use_the_project_key(baseline):
     import json
 
@@ -117,18 +130,39 @@ def test_stacks_without_persistent_volumes_get_no_backup(account):
     assert deployment.of_type("aws:backup/plan:Plan") == []
 
 
+def subnets_in_zones(zones: str) -> list[str]:
+    """Subnets in the plan's moto account (moto is active while the program runs)."""
+    ec2 = boto3.client("ec2", region_name="us-east-1")
+    vpc = ec2.create_vpc(CidrBlock="10.50.0.0/16")["Vpc"]["VpcId"]
+    return [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.50.{index}.0/24", AvailabilityZone=f"us-east-1{zone}")["Subnet"]["SubnetId"]
+        for index, zone in enumerate(zones)
+    ]
+
+
 @pytest.mark.parametrize(
-    ("group", "warned"),
+    ("group", "zones", "warning"),
     [
-        ({"instanceTypes": ["g5.xlarge"]}, True),
-        ({"instanceTypes": ["g5.xlarge", "g6.xlarge"]}, False),
-        ({"instanceTypes": ["g5.xlarge"], "spotPercent": 0}, False),
+        ({"instanceTypes": ["g5.xlarge"]}, None, "1 instance type(s) in 6 availability zone(s)"),
+        ({"instanceTypes": ["g5.xlarge", "g6.xlarge"]}, "a", "2 instance type(s) in 1 availability zone(s)"),
+        ({"instanceTypes": ["g5.xlarge", "g6.xlarge"]}, "aa", "2 instance type(s) in 1 availability zone(s)"),
+        ({"instanceTypes": ["g5.xlarge", "g6.xlarge"]}, "ab", None),
+        ({"instanceTypes": ["g5.xlarge", "g6.xlarge"]}, None, None),
+        ({"instanceTypes": ["g5.xlarge"], "spotPercent": 0}, None, None),
     ],
+    ids=["one type", "one subnet", "two subnets of one zone", "two zones", "default vpc", "on demand"],
 )
-def test_spot_group_with_a_single_pool_is_warned(group, warned):
-    settings = settings_for(minimal_config(groups=[{"name": "workers", "maxSize": 2, **group}]))
-    plan = plan_program(lambda: build(settings), stack="demo")
-    findings = spot_capacity_findings(plan.resources)
-    assert bool(findings) is warned
-    if warned:
-        assert "capacity shortage" in findings[0].message and "gpu-cloud-demo-workers" in findings[0].message
+def test_spot_group_with_a_single_pool_is_warned(group, zones, warning):
+    def program():
+        network = {"subnetIds": subnets_in_zones(zones)} if zones else {}
+        build(settings_for(minimal_config(network=network, groups=[{"name": "workers", "maxSize": 2, **group}])))
+
+    plan = plan_program(program, stack="demo")
+
+    findings = [finding for finding in plan.findings if finding.rule == "spot-capacity-risk"]
+    if warning is None:
+        assert findings == []
+    else:
+        [finding] = findings
+        assert finding.severity == "warning" and "gpu-cloud-demo-workers" in finding.message
+        assert warning in finding.message and "capacity shortage" in finding.message

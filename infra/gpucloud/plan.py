@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import runpy
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,8 +121,9 @@ def check_policies(resources: list[AppliedResource], config: PolicyConfig | None
     return evaluate(planned, config)
 
 
-def spot_capacity_findings(resources: list[AppliedResource]) -> list[PlanFinding]:
-    """Spot groups with one instance type or one subnet run dry when that single pool is reclaimed."""
+def spot_capacity_findings(resources: list[AppliedResource], subnet_zones: Mapping[str, str]) -> list[PlanFinding]:
+    """Spot groups with one instance type or one availability zone run dry when that single pool is
+    reclaimed (a spot pool is an instance type in a zone; two subnets of one zone are one pool)."""
     findings = []
     for resource in resources:
         if resource.type != "aws:autoscaling/group:Group":
@@ -133,8 +134,8 @@ def spot_capacity_findings(resources: list[AppliedResource]) -> list[PlanFinding
         if not policy or above_base_on_demand >= 100:
             continue
         types = [o.get("instanceType") for o in (policy.get("launchTemplate") or {}).get("overrides", [])]
-        subnets = resource.inputs.get("vpcZoneIdentifiers") or []
-        if len(types) < 2 or len(subnets) < 2:
+        zones = {subnet_zones.get(subnet, subnet) for subnet in resource.inputs.get("vpcZoneIdentifiers") or []}
+        if len(types) < 2 or len(zones) < 2:
             findings.append(
                 PlanFinding(
                     source="capacity",
@@ -143,8 +144,8 @@ def spot_capacity_findings(resources: list[AppliedResource]) -> list[PlanFinding
                     urn=resource.urn,
                     message=(
                         f"{resource.inputs.get('name', resource.name)} uses spot with {len(types)} instance type(s) "
-                        f"and {len(subnets)} subnet(s): when that spot pool runs short the group cannot launch "
-                        "(capacity shortage); list at least two instance types and two subnets"
+                        f"in {len(zones)} availability zone(s): when that spot pool runs short the group cannot "
+                        "launch (capacity shortage); list at least two instance types and subnets in two zones"
                         + (" (a multi-node group stays in the one zone of its cluster placement group)" if resource.inputs.get("placementGroup") else "")
                     ),
                 )
@@ -153,6 +154,9 @@ def spot_capacity_findings(resources: list[AppliedResource]) -> list[PlanFinding
 
 
 def _from_deployment(deployment: Deployment, region: str, policy_config: PolicyConfig | None) -> Plan:
+    """The plan of a deployment whose moto account is still open (the spot rule asks it for zones)."""
+    subnets = deployment.client("ec2").describe_subnets()["Subnets"]
+    subnet_zones = {subnet["SubnetId"]: subnet["AvailabilityZone"] for subnet in subnets}
     return Plan(
         project=deployment.project,
         stack=deployment.stack,
@@ -160,7 +164,7 @@ def _from_deployment(deployment: Deployment, region: str, policy_config: PolicyC
         resources=deployment.resources,
         outputs=deployment.outputs,
         policy_violations=check_policies(deployment.resources, policy_config),
-        findings=spot_capacity_findings(deployment.resources),
+        findings=spot_capacity_findings(deployment.resources, subnet_zones),
     )
 
 
@@ -193,7 +197,7 @@ def plan_stack(settings: StackSettings, policy_config: PolicyConfig | None = Non
 
     with moto_account(settings.region) as account:
         deployment = run_program(lambda: build(settings), account, project=PROJECT, stack=settings.stack)
-    plan = _from_deployment(deployment, settings.region, policy_config)
+        plan = _from_deployment(deployment, settings.region, policy_config)
     plan.cost_estimate, budget = cost_findings(settings)
     plan.findings.extend(budget)
     return plan
@@ -211,7 +215,7 @@ def plan_program(
     """Run any Pulumi program (a team's own, say) through the same offline plan and policy checks."""
     with moto_account(region) as account:
         deployment = run_program(program, account, project=project, stack=stack, config=config)
-    return _from_deployment(deployment, region, policy_config)
+        return _from_deployment(deployment, region, policy_config)
 
 
 def plan_program_file(path: str | Path, **options: Any) -> Plan:
