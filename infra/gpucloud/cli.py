@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from pathlib import Path
 
 from rich.console import Console
@@ -22,46 +23,84 @@ def _stack_file(arguments: argparse.Namespace) -> Path:
     return STACKS_DIRECTORY / f"Pulumi.{arguments.stack}.yaml"
 
 
+PLAN_VIOLATIONS = 1
+"""Exit code of `plan` for a mandatory policy violation or a minimum capacity over budget."""
+PLAN_BAD_INPUT = 2
+"""Exit code of `plan` for a bad stack or policy config, or a --program that is missing or raised."""
+PLAN_FAILED = 3
+"""Exit code of `plan` when gpucloud itself failed planning a stack (a bug, not a config problem)."""
+
+
 def _policy_config(path: str | None):
-    """Read a `pulumi preview --policy-pack-config` file: {"policy-name": {"key": value}, ...}."""
-    from gpucloud.policy import PolicyConfig
+    """Read a `pulumi preview --policy-pack-config` file, levels and all, as the Pulumi CLI reads it."""
+    from gpucloud.policy import RULES, PackConfig, PolicyConfigError
 
     if not path:
-        return PolicyConfig()
-    document = json.loads(Path(path).read_text(encoding="utf-8"))
-    merged: dict = {}
-    for value in document.values():
-        if isinstance(value, dict):
-            merged.update({key: item for key, item in value.items() if key != "enforcementLevel"})
-    return PolicyConfig.from_mapping(merged)
+        return PackConfig()
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        return PackConfig.from_document(document, [rule.name for rule in RULES])
+    except (OSError, UnicodeDecodeError) as error:
+        raise PolicyConfigError(f"policy config {path}: cannot be read: {error.strerror or error}") from None
+    except json.JSONDecodeError as error:
+        raise PolicyConfigError(f"policy config {path}: not valid JSON ({error.msg} at line {error.lineno})") from None
+    except PolicyConfigError as error:
+        raise PolicyConfigError(f"policy config {path}: {error}") from None
+
+
+def _print_error(message: str, error: BaseException, debug: bool) -> None:
+    if debug:
+        shown = error.__cause__ or error
+        traceback.print_exception(type(shown), shown, shown.__traceback__, file=sys.stderr)
+    print(f"error: {message}", file=sys.stderr)
 
 
 def plan(arguments: argparse.Namespace) -> int:
     from gpucloud import plan as planning
     from gpucloud.plan_view import render
+    from gpucloud.policy import PolicyConfigError
+    from gpucloud.program_source import ProgramError, ProgramFailed
 
+    if not arguments.program and (arguments.config_file or arguments.stack_name):
+        print("error: --config-file and --stack-name go with --program", file=sys.stderr)
+        return PLAN_BAD_INPUT
     try:
         policy_config = _policy_config(arguments.policy_config)
         if arguments.program:
             result = planning.plan_program_file(
                 arguments.program,
-                stack=arguments.stack or "dev",
-                region=arguments.region or "us-east-1",
+                config_file=arguments.config_file,
+                stack=arguments.stack_name,
+                region=arguments.region,
                 policy_config=policy_config,
             )
         else:
             settings = load_stack_file(_stack_file(arguments), region=arguments.region)
             result = planning.plan_stack(settings, policy_config)
-    except (ConfigError, FileNotFoundError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    except ProgramFailed as error:
+        hint = "" if arguments.debug else " (--debug shows the traceback)"
+        _print_error(f"{error}{hint}", error, arguments.debug)
+        return PLAN_BAD_INPUT
+    except (ConfigError, PolicyConfigError, ProgramError) as error:
+        _print_error(str(error), error, arguments.debug)
+        return PLAN_BAD_INPUT
+    except Exception as error:
+        lines = [line for line in str(error).splitlines() if line.strip()]
+        detail = f": {lines[0].strip()}" if lines else ""
+        hint = "" if arguments.debug else "; --debug shows the traceback"
+        _print_error(
+            f"gpucloud plan failed: {type(error).__name__}{detail} (a gpucloud bug, not a problem of the stack file{hint})",
+            error,
+            arguments.debug,
+        )
+        return PLAN_FAILED
     if arguments.json:
         print(planning.dumps(result.to_preview_json()))
     else:
         console = Console(soft_wrap=False)
         console.width = arguments.width or (console.width if console.is_terminal else WIDE_OUTPUT)
         render(result, console)
-    return 1 if result.failed else 0
+    return PLAN_VIOLATIONS if result.failed else 0
 
 
 def refresh_prices(arguments: argparse.Namespace) -> int:
@@ -154,14 +193,28 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpucloud", description="Per-project GPU environments on AWS.")
     commands = parser.add_subparsers(dest="command", required=True)
     plan_parser = commands.add_parser(
-        "plan", help="offline preview of a stack on the embedded moto engine (no AWS account, no Pulumi CLI)"
+        "plan",
+        help="offline preview of a stack on the embedded moto engine (no AWS account, no Pulumi CLI)",
+        epilog=f"exit codes: 0 clean, {PLAN_VIOLATIONS} mandatory policy violation or minimum capacity over budget, "
+        f"{PLAN_BAD_INPUT} bad stack or policy config, or a --program that is missing or raised, "
+        f"{PLAN_FAILED} gpucloud itself failed",
     )
     source = plan_parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
     source.add_argument("--config", help="any stack config file")
-    source.add_argument("--program", help="any Pulumi program file (e.g. your own __main__.py) instead of gpu-cloud's")
+    source.add_argument(
+        "--program",
+        help="any Pulumi program instead of gpu-cloud's: a .py file, or a folder with a Pulumi.yaml or a __main__.py",
+    )
+    plan_parser.add_argument(
+        "--config-file", help="with --program: a Pulumi.<stack>.yaml whose config: map the program reads"
+    )
+    plan_parser.add_argument(
+        "--stack-name", help="with --program: the stack name (default: from --config-file, else dev)"
+    )
     plan_parser.add_argument("--policy-config", help="policy pack config JSON, as for `pulumi preview --policy-pack-config`")
     plan_parser.add_argument("--region", help="override aws:region from the stack file")
+    plan_parser.add_argument("--debug", action="store_true", help="print the traceback of a failed program or plan")
     plan_parser.add_argument("--json", action="store_true", help="print the plan in `pulumi preview --json` layout")
     plan_parser.add_argument("--width", type=int, default=None, help="terminal width for the tree")
     plan_parser.set_defaults(handler=plan)

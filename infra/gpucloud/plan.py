@@ -10,12 +10,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpucloud.config import StackSettings
-from gpucloud.policy import PlannedResource, PolicyConfig, Violation, evaluate
+from gpucloud.config import ConfigError, StackSettings
+from gpucloud.policy import PackConfig, PlannedResource, PolicyConfig, Violation, enforcement_levels, evaluate
+from gpucloud.policy.rules import accepted_iam_findings
+from gpucloud.program_source import ProgramFailed, locate, program_environment, read_stack_config
 from gpucloud.pricing import CostEstimate, PricingError, budget_findings, estimate_stack, unpriced_finding
 from gpucloud.testing import AppliedResource, Deployment, moto_account, run_program
 
 PROJECT = "gpu-cloud"
+POLICY_PACK = "gpu-cloud"
+"""The pack in policies/ (PulumiPolicy.yaml), whose rules the plan runs."""
 
 
 @dataclass(frozen=True)
@@ -24,7 +28,7 @@ class PlanFinding:
 
     source: str
     severity: str
-    """`failure` makes the plan exit 1; `warning` is printed only."""
+    """`failure` makes the plan exit 1; `warning` and `info` are printed only."""
     rule: str
     message: str
     urn: str | None = None
@@ -42,6 +46,12 @@ class Plan:
     findings: list[PlanFinding] = field(default_factory=list)
     cost_estimate: CostEstimate | None = None
     policy_violations: list[Violation] = field(default_factory=list)
+    policy_levels: dict[str, str] = field(default_factory=enforcement_levels)
+    """Each policy of the pack and its enforcement level in this plan (disabled ones did not run)."""
+
+    @property
+    def policies_run(self) -> list[str]:
+        return [name for name, level in self.policy_levels.items() if level != "disabled"]
 
     @property
     def failed(self) -> bool:
@@ -105,7 +115,9 @@ class Plan:
         return document
 
 
-def check_policies(resources: list[AppliedResource], config: PolicyConfig | None = None) -> list[Violation]:
+def check_policies(
+    resources: list[AppliedResource], config: PolicyConfig | PackConfig | None = None
+) -> list[Violation]:
     """Every policy of the review gate over every planned resource, as `pulumi preview --policy-pack` runs them."""
     planned = [
         PlannedResource(
@@ -119,6 +131,29 @@ def check_policies(resources: list[AppliedResource], config: PolicyConfig | None
         if resource.custom
     ]
     return evaluate(planned, config)
+
+
+def accepted_lint_findings(resources: list[AppliedResource]) -> list[PlanFinding]:
+    """Parliament findings of medium severity or worse that pass because ACCEPTED_FINDINGS names them,
+    one info line each with its reason, so a reviewer sees every exception the gate made."""
+    findings = []
+    for resource in resources:
+        if not resource.custom:
+            continue
+        for where, finding in accepted_iam_findings(resource.type, resource.state):
+            findings.append(
+                PlanFinding(
+                    source="iam-lint",
+                    severity="info",
+                    rule="iam-least-privilege",
+                    urn=resource.urn,
+                    message=(
+                        f"IAM {where}: accepted parliament {finding.issue} ({finding.severity}) on "
+                        f"{', '.join(sorted(finding.actions))}: {finding.accepted_reason}"
+                    ),
+                )
+            )
+    return findings
 
 
 def spot_capacity_findings(resources: list[AppliedResource], subnet_zones: Mapping[str, str]) -> list[PlanFinding]:
@@ -153,19 +188,25 @@ def spot_capacity_findings(resources: list[AppliedResource], subnet_zones: Mappi
     return findings
 
 
-def _from_deployment(deployment: Deployment, region: str, policy_config: PolicyConfig | None) -> Plan:
+def _from_deployment(
+    deployment: Deployment, region: str, policy_config: PolicyConfig | PackConfig | None
+) -> Plan:
     """The plan of a deployment whose moto account is still open (the spot rule asks it for zones)."""
     subnets = deployment.client("ec2").describe_subnets()["Subnets"]
     subnet_zones = {subnet["SubnetId"]: subnet["AvailabilityZone"] for subnet in subnets}
-    return Plan(
+    plan = Plan(
         project=deployment.project,
         stack=deployment.stack,
         region=region,
         resources=deployment.resources,
         outputs=deployment.outputs,
         policy_violations=check_policies(deployment.resources, policy_config),
+        policy_levels=enforcement_levels(policy_config),
         findings=spot_capacity_findings(deployment.resources, subnet_zones),
     )
+    if "iam-least-privilege" in plan.policies_run:
+        plan.findings.extend(accepted_lint_findings(deployment.resources))
+    return plan
 
 
 def cost_findings(settings: StackSettings) -> tuple[CostEstimate | None, list[PlanFinding]]:
@@ -191,7 +232,7 @@ def cost_findings(settings: StackSettings) -> tuple[CostEstimate | None, list[Pl
     return estimate, findings
 
 
-def plan_stack(settings: StackSettings, policy_config: PolicyConfig | None = None) -> Plan:
+def plan_stack(settings: StackSettings, policy_config: PolicyConfig | PackConfig | None = None) -> Plan:
     """Run the gpu-cloud program for one stack on a fresh moto account, check the policies, price it."""
     from gpucloud.program import build
 
@@ -208,22 +249,70 @@ def plan_program(
     *,
     stack: str = "dev",
     region: str = "us-east-1",
-    config: dict[str, Any] | None = None,
+    config: Mapping[str, Any] | None = None,
     project: str = PROJECT,
-    policy_config: PolicyConfig | None = None,
+    policy_config: PolicyConfig | PackConfig | None = None,
 ) -> Plan:
-    """Run any Pulumi program (a team's own, say) through the same offline plan and policy checks."""
+    """Run any Pulumi program (a team's own, say) through the same offline plan and policy checks.
+
+    A program that raises is reported as ProgramFailed (the original error is its cause), except
+    gpu-cloud's own ConfigError, which stays a config error.
+    """
     with moto_account(region) as account:
-        deployment = run_program(program, account, project=project, stack=stack, config=config)
+        try:
+            deployment = run_program(program, account, project=project, stack=stack, config=config)
+        except ConfigError:
+            raise
+        except Exception as error:
+            raise ProgramFailed(getattr(program, "__qualname__", repr(program)), error) from error
         return _from_deployment(deployment, region, policy_config)
 
 
-def plan_program_file(path: str | Path, **options: Any) -> Plan:
-    """`plan_program` for a program file, run as Pulumi runs `__main__.py`."""
-    program_path = Path(path)
-    if not program_path.is_file():
-        raise FileNotFoundError(f"{program_path}: no such Pulumi program file")
-    return plan_program(lambda: runpy.run_path(str(program_path), run_name="__main__"), **options)
+def plan_program_file(
+    path: str | Path,
+    *,
+    config_file: str | Path | None = None,
+    stack: str | None = None,
+    region: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    policy_config: PolicyConfig | PackConfig | None = None,
+) -> Plan:
+    """`plan_program` for a program on disk, run as `pulumi preview` runs it.
+
+    ``path`` is a program file or a folder (its Pulumi.yaml `main`, else its `__main__.py`).
+    ``config_file`` is a `Pulumi.<stack>.yaml` whose `config:` map reaches the program as under
+    Pulumi (bare keys in the project's namespace) and whose name gives the stack, unless ``stack``
+    is given; ``config`` adds values on top. The region is ``region``, else `aws:region`, else
+    us-east-1. Raises ProgramError when the program cannot be found or configured, and
+    ProgramFailed (a ProgramError) when it raises.
+    """
+    source = locate(path)
+    project = source.project or PROJECT
+    values = dict(source.config_defaults)
+    stack_name = "dev"
+    if config_file is not None:
+        stack_name, stack_values = read_stack_config(config_file, project)
+        values.update(stack_values)
+    values.update(config or {})
+    region = region or (values.get("aws:region") if isinstance(values.get("aws:region"), str) else None) or "us-east-1"
+    values["aws:region"] = region
+    entry = str(source.entry.resolve())
+
+    def program() -> None:
+        runpy.run_path(entry, run_name="__main__")
+
+    with program_environment(source):
+        try:
+            return plan_program(
+                program,
+                stack=stack or stack_name,
+                region=region,
+                config=values,
+                project=project,
+                policy_config=policy_config,
+            )
+        except ProgramFailed as failed:
+            raise ProgramFailed(str(path), failed.error) from failed.error
 
 
 def dumps(document: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpucloud.plan import Plan
+from gpucloud.plan import POLICY_PACK, Plan
 from gpucloud.pricing import render_estimate
 from gpucloud.testing import AppliedResource
 
@@ -184,6 +184,18 @@ def _tree_rows(plan: Plan) -> list[tuple[str, AppliedResource]]:
     return rows
 
 
+def policy_summary(plan: Plan) -> str:
+    """One line on the policy check, printed even when nothing was found."""
+    disabled = len(plan.policy_levels) - len(plan.policies_run)
+    run = f"{len(plan.policies_run)} run" + (f" ({disabled} disabled by the policy config)" if disabled else "")
+    count = len(plan.policy_violations)
+    violations = f"{count} violation{'' if count == 1 else 's'}"
+    if count:
+        mandatory = sum(1 for violation in plan.policy_violations if violation.mandatory)
+        violations += f": {mandatory} mandatory, {count - mandatory} advisory"
+    return f"Policies: {run}, {violations} ({POLICY_PACK} pack)"
+
+
 def render(plan: Plan, console: Console) -> None:
     console.print(
         f"Previewing update ([bold]{plan.stack}[/bold]) on the moto engine: offline, {plan.region}, nothing is deployed\n"
@@ -211,6 +223,7 @@ def render(plan: Plan, console: Console) -> None:
     unvalidated = [resource for resource in plan.resources if not resource.validated]
     if unvalidated:
         console.print(f"    ({len(unvalidated)} recorded without moto validation: {', '.join(r.type for r in unvalidated)})")
+    console.print(f"\n{policy_summary(plan)}")
     if plan.policy_violations:
         console.print("\nPolicy Violations:")
         names = {resource.urn: f"{resource.type}: {resource.name}" for resource in plan.resources}
@@ -230,7 +243,7 @@ def render(plan: Plan, console: Console) -> None:
     if plan.findings:
         console.print("\nFindings:")
         for finding in plan.findings:
-            style = "bold red" if finding.severity == "failure" else "yellow"
+            style = {"failure": "bold red", "warning": "yellow"}.get(finding.severity, "")
             where = f" {finding.urn}" if finding.urn else ""
             console.print(
                 Text(f"    {finding.severity} [{finding.source}: {finding.rule}]{where}: ", style=style) + Text(finding.message),
