@@ -93,6 +93,58 @@ def test_aws_access_is_oidc_role_assumption_without_static_keys(name):
             assert job["permissions"]["id-token"] == "write"
 
 
+def run_step(script: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """A workflow `run:` script as GitHub runs it on Linux (bash -e -o pipefail)."""
+    environment = {"PATH": os.environ["PATH"], **(env or {})}
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("name", ["preview.yml", "up.yml"])
+def test_offline_gate_passes_each_stacks_own_policy_config(name, tmp_path):
+    gate = load(name)["jobs"]["gate"]
+    script = next(step["run"] for step in gate["steps"] if "gpucloud plan --stack" in step.get("run", ""))
+    (tmp_path / "stacks").mkdir()
+    for stack in ("big", "small"):
+        (tmp_path / "stacks" / f"Pulumi.{stack}.yaml").write_text("config: {}\n")
+    (tmp_path / "policies" / "config").mkdir(parents=True)
+    (tmp_path / "policies" / "config" / "big.json").write_text('{"asg-bounded-and-rebalanced": {"maxGroupSize": 32}}')
+    fake = tmp_path / ".venv" / "bin" / "gpucloud"
+    fake.parent.mkdir(parents=True)
+    fake.write_text('#!/bin/sh\necho "$*" >> calls.log\n')
+    fake.chmod(0o755)
+    result = run_step(script, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "calls.log").read_text().splitlines() == [
+        "plan --stack big --policy-config policies/config/big.json",
+        "plan --stack small",
+    ]
+
+
+@pytest.mark.parametrize("name", ["preview.yml", "up.yml"])
+def test_pulumi_step_takes_the_stacks_policy_config_when_there_is_one(name, tmp_path):
+    job_steps = steps(load(name))
+    pulumi_index = next(i for i, step in enumerate(job_steps) if str(step.get("uses", "")).startswith("pulumi/actions@"))
+    config_step = next(step for step in job_steps if step.get("id") == "policy_config")
+    assert job_steps.index(config_step) < pulumi_index
+    assert job_steps[pulumi_index]["with"]["policyPackConfigs"] == "${{ steps.policy_config.outputs.path }}"
+    assert config_step["env"] == {"STACK": "${{ matrix.stack }}"}  # not expanded into the script
+    (tmp_path / "policies" / "config").mkdir(parents=True)
+    (tmp_path / "policies" / "config" / "big.json").write_text("{}")
+    for stack, expected in (("big", "path=policies/config/big.json\n"), ("small", "")):
+        output = tmp_path / f"output-{stack}"
+        output.write_text("")
+        result = run_step(config_step["run"], tmp_path, {"STACK": stack, "GITHUB_OUTPUT": str(output)})
+        assert result.returncode == 0, result.stderr
+        assert output.read_text() == expected
+
+
 @pytest.mark.parametrize("name, command", [("preview.yml", "preview"), ("up.yml", "up")])
 def test_every_pulumi_run_enforces_the_policy_pack(name, command):
     pulumi_steps = [step for step in steps(load(name)) if str(step.get("uses", "")).startswith("pulumi/actions@")]
