@@ -84,6 +84,8 @@ def _engine_unknown(props: Any, error: UnknownInputError) -> UnknownValueError:
             value = value[key]
     except UnknownValueError as unknown:
         return unknown
+    except (KeyError, IndexError, TypeError):
+        pass  # a path into a value the rule derived; name it as the rule saw it
     return UnknownValueError(UNKNOWN_STRING_VALUE, [str(key) for key in error.path])
 
 

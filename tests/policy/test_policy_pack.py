@@ -22,6 +22,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 from pulumi_policy.proxy import (
+    UNKNOWN_ARRAY_VALUE,
     UNKNOWN_BOOLEAN_VALUE,
     UNKNOWN_OBJECT_VALUE,
     UNKNOWN_STRING_VALUE,
@@ -423,3 +424,13 @@ def test_engine_stack_analysis_links_policies_through_property_dependencies():
         ("data-volume-retained", volume.urn),
     }
     assert all(diagnostic.enforcementLevel == analyzer_pb2.ADVISORY for diagnostic in diagnostics)
+
+
+def test_unknown_reported_with_the_engines_own_type_and_path():
+    from gpucloud.policy import UnknownInputError
+
+    props = unknown_checking_proxy({"ingress": [{"cidrBlocks": UNKNOWN_ARRAY_VALUE}]})
+    found = PACK._engine_unknown(props, UnknownInputError(("ingress", 0, "cidrBlocks")))
+    assert found.message == "Array value at .ingress.0.cidrBlocks can't be known during preview"
+    derived = PACK._engine_unknown(props, UnknownInputError(("Owner",)))
+    assert derived.message == "string value at .Owner can't be known during preview"
