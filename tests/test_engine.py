@@ -108,6 +108,28 @@ def test_urns_are_the_ones_the_pulumi_engine_gives(account):
     ]
 
 
+def test_group_on_a_plain_launch_template_uses_that_template(account):
+    """A group's own `launchTemplate` (not a mixed instances policy) names the template by `id` and `version`."""
+    image = account.client("ec2").describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+
+    def program():
+        template = aws.ec2.LaunchTemplate("nodes", image_id=image, instance_type="g5.xlarge")
+        aws.autoscaling.Group(
+            "nodes",
+            min_size=0,
+            max_size=1,
+            availability_zones=["us-east-1a"],
+            launch_template=aws.autoscaling.GroupLaunchTemplateArgs(id=template.id, version=template.latest_version.apply(str)),
+        )
+
+    run_program(program, account)
+
+    [template] = account.client("ec2").describe_launch_templates()["LaunchTemplates"]
+    [group] = account.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert group["LaunchTemplate"]["LaunchTemplateId"] == template["LaunchTemplateId"]
+    assert group["LaunchTemplate"]["Version"] == "1"
+
+
 def test_placement_groups_are_recorded_but_marked_not_validated(account):
     def program():
         aws.ec2.PlacementGroup("nccl", strategy="cluster")

@@ -7,13 +7,15 @@ from typing import Any
 from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, resource
 
 
-def _template_spec(spec: dict[str, Any] | None) -> dict[str, Any] | None:
+def _template_spec(spec: dict[str, Any] | None, id_key: str = "launchTemplateId", name_key: str = "launchTemplateName") -> dict[str, Any] | None:
+    """A LaunchTemplateSpecification. pulumi-aws names its fields `launchTemplateId`/`launchTemplateName`
+    inside a mixed instances policy, and `id`/`name` on the group's own `launchTemplate`."""
     if not spec:
         return None
     return drop_none(
         {
-            "LaunchTemplateId": spec.get("launchTemplateId"),
-            "LaunchTemplateName": spec.get("launchTemplateName"),
+            "LaunchTemplateId": spec.get(id_key),
+            "LaunchTemplateName": spec.get(name_key),
             "Version": str(spec["version"]) if spec.get("version") is not None else None,
         }
     )
@@ -73,7 +75,7 @@ def create_group(account: Account, request: ResourceRequest) -> Created:
                 "HealthCheckType": inputs.get("healthCheckType"),
                 "HealthCheckGracePeriod": inputs.get("healthCheckGracePeriod"),
                 "PlacementGroup": inputs.get("placementGroup"),
-                "LaunchTemplate": _template_spec(inputs.get("launchTemplate")),
+                "LaunchTemplate": _template_spec(inputs.get("launchTemplate"), id_key="id", name_key="name"),
                 "MixedInstancesPolicy": _mixed_instances_policy(inputs.get("mixedInstancesPolicy")),
                 "Tags": [
                     {
