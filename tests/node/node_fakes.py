@@ -50,6 +50,7 @@ class FakeNvidiaSmi:
     enable_persistence: Reply | None = None
     nvlink: Reply | None = None
     topology: Reply | None = None
+    details: Reply | None = None
     calls: list[tuple[str, ...]] = field(default_factory=list)
 
     def __call__(
@@ -78,7 +79,7 @@ class FakeNvidiaSmi:
             return "persistence"
         if argv[1].startswith("--query-gpu="):
             return "query"
-        return {"-pm": "enable_persistence", "nvlink": "nvlink", "topo": "topology"}[argv[1]]
+        return {"-pm": "enable_persistence", "nvlink": "nvlink", "topo": "topology", "-q": "details"}[argv[1]]
 
     def kinds_called(self) -> list[str]:
         return [self.kind_of(argv) for argv in self.calls]

@@ -26,6 +26,8 @@ from node_fakes import FakeNvidiaSmi, Reply, fixture_text, recorded
 
 H100 = Expectations(gpu_count=1, gpu_model="H100")
 TWO_H200_NVLINK = Expectations(gpu_count=2, gpu_model="H200", nvlink=True)
+TWO_H200_FABRIC = Expectations(gpu_count=2, gpu_model="H200", nvlink=True, fabric=True)
+H100_FABRIC = Expectations(gpu_count=1, gpu_model="H100", fabric=True)
 
 
 def two_h200(query: str = "h200x2/query-gpu.csv", **replies: Reply) -> FakeNvidiaSmi:
@@ -233,21 +235,93 @@ def test_nvlink_status_failure_is_unhealthy_where_nvlink_is_expected():
     assert report.problems == ["GPU nvlink unavailable: nvidia-smi failed with exit status 3: Not Supported"]
 
 
+def older_driver_without(field: str) -> FakeNvidiaSmi:
+    """The H100 recording as a driver that does not know the last query field would print it."""
+    rejected = Reply(stdout=fixture_text("h100/invalid-field.txt").replace("no.such.field", field), returncode=2)
+    without_field = "\n".join(line.rsplit(",", 1)[0] for line in fixture_text("h100/query-gpu.csv").splitlines())
+    return FakeNvidiaSmi(query=[rejected, Reply(stdout=without_field)])
+
+
 def test_query_field_unknown_to_an_older_driver_is_dropped_and_retried():
-    rejected = Reply(
-        stdout=fixture_text("h100/invalid-field.txt").replace("no.such.field", "remapped_rows.failure"),
-        returncode=2,
-    )
-    without_field = "\n".join(
-        line.rsplit(",", 1)[0] for line in fixture_text("h100/query-gpu.csv").splitlines()
-    )
-    nvidia_smi = FakeNvidiaSmi(query=[rejected, Reply(stdout=without_field)])
+    nvidia_smi = older_driver_without("remapped_rows.failure")
 
     report = check_gpus(H100, run=nvidia_smi)
 
     assert report.healthy, report.problems
     assert "remapped_rows.failure" in nvidia_smi.calls[0][1]
     assert "remapped_rows.failure" not in nvidia_smi.calls[1][1]
+
+
+def test_check_skipped_for_an_older_driver_is_named_in_notes_and_json_but_stays_healthy():
+    """Row remapping arrived with Ampere and driver R450: a driver without the field reports on a
+    GPU without the feature, and failing it would abandon every node of that image forever."""
+    report = check_gpus(H100, run=older_driver_without("remapped_rows.failure"))
+
+    assert report.healthy
+    assert report.notes == ["skipped the remapped_rows.failure check: this driver does not know that query field"]
+    assert report.to_dict()["notes"] == report.notes
+
+
+def test_fabric_is_not_queried_unless_the_type_has_nvswitches():
+    nvidia_smi = two_h200()
+
+    check_gpus(TWO_H200_NVLINK, run=nvidia_smi)
+
+    assert "details" not in nvidia_smi.kinds_called()
+
+
+def test_completed_fabric_registration_is_healthy():
+    report = check_gpus(TWO_H200_FABRIC, run=two_h200(details=recorded("synthetic/fabric_completed.txt")))
+
+    assert report.healthy, report.problems
+    assert report.notes == []
+    assert report.fabric == {
+        "00000000:00:06.0": {"state": "Completed", "status": "Success"},
+        "00000000:00:07.0": {"state": "Completed", "status": "Success"},
+    }
+
+
+@pytest.mark.parametrize(
+    "recording, problem",
+    [
+        (
+            "synthetic/fabric_in_progress.txt",
+            "GPU 1: NVSwitch fabric registration is 'In Progress', not Completed (fabric manager)",
+        ),
+        ("synthetic/fabric_failed.txt", "GPU 1: NVSwitch fabric registration failed: Insufficient Resources"),
+    ],
+)
+def test_fabric_still_registering_or_failed_is_unhealthy(recording, problem):
+    report = check_gpus(TWO_H200_FABRIC, run=two_h200(details=recorded(recording)))
+
+    assert report.problems == [problem]
+
+
+def test_fabric_state_the_h100_does_not_report_is_a_note_not_a_fault():
+    nvidia_smi = FakeNvidiaSmi(query=recorded("h100/query-gpu.csv"), details=recorded("h100/q.txt"))
+
+    report = check_gpus(H100_FABRIC, run=nvidia_smi)
+
+    assert report.healthy, report.problems
+    assert report.notes == ["GPU 0: fabric state not reported (N/A); not checked"]
+
+
+def test_driver_without_a_fabric_section_is_a_note_not_a_fault():
+    before_fabric = fixture_text("h100/q.txt").split("    Fabric\n")[0]
+    nvidia_smi = FakeNvidiaSmi(query=recorded("h100/query-gpu.csv"), details=Reply(stdout=before_fabric))
+
+    report = check_gpus(H100_FABRIC, run=nvidia_smi)
+
+    assert report.healthy, report.problems
+    assert report.notes == ["nvidia-smi -q shows no Fabric section (driver before R535); fabric state not checked"]
+
+
+def test_fabric_query_that_fails_is_unhealthy():
+    nvidia_smi = FakeNvidiaSmi(query=recorded("h100/query-gpu.csv"), details=Reply(timed_out=True))
+
+    report = check_gpus(H100_FABRIC, run=nvidia_smi)
+
+    assert report.problems == ["GPU fabric state unavailable: nvidia-smi did not answer within 30 s"]
 
 
 def test_unreadable_counter_is_unhealthy():
@@ -366,6 +440,27 @@ def test_cli_prints_one_reason_per_line_and_exits_one_when_unhealthy(nvidia_smi_
     assert capsys.readouterr().out.splitlines() == [
         "found 1 GPUs, expected 8",
         "GPU 0 is 'NVIDIA H100 80GB HBM3', expected 'A100'",
+    ]
+
+
+def test_cli_prints_skipped_checks_as_notes_after_the_verdict(tmp_path, monkeypatch, capsys):
+    program = tmp_path / "nvidia-smi"
+    without_field = tmp_path / "query-gpu.csv"
+    without_field.write_text(fixture_text("h100/query-gpu.csv").rsplit(",", 1)[0] + "\n")
+    program.write_text(
+        f'#!/bin/sh\ncase "$1" in *remapped_rows.failure*) echo \'Field "remapped_rows.failure" is not a valid '
+        f'field to query.\'; exit 2 ;; --query-gpu=*) cat "{without_field}" ;; esac\n'
+    )
+    program.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    (tmp_path / "node.json").write_text("{}")
+
+    status = main(["--config", str(tmp_path / "node.json"), "check", "--expect-gpus", "1"])
+
+    assert status == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "healthy: 1 GPU(s) (NVIDIA H100 80GB HBM3), driver 580.159.04",
+        "note: skipped the remapped_rows.failure check: this driver does not know that query field",
     ]
 
 

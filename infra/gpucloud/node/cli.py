@@ -98,6 +98,12 @@ def _add_check_options(parser: argparse.ArgumentParser) -> None:
         help="require every GPU's NVLink links up",
     )
     parser.add_argument(
+        "--fabric",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="require NVSwitch fabric registration completed (nvidia-smi -q)",
+    )
+    parser.add_argument(
         "--read-only",
         action="store_true",
         help="change no GPU setting: report persistence mode off instead of enabling it",
@@ -113,6 +119,7 @@ def apply_overrides(config: NodeConfig, arguments: argparse.Namespace) -> NodeCo
             ("expect_model", "expected_gpu_model"),
             ("max_temperature", "max_temperature_c"),
             ("nvlink", "nvlink_expected"),
+            ("fabric", "fabric_expected"),
             ("imds_endpoint", "imds_endpoint"),
         )
     }
@@ -126,6 +133,7 @@ def run_node_check(config: NodeConfig, read_only: bool = False) -> HealthReport:
         gpu_model=config.expected_gpu_model,
         max_temperature_c=config.max_temperature_c,
         nvlink=config.nvlink_expected,
+        fabric=config.fabric_expected,
         required_mounts=config.required_mounts,
     )
     return check_gpus(
@@ -142,12 +150,15 @@ def _check(config: NodeConfig, arguments: argparse.Namespace) -> int:
         log.info("%s", action)
     if arguments.json:
         print(json.dumps(report.to_dict(), indent=2, sort_keys=True))
-    elif report.healthy:
+        return 0 if report.healthy else 1
+    if report.healthy:
         names = ", ".join(sorted({gpu.value("name") for gpu in report.gpus}))
         drivers = ", ".join(sorted({gpu.value("driver_version") for gpu in report.gpus}))
         print(f"healthy: {len(report.gpus)} GPU(s) ({names}), driver {drivers}")
     else:
         print("\n".join(report.problems))
+    for note in report.notes:
+        print(f"note: {note}")
     return 0 if report.healthy else 1
 
 

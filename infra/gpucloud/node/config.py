@@ -38,6 +38,7 @@ class NodeConfig:
     expected_gpu_model: str | None = None
     max_temperature_c: int = 85
     nvlink_expected: bool = False
+    fabric_expected: bool = False
     required_mounts: tuple[str, ...] = ()
     data_disk_device: str | None = None
     persistent_volume_tag_key: str | None = None

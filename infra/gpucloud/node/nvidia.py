@@ -43,6 +43,7 @@ _VENDOR_WORDS = frozenset({"nvidia", "tesla"})
 _ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
 _GPU_NAME = re.compile(r"^GPU(\d+)$")
+_QUERY_REPORT_GPU = re.compile(r"^GPU ([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.[0-9A-Fa-f]+)\s*$")
 
 NvlinkLinks = Mapping[int, Mapping[int, bool]]
 """Per GPU index, each NVLink link number and whether it is up."""
@@ -58,6 +59,8 @@ class Expectations:
     gpu_model: str | None = None
     max_temperature_c: int = 85
     nvlink: bool = False
+    fabric: bool = False
+    """NVSwitch types: every GPU must have registered with the fabric (fabric manager running)."""
     required_mounts: tuple[str, ...] = ()
 
 
@@ -81,14 +84,18 @@ class GpuRecord:
 
 @dataclass
 class HealthReport:
-    """The verdict of one check: healthy exactly when there are no problems."""
+    """The verdict of one check: healthy exactly when there are no problems. Notes name what
+    could not be checked on this driver, without making the node unhealthy."""
 
     expectations: Expectations
     problems: list[str] = field(default_factory=list)
     actions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     gpus: tuple[GpuRecord, ...] = ()
     nvlink: NvlinkLinks | None = None
     topology: Topology | None = None
+    fabric: dict[str, dict[str, str]] | None = None
+    """Per PCI bus id, the State and Status of the NVSwitch fabric registration."""
 
     @property
     def healthy(self) -> bool:
@@ -116,10 +123,12 @@ class HealthReport:
             "healthy": self.healthy,
             "problems": list(self.problems),
             "actions": list(self.actions),
+            "notes": list(self.notes),
             "expected": expected,
             "gpus": [dict(gpu.fields) for gpu in self.gpus],
             "nvlink": nvlink,
             "topology": topology,
+            "fabric": self.fabric,
         }
 
 
@@ -182,6 +191,25 @@ def parse_topology(text: str) -> dict[int, dict[int, str]]:
             if column and int(column.group(1)) != gpu
         }
     return matrix
+
+
+def parse_fabric(text: str) -> dict[str, dict[str, str]]:
+    """The State and Status of each GPU's `Fabric` section in `nvidia-smi -q`, by PCI bus id;
+    empty where the driver prints no such section (before R535)."""
+    fabric: dict[str, dict[str, str]] = {}
+    bus_id, in_fabric = None, False
+    for line in text.splitlines():
+        header = _QUERY_REPORT_GPU.match(line)
+        depth = len(line) - len(line.lstrip(" "))
+        if header:
+            bus_id, in_fabric = header.group(1), False
+        elif depth == 4:
+            in_fabric = line.strip() == "Fabric"
+        elif in_fabric and depth == 8 and bus_id:
+            name, _, value = line.strip().partition(":")
+            if name.strip() in ("State", "Status"):
+                fabric.setdefault(bus_id, {})[name.strip().lower()] = value.strip()
+    return fabric
 
 
 def model_matches(expected: str, actual: str) -> bool:
@@ -267,7 +295,8 @@ def check_gpus(
         f"{path} is not mounted" for path in expectations.required_mounts if not is_mount(path)
     ]
 
-    fields, result = _query(run, nvidia_smi, QUERY_FIELDS, timeout_s)
+    fields, result, skipped = _query(run, nvidia_smi, QUERY_FIELDS, timeout_s)
+    report.notes += [f"skipped the {name} check: this driver does not know that query field" for name in skipped]
     gpus, stray = parse_gpu_query(result.stdout, fields) if not result.timed_out else ([], [])
     if not result.ok:
         report.problems.append(result.describe_failure(timeout_s))
@@ -281,19 +310,23 @@ def check_gpus(
     indexes = [gpu.index for gpu in gpus if gpu.index is not None]
     if len(indexes) > 1 or (expectations.gpu_count or 0) > 1:
         _check_interconnect(report, indexes, run, nvidia_smi, timeout_s)
+    if expectations.fabric:
+        _check_fabric(report, run, nvidia_smi, timeout_s)
     return report
 
 
 def _query(
     run: CommandRunner, nvidia_smi: str, fields: Sequence[str], timeout_s: float
-) -> tuple[tuple[str, ...], CommandResult]:
-    """Query, dropping any field an older driver does not know (it rejects the whole query)."""
-    fields = tuple(fields)
+) -> tuple[tuple[str, ...], CommandResult, list[str]]:
+    """Query, dropping any field an older driver does not know (it rejects the whole query);
+    returns the fields kept, the result and the fields dropped."""
+    fields, dropped = tuple(fields), []
     while True:
         result = run(query_argv(nvidia_smi, fields), timeout_s)
         rejected = _INVALID_FIELD.search(result.stdout + result.stderr)
         if result.ok or not rejected or rejected.group(1) not in fields[1:]:
-            return fields, result
+            return fields, result, dropped
+        dropped.append(rejected.group(1))
         fields = tuple(name for name in fields if name != rejected.group(1))
 
 
@@ -315,7 +348,7 @@ def _ensure_persistence(
             f"{enabled.describe_failure(timeout_s)}"
         )
         return
-    _, recheck = _query(run, nvidia_smi, PERSISTENCE_FIELDS, timeout_s)
+    _, recheck, _ = _query(run, nvidia_smi, PERSISTENCE_FIELDS, timeout_s)
     rows, _ = parse_gpu_query(recheck.stdout, PERSISTENCE_FIELDS)
     if not recheck.ok or any(row.value("persistence_mode").lower() != "enabled" for row in rows):
         report.problems.append(f"persistence mode is still off on {labels} after nvidia-smi -pm 1")
@@ -340,6 +373,27 @@ def _check_interconnect(
                 report.problems += evaluate(indexes, parsed)
         elif required:
             report.problems.append(f"GPU {what} unavailable: {result.describe_failure(timeout_s)}")
+
+
+def _check_fabric(report: HealthReport, run: CommandRunner, nvidia_smi: str, timeout_s: float) -> None:
+    """Each GPU's fabric registration must have completed with Success; a state the driver cannot
+    report (N/A, e.g. before Hopper) and a driver without a Fabric section are notes, not faults."""
+    result = run([nvidia_smi, "-q"], timeout_s)
+    if not result.ok:
+        report.problems.append(f"GPU fabric state unavailable: {result.describe_failure(timeout_s)}")
+        return
+    report.fabric = parse_fabric(result.stdout)
+    if not report.fabric:
+        report.notes.append("nvidia-smi -q shows no Fabric section (driver before R535); fabric state not checked")
+    for gpu in report.gpus if report.fabric else ():
+        entry = report.fabric.get(gpu.value("pci.bus_id"), {})
+        state, status = entry.get("state", ""), entry.get("status", "")
+        if state.lower() in _NOT_APPLICABLE:
+            report.notes.append(f"{gpu.label}: fabric state not reported ({state or 'absent'}); not checked")
+        elif state.lower() != "completed":
+            report.problems.append(f"{gpu.label}: NVSwitch fabric registration is {state!r}, not Completed (fabric manager)")
+        elif status.lower() != "success":
+            report.problems.append(f"{gpu.label}: NVSwitch fabric registration failed: {status}")
 
 
 def _reading(gpu: GpuRecord, name: str, problems: list[str]) -> int | None:
