@@ -21,6 +21,7 @@ import json
 import re
 import shlex
 import tokenize
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -130,10 +131,7 @@ def render_user_data(params: NodeBootstrap) -> str:
         _file(NODE_CONFIG_PATH, json.dumps(node_config_document(params), indent=1, sort_keys=True) + "\n"),
         _file(BOOTSTRAP_ENV_PATH, bootstrap_env(params)),
         *(_file(f"{AGENT_LIB_DIR}/{name}", source) for name, source in agent_sources().items()),
-        _file(AGENT_COMMAND_PATH, AGENT_COMMAND, executable=True),
-        _file(INSTALL_SCRIPT_PATH, INSTALL_SCRIPT, executable=True),
-        _file(STORAGE_SCRIPT_PATH, STORAGE_SCRIPT, executable=True),
-        _file(CLOUDWATCH_SCRIPT_PATH, CLOUDWATCH_SCRIPT, executable=True),
+        *(_file(path, shippable_shell(script), executable=True) for path, script in SCRIPTS.items()),
         _file(
             CLOUDWATCH_CONFIG_PATH, json.dumps(cloudwatch_agent_config(params), separators=(",", ":")) + "\n"
         ),
@@ -274,58 +272,110 @@ def _agent_sources() -> tuple[tuple[str, str], ...]:
 
 
 def shippable_source(source: str) -> str:
-    """Python source without docstrings (each left as ""), comments and function annotations,
-    to fit the user data limit. Only text within lines goes, so tracebacks on the node still
-    name the right line numbers. The agent never evaluates its function annotations
-    (`from __future__ import annotations`); dataclass field annotations stay."""
+    """Python source as the node gets it: each statement on one line, at the line where it
+    starts in the repository (so tracebacks on the node name repository line numbers), without
+    docstrings, comments, function annotations or the spaces Python does not need, indented one
+    space a level. The agent never evaluates its function annotations (`from __future__ import
+    annotations`); dataclass field annotations stay. Built from tokens, with f-strings copied as
+    written, so that every Python the package supports ships the same bytes."""
+    dropped, placeholders = _docstring_and_annotation_spans(source)
     lines = source.splitlines(keepends=True)
-    cuts: list[tuple[int, int, int]] = []
+    rows: list[str | None] = [""] * len(lines)
+    depth, parts, start, previous = 0, [""], (0, 0), (0, "")
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    for token in tokens:
+        kind, text = token.type, token.string
+        if kind == tokenize.INDENT:
+            depth += 1
+        elif kind == tokenize.DEDENT:
+            depth -= 1
+        elif kind == tokenize.NEWLINE:
+            statement = "".join(parts)
+            if statement:
+                rows[start[0] - 1] = " " * start[1] + statement
+                folded = statement.count("\n")
+                rows[start[0] : start[0] + folded] = [None] * folded
+            parts, previous = [""], (0, "")
+        elif kind in _LAYOUT_TOKENS or text == "->" or _inside(token.start, token.end, dropped):
+            if token.start in placeholders:
+                parts, start = ['""'], (token.start[0], depth)
+        else:
+            if kind == _FSTRING_START:
+                end = _fstring_end(tokens)
+                text = _source_between(lines, token.start, end)
+            if not parts[-1]:
+                start = (token.start[0], depth)
+            elif (previous[1][-1:].isalnum() or previous[1].endswith("_")) and (text[0].isalnum() or text[0] == "_"):
+                parts.append(" ")
+            elif previous[0] == tokenize.NUMBER and text.startswith("."):
+                parts.append(" ")
+            parts.append(text)
+            previous = (kind, text)
+    return "".join(row + "\n" for row in rows if row is not None).rstrip("\n") + "\n"
+
+
+_LAYOUT_TOKENS = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER})
+_FSTRING_START = getattr(tokenize, "FSTRING_START", None)
+"""From Python 3.12 tokenize splits f-strings into parts; they are copied whole, as written."""
+
+
+def _fstring_end(tokens: Iterator[tokenize.TokenInfo]) -> tuple[int, int]:
+    nested = 1
+    for token in tokens:
+        if token.type == _FSTRING_START:
+            nested += 1
+        elif token.type == tokenize.FSTRING_END:
+            nested -= 1
+            if not nested:
+                return token.end
+    raise SyntaxError("unterminated f-string")
+
+
+def _source_between(lines: list[str], start: tuple[int, int], end: tuple[int, int]) -> str:
+    if start[0] == end[0]:
+        return lines[start[0] - 1][start[1] : end[1]]
+    return lines[start[0] - 1][start[1] :] + "".join(lines[start[0] : end[0] - 1]) + lines[end[0] - 1][: end[1]]
+
+
+Position = tuple[int, int]
+
+
+def _inside(start: Position, end: Position, spans: list[tuple[Position, Position]]) -> bool:
+    return any(low <= start and end <= high for low, high in spans)
+
+
+def _docstring_and_annotation_spans(source: str) -> tuple[list[tuple[Position, Position]], set[Position]]:
+    """Where docstrings (any bare string statement) and parameter annotations are, and which
+    docstrings are a body's only statement, to be kept as "" so the body stays valid."""
+    spans: list[tuple[Position, Position]] = []
+    placeholders: set[Position] = set()
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            _blank_docstring(node, lines)
+        body = getattr(node, "body", None)
+        for statement in body if isinstance(body, list) else ():
+            if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+                if isinstance(statement.value.value, str) and statement.end_lineno is not None:
+                    spans.append(((statement.lineno, statement.col_offset), (statement.end_lineno, statement.end_col_offset or 0)))
+                    if len(body) == 1:
+                        placeholders.add((statement.lineno, statement.col_offset))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            cuts += _annotation_spans(node, lines)
-    text = "".join(lines)
-    for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type == tokenize.COMMENT:
-            cuts.append((token.start[0], token.start[1], token.end[1]))
-    lines = text.splitlines(keepends=True)
-    for row, start, end in sorted(cuts, key=lambda cut: (cut[0], -cut[1])):
-        lines[row - 1] = lines[row - 1][:start] + lines[row - 1][end:]
-    return "".join(line.rstrip() + "\n" for line in lines)
+            arguments = node.args
+            for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg):
+                annotation = argument.annotation if argument is not None else None
+                if annotation is not None and annotation.end_lineno is not None:
+                    spans.append(((argument.lineno, argument.col_offset + len(argument.arg)), (annotation.end_lineno, annotation.end_col_offset or 0)))
+            if node.returns is not None and node.returns.end_lineno is not None:
+                spans.append(((node.returns.lineno, node.returns.col_offset), (node.returns.end_lineno, node.returns.end_col_offset or 0)))
+    return spans, placeholders
 
 
-def _blank_docstring(
-    node: ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]
-) -> None:
-    first = node.body[0]
-    if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)):
-        return
-    if not isinstance(first.value.value, str) or first.end_lineno is None:
-        return
-    lines[first.lineno - 1] = lines[first.lineno - 1][: first.col_offset] + '""\n'
-    for number in range(first.lineno, first.end_lineno):
-        lines[number] = "\n"
-
-
-def _annotation_spans(
-    function: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]
-) -> list[tuple[int, int, int]]:
-    """(line, start column, end column) of each one-line parameter and return annotation."""
-    spans = []
-    arguments = function.args
-    for argument in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
-        annotation = argument.annotation
-        if annotation is not None and annotation.end_lineno == argument.lineno:
-            spans.append(
-                (argument.lineno, argument.col_offset + len(argument.arg), annotation.end_col_offset)
-            )
-    returns = function.returns
-    if returns is not None and returns.lineno == returns.end_lineno:
-        arrow = lines[returns.lineno - 1].rfind(" ->", 0, returns.col_offset)
-        if arrow >= 0:
-            spans.append((returns.lineno, arrow, returns.end_col_offset))
-    return spans
+def shippable_shell(script: str) -> str:
+    """A script without its comment lines (the shebang and shellcheck directives stay) and blank
+    lines: they explain the script here, in the repository, and cost user data bytes on the node."""
+    return "".join(
+        line
+        for line in script.splitlines(keepends=True)
+        if line.strip() and (not line.lstrip().startswith("#") or line.startswith("#!") or "shellcheck " in line)
+    )
 
 
 def _file(path: str, content: str, executable: bool = False) -> dict[str, str]:
@@ -556,3 +606,11 @@ RestartSec=5
 [Install]
 WantedBy=multi-user.target
 """
+
+SCRIPTS = {
+    AGENT_COMMAND_PATH: AGENT_COMMAND,
+    INSTALL_SCRIPT_PATH: INSTALL_SCRIPT,
+    STORAGE_SCRIPT_PATH: STORAGE_SCRIPT,
+    CLOUDWATCH_SCRIPT_PATH: CLOUDWATCH_SCRIPT,
+}
+"""The executables the user data writes, by path."""

@@ -7,6 +7,7 @@ import functools
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,8 @@ from gpucloud.userdata import (
 )
 from node_fakes import fixture_text
 from userdata_samples import HOSTILE, HOSTILE_PARAMS, MINIMAL, TYPICAL, rendered
+
+AGENT_DIR = Path(userdata.__file__).parent / "node"
 
 
 @functools.cache
@@ -233,15 +236,84 @@ def test_agent_written_from_user_data_runs_on_the_standard_library_alone(tmp_pat
     assert imports.stdout.strip() == str(lib / "gpucloud" / "__init__.py")
 
 
-def test_agent_sources_keep_line_numbers_but_drop_docstrings():
-    source = (Path(userdata.__file__).parent / "node" / "nvidia.py").read_text()
+def statement_lines(source: str) -> set[tuple[int, str]]:
+    """(line, kind) of every statement that begins a line, docstrings left out."""
+    lines = source.splitlines()
+    return {
+        (node.lineno, type(node).__name__)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.stmt)
+        and not lines[node.lineno - 1][: node.col_offset].strip()
+        and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str))
+    }
+
+
+@pytest.mark.parametrize("module", sorted(path.name for path in AGENT_DIR.glob("*.py")))
+def test_shipped_agent_keeps_every_statement_on_its_repository_line(module):
+    """Tracebacks on a node then name lines that a reader finds in the repository."""
+    source = (AGENT_DIR / module).read_text()
+
+    shipped = agent_sources()[f"gpucloud/node/{module}"]
+
+    assert statement_lines(shipped) == statement_lines(source)
+
+
+def test_shipped_agent_drops_docstrings_comments_and_annotations():
+    source = (AGENT_DIR / "nvidia.py").read_text()
 
     shipped = agent_sources()["gpucloud/node/nvidia.py"]
 
-    assert len(shipped.splitlines()) == len(source.splitlines())
-    assert "Parse `nvidia-smi nvlink --status`" in source
-    assert "Parse `nvidia-smi nvlink --status`" not in shipped
-    assert "def parse_nvlink_status(" in shipped
+    assert "Parse `nvidia-smi nvlink --status`" in source and "Parse `nvidia-smi nvlink" not in shipped
+    assert "# `nvidia-smi topo -m` underlines" in source and "underlines" not in shipped
+    assert "def parse_nvlink_status(text):" in shipped
+    assert len(gzip.compress(shipped.encode())) < 0.8 * len(gzip.compress(source.encode()))
+
+
+def test_shippable_source_keeps_meaning_of_tricky_tokens():
+    source = (
+        "def f(a: int, *rest: str, key: 'X' = 1) -> dict[str, int]:\n"
+        '    """Only a docstring."""\n'
+        "class Empty:\n"
+        '    """Only a docstring."""\n'
+        "x = f(1) if 1 .real else f'{x!r:>{width}} {{literal}}'  # comment\n"
+        "y = [\n    1,  # one\n    2,\n]\n"
+        "z = 'a' 'b' in'ab'\n"
+    )
+
+    shipped = userdata.shippable_source(source)
+
+    assert shipped.splitlines() == [
+        "def f(a,*rest,key=1):",
+        ' ""',
+        "class Empty:",
+        ' ""',
+        "x=f(1)if 1 .real else f'{x!r:>{width}} {{literal}}'",
+        "y=[1,2,]",
+        "",
+        "",
+        "",
+        "z='a''b'in'ab'",
+    ]
+
+
+@pytest.mark.parametrize("python", ["python3.12", "python3.13"])
+def test_every_supported_python_ships_the_same_agent_bytes(python):
+    """The launch template must not change with the Python that runs `pulumi up`."""
+    interpreter = shutil.which(python)
+    if interpreter is None or subprocess.run([interpreter, "-c", ""], capture_output=True).returncode:
+        pytest.skip(f"{python} is not installed")
+    module = Path(userdata.__file__).read_text()
+    program = (
+        "import ast, io, json, sys, tokenize\nfrom collections.abc import Iterator\n"
+        + module[module.index("def shippable_source") : module.index("def _file(")]
+        + "\nprint(json.dumps({name: shippable_source(open(name).read()) for name in sys.argv[1:]}))"
+    )
+    modules = sorted(str(path) for path in AGENT_DIR.glob("*.py"))
+
+    result = subprocess.run([interpreter, "-c", program, *modules], capture_output=True, text=True, timeout=60)
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {name: userdata.shippable_source(Path(name).read_text()) for name in modules}
 
 
 @pytest.mark.parametrize(

@@ -124,7 +124,7 @@ class DiskTools:
 
     def run(self) -> tuple[int, list[str]]:
         script = self.root / "gpucloud-storage"
-        script.write_text(userdata.STORAGE_SCRIPT)
+        script.write_text(userdata.shippable_shell(userdata.STORAGE_SCRIPT))
         environment = {
             "PATH": f"{self.bin}:/usr/bin:/bin",
             "GPUCLOUD_BOOTSTRAP_ENV": str(self.root / "bootstrap.env"),
