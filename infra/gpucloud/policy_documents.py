@@ -284,7 +284,11 @@ def node_statements(
         {
             "Sid": "NodeCompletesOwnLifecycle",
             "Effect": "Allow",
-            "Action": ["autoscaling:CompleteLifecycleAction", "autoscaling:SetInstanceHealth"],
+            "Action": [
+                "autoscaling:CompleteLifecycleAction",
+                "autoscaling:RecordLifecycleActionHeartbeat",
+                "autoscaling:SetInstanceHealth",
+            ],
             "Resource": groups,
         },
         {

@@ -42,45 +42,52 @@ def aws(aws_credentials):
 
 @dataclass
 class LifecycleActions:
-    """What the CompleteLifecycleAction stand-in recorded; `pending` False answers like AWS
-    does for an instance with no action waiting (e.g. after a reboot)."""
+    """What the CompleteLifecycleAction and RecordLifecycleActionHeartbeat stand-ins recorded;
+    `pending` False (and any completed action) answers like AWS does for an instance with no
+    action waiting (e.g. after a reboot)."""
 
     completed: list[dict[str, str]] = field(default_factory=list)
+    heartbeats: list[dict[str, str]] = field(default_factory=list)
     pending: bool = True
 
 
 @pytest.fixture
 def lifecycle_actions(monkeypatch) -> LifecycleActions:
-    # moto 5 does not implement CompleteLifecycleAction; this stand-in, patched into moto's
-    # Auto Scaling responses, validates the call against moto's groups and hooks and records it.
+    # moto 5 implements neither CompleteLifecycleAction nor RecordLifecycleActionHeartbeat; these
+    # stand-ins, patched into moto's Auto Scaling responses, validate each call against moto's
+    # groups and hooks and record it.
     from moto.autoscaling.exceptions import ValidationError
     from moto.autoscaling.responses import AutoScalingResponse
     from moto.core.responses import EmptyResult
 
     actions = LifecycleActions()
 
-    def complete_lifecycle_action(self):
-        group = self._get_param("AutoScalingGroupName")
-        hook = self._get_param("LifecycleHookName")
-        instance_id = self._get_param("InstanceId")
-        backend = self.autoscaling_backend
+    def pending_action(response) -> dict[str, str]:
+        group = response._get_param("AutoScalingGroupName")
+        hook = response._get_param("LifecycleHookName")
+        instance_id = response._get_param("InstanceId")
+        backend = response.autoscaling_backend
         if not backend.describe_lifecycle_hooks(group, [hook]):
             raise ValidationError(f"No Lifecycle Hook found with name {hook} on group {group}")
         members = [state.instance.id for state in backend.autoscaling_groups[group].instance_states]
-        if instance_id not in members or not actions.pending:
+        done = any(action["instance_id"] == instance_id for action in actions.completed)
+        if instance_id not in members or not actions.pending or done:
             raise ValidationError(f"No active Lifecycle Action found with instance ID {instance_id}")
-        actions.completed.append(
-            {
-                "group": group,
-                "hook": hook,
-                "instance_id": instance_id,
-                "result": self._get_param("LifecycleActionResult"),
-            }
-        )
+        return {"group": group, "hook": hook, "instance_id": instance_id}
+
+    def complete_lifecycle_action(self):
+        actions.completed.append({**pending_action(self), "result": self._get_param("LifecycleActionResult")})
+        return EmptyResult()
+
+    def record_lifecycle_action_heartbeat(self):
+        actions.heartbeats.append(pending_action(self))
         return EmptyResult()
 
     monkeypatch.setattr(
         AutoScalingResponse, "complete_lifecycle_action", complete_lifecycle_action, raising=False
+    )
+    monkeypatch.setattr(
+        AutoScalingResponse, "record_lifecycle_action_heartbeat", record_lifecycle_action_heartbeat, raising=False
     )
     return actions
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
+import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -17,6 +21,8 @@ from gpucloud.node.lifecycle import (
     drain,
     find_group_name,
     gate,
+    heartbeat,
+    identify,
 )
 from gpucloud.node.nvidia import Expectations, check_gpus
 from node_fakes import (
@@ -38,6 +44,7 @@ GROUP_TAG_PATH = "/latest/meta-data/tags/instance/aws:autoscaling:groupName"
 
 def node_config(**changes) -> NodeConfig:
     return NodeConfig(
+        group_name=GROUP,
         region=REGION,
         launch_hook_name=LAUNCH_HOOK,
         terminate_hook_name=TERMINATE_HOOK,
@@ -145,6 +152,104 @@ def test_healthy_node_after_reboot_is_left_in_service(gpu_group, lifecycle_actio
     assert health_status(gpu_group.instance_id).upper() == "HEALTHY"
 
 
+def test_node_that_turns_healthy_on_a_later_boot_check_continues(gpu_group, lifecycle_actions, metadata_stub):
+    """A slow driver load or fabric manager start must not cost the node its place."""
+    metadata_stub.serve_instance(gpu_group.instance_id)
+    checks = iter([unhealthy_check, unhealthy_check, healthy_check])
+    sleeps: list[float] = []
+
+    status = gate(
+        node_config(), metadata_stub.client(), lambda: next(checks)(), client_factory=aws_client, backoff=NO_WAIT, sleep=sleeps.append
+    )
+
+    assert status == 0
+    assert [action["result"] for action in lifecycle_actions.completed] == ["CONTINUE"]
+    assert sleeps == [15, 30]
+
+
+def test_node_unhealthy_on_every_boot_check_is_abandoned_after_the_last(gpu_group, lifecycle_actions, metadata_stub):
+    metadata_stub.serve_instance(gpu_group.instance_id)
+    checks: list[str] = []
+    sleeps: list[float] = []
+
+    def count_checks():
+        checks.append("check")
+        return unhealthy_check()
+
+    status = gate(node_config(), metadata_stub.client(), count_checks, client_factory=aws_client, backoff=NO_WAIT, sleep=sleeps.append)
+
+    assert status == 1
+    assert len(checks) == node_config().boot_check_attempts == 4
+    assert sleeps == [15, 30, 60]
+    assert [action["result"] for action in lifecycle_actions.completed] == ["ABANDON"]
+
+
+def test_region_comes_from_metadata_even_when_the_config_names_another(metadata_stub, caplog):
+    metadata_stub.serve_instance("i-0abc", region="eu-west-1", zone="eu-west-1a")
+
+    assert identify(node_config(region="us-east-1"), metadata_stub.client()) == ("i-0abc", "eu-west-1")
+    assert "node config names region us-east-1, but this instance runs in eu-west-1" in caplog.text
+
+
+def test_region_from_the_config_serves_when_metadata_cannot_tell(metadata_stub):
+    metadata_stub.serve_instance("i-0abc")
+    del metadata_stub.routes["/latest/meta-data/placement/region"]
+
+    assert identify(node_config(region="us-west-2"), metadata_stub.client()) == ("i-0abc", "us-west-2")
+    with pytest.raises(LifecycleError):
+        identify(node_config(region=None), metadata_stub.client())
+
+
+def run_heartbeat(config, stub, sleep, clock=None):
+    return heartbeat(
+        config, stub.client(), client_factory=aws_client, backoff=NO_WAIT, sleep=sleep, clock=clock or (lambda: 0.0)
+    )
+
+
+def test_launch_action_is_kept_alive_at_a_third_of_the_hook_timeout_until_the_gate_completes_it(
+    gpu_group, lifecycle_actions, metadata_stub
+):
+    metadata_stub.serve_instance(gpu_group.instance_id)
+    sleeps: list[float] = []
+
+    def storage_takes_three_beats(seconds: float) -> None:
+        sleeps.append(seconds)
+        if len(sleeps) == 3:
+            run_gate(node_config(), metadata_stub, healthy_check)
+
+    assert run_heartbeat(node_config(), metadata_stub, storage_takes_three_beats) == 0
+
+    assert lifecycle_actions.heartbeats == [
+        {"group": GROUP, "hook": LAUNCH_HOOK, "instance_id": gpu_group.instance_id}
+    ] * 3
+    assert sleeps == [300, 300, 300], "the fixture's hooks time out after 900 s"
+    assert [action["result"] for action in lifecycle_actions.completed] == ["CONTINUE"]
+
+
+def test_heartbeats_stop_at_the_limit_so_a_node_that_never_gets_ready_is_abandoned(
+    gpu_group, lifecycle_actions, metadata_stub
+):
+    metadata_stub.serve_instance(gpu_group.instance_id)
+    now = [0.0]
+
+    def pass_time(seconds: float) -> None:
+        now[0] += seconds
+
+    run_heartbeat(node_config(launch_heartbeat_limit_s=1000), metadata_stub, pass_time, clock=lambda: now[0])
+
+    assert len(lifecycle_actions.heartbeats) == 4, "at 0, 300, 600 and 900 s"
+    assert lifecycle_actions.completed == []
+
+
+def test_no_heartbeat_without_a_launch_hook(gpu_group, lifecycle_actions, metadata_stub):
+    metadata_stub.serve_instance(gpu_group.instance_id)
+    aws_client("autoscaling").delete_lifecycle_hook(LifecycleHookName=LAUNCH_HOOK, AutoScalingGroupName=GROUP)
+
+    assert run_heartbeat(node_config(), metadata_stub, ignore_sleep) == 0
+    assert run_heartbeat(node_config(launch_hook_name=None), metadata_stub, ignore_sleep) == 0
+    assert lifecycle_actions.heartbeats == []
+
+
 def test_gate_without_metadata_cannot_report(aws, metadata_stub):
     with pytest.raises(LifecycleError) as error:
         run_gate(node_config(), metadata_stub, healthy_check)
@@ -178,9 +283,10 @@ def test_spot_notice_saves_checkpoint_then_completes_terminate_hook(
 
     status = run_drain(config, metadata_stub, runner, sleeps.append, max_polls=10)
 
-    uri = f"s3://ml-artifacts/ml/train/checkpoints/{gpu_group.instance_id}/"
+    uri = f"s3://ml-artifacts/ml/train/checkpoints/{GROUP}/{gpu_group.instance_id}/"
+    sync = (sys.executable, "-m", "gpucloud.node", "sync-checkpoint", "--region", REGION, str(tmp_path), uri)
     assert status == 0
-    assert [argv for argv, _ in runner.calls] == [("aws", "s3", "sync", "--no-progress", str(tmp_path), uri)]
+    assert [argv for argv, _ in runner.calls] == [sync]
     assert runner.calls[0][1]["GPUCLOUD_CHECKPOINT_URI"] == uri
     assert lifecycle_actions.completed == [
         {"group": GROUP, "hook": TERMINATE_HOOK, "instance_id": gpu_group.instance_id, "result": "CONTINUE"}
@@ -278,22 +384,71 @@ def test_drain_keeps_polling_through_metadata_outages(gpu_group, lifecycle_actio
     assert len(lifecycle_actions.completed) == 1
 
 
-def test_checkpoint_destination_follows_the_write_prefix():
+def test_checkpoint_destination_is_per_group_and_instance_under_the_write_prefix():
     config = NodeConfig(
-        checkpoint_bucket="bucket", checkpoint_prefix="/team/run 1/", checkpoint_dir="/scratch/ckpt"
+        group_name="gpu-cloud-ml-train",
+        checkpoint_bucket="bucket",
+        checkpoint_prefix="/team/run 1/",
+        checkpoint_dir="/scratch/ckpt",
     )
 
-    assert checkpoint_uri(config, "i-1") == "s3://bucket/team/run 1/checkpoints/i-1/"
-    assert checkpoint_argv(config, "i-1") == [
-        "aws",
-        "s3",
-        "sync",
-        "--no-progress",
+    assert checkpoint_uri(config, "i-1") == "s3://bucket/team/run 1/checkpoints/gpu-cloud-ml-train/i-1/"
+    assert checkpoint_argv(config, "i-1", "eu-west-1")[-4:] == [
+        "--region",
+        "eu-west-1",
         "/scratch/ckpt",
-        "s3://bucket/team/run 1/checkpoints/i-1/",
+        "s3://bucket/team/run 1/checkpoints/gpu-cloud-ml-train/i-1/",
     ]
     assert checkpoint_uri(NodeConfig(checkpoint_bucket="bucket"), "i-1") == "s3://bucket/checkpoints/i-1/"
-    assert checkpoint_argv(NodeConfig(), "i-1") is None
+    assert checkpoint_argv(NodeConfig(), "i-1", "eu-west-1") is None
+
+
+def test_configured_checkpoint_command_is_run_as_given(tmp_path):
+    config = NodeConfig(checkpoint_bucket="bucket", checkpoint_command=("save", "$(reboot)", "a b"))
+
+    assert checkpoint_argv(config, "i-1", REGION) == ["save", "$(reboot)", "a b"]
+
+
+def test_default_checkpoint_syncs_new_and_changed_files_with_boto3_alone(aws, tmp_path, monkeypatch, caplog):
+    s3 = aws_client("s3")
+    s3.create_bucket(Bucket="ml-artifacts")
+    checkpoints = tmp_path / "checkpoints"
+    (checkpoints / "step-1").mkdir(parents=True)
+    (checkpoints / "step-1" / "model.pt").write_bytes(b"weights 1")
+    (checkpoints / "latest").write_text("step-1")
+    (tmp_path / "node.json").write_text("{}")
+    monkeypatch.setenv("GPUCLOUD_NODE_CONFIG", str(tmp_path / "node.json"))
+    monkeypatch.setenv("PATH", "/nonexistent")  # no aws CLI to fall back on
+    uri = "s3://ml-artifacts/runs/checkpoints/g/i-1/"
+    sync = ["sync-checkpoint", "--region", REGION, str(checkpoints), uri]
+
+    caplog.set_level(logging.INFO)
+    assert main(sync) == 0
+    (checkpoints / "latest").write_text("step-2")
+    os.utime(checkpoints / "latest", (time.time() + 60,) * 2)
+    assert main(sync) == 0
+
+    listed = s3.list_objects_v2(Bucket="ml-artifacts")["Contents"]
+    stored = {item["Key"]: s3.get_object(Bucket="ml-artifacts", Key=item["Key"])["Body"].read() for item in listed}
+    assert stored == {
+        "runs/checkpoints/g/i-1/latest": b"step-2",
+        "runs/checkpoints/g/i-1/step-1/model.pt": b"weights 1",
+    }
+    assert [record.getMessage() for record in caplog.records if "uploaded" in record.getMessage()] == [
+        f"uploaded 2 file(s) to {uri}",
+        f"uploaded 1 file(s) to {uri}",
+    ]
+
+
+def test_default_checkpoint_to_a_missing_bucket_fails_without_a_traceback(aws, tmp_path, monkeypatch, caplog):
+    (tmp_path / "latest").write_text("step-1")
+    (tmp_path / "node.json").write_text("{}")
+    monkeypatch.setenv("GPUCLOUD_NODE_CONFIG", str(tmp_path / "node.json"))
+
+    status = main(["sync-checkpoint", "--region", REGION, str(tmp_path), "s3://no-such-bucket/x/"])
+
+    assert status == 1
+    assert "checkpoint sync to s3://no-such-bucket/x/ failed" in caplog.text
 
 
 def test_metadata_requires_a_token_and_renews_an_expired_one(metadata_stub):

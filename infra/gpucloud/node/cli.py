@@ -13,8 +13,13 @@ import os
 import sys
 from collections.abc import Sequence
 
+from pathlib import Path
+
 from gpucloud.node.config import NodeConfig, NodeConfigError, load_node_config
+from gpucloud.node.imds import InstanceMetadata
+from gpucloud.node.lifecycle import LifecycleError, boto3_client, drain, gate, heartbeat, sync_to_s3
 from gpucloud.node.nvidia import Expectations, HealthReport, check_gpus
+from gpucloud.node.volumes import VolumeError, attach_persistent_volume, local_device_for
 
 IMDS_ENDPOINT_ENV = "GPUCLOUD_IMDS_ENDPOINT"
 EXIT_NOT_REPORTED = 3
@@ -33,7 +38,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NodeConfigError as error:
         log.error("%s", error)
         return 2
-    return arguments.handler(apply_overrides(config, arguments), arguments)
+    try:
+        return arguments.handler(apply_overrides(config, arguments), arguments)
+    except VolumeError as error:
+        log.error("%s", error)
+        return 1
+    except LifecycleError as error:
+        log.error("%s: %s", arguments.command, error)
+        return EXIT_NOT_REPORTED
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,11 +76,24 @@ def build_parser() -> argparse.ArgumentParser:
     _add_check_options(gate)
     gate.set_defaults(handler=_gate)
 
+    beat = commands.add_parser(
+        "heartbeat", help="keep the launch lifecycle action pending while the node prepares its disks"
+    )
+    beat.set_defaults(handler=_heartbeat)
+
     drain = commands.add_parser(
         "drain", help="on spot interruption or scale-in: checkpoint, then complete the terminate hook"
     )
     drain.add_argument("--max-polls", type=int, help="give up after this many polls (default: never)")
     drain.set_defaults(handler=_drain)
+
+    sync = commands.add_parser(
+        "sync-checkpoint", help="upload new and changed files under DIRECTORY to S3_URI (the default checkpoint)"
+    )
+    sync.add_argument("--region", required=True)
+    sync.add_argument("directory")
+    sync.add_argument("s3_uri")
+    sync.set_defaults(handler=_sync_checkpoint)
 
     attach = commands.add_parser(
         "attach-volume", help="attach the group's persistent EBS volume by tag; print its device"
@@ -163,50 +188,34 @@ def _check(config: NodeConfig, arguments: argparse.Namespace) -> int:
 
 
 def _gate(config: NodeConfig, arguments: argparse.Namespace) -> int:
-    from gpucloud.node.imds import InstanceMetadata
-    from gpucloud.node.lifecycle import LifecycleError, gate
+    return gate(config, InstanceMetadata(config.imds_endpoint), lambda: run_node_check(config, arguments.read_only))
 
-    try:
-        return gate(
-            config,
-            InstanceMetadata(config.imds_endpoint),
-            lambda: run_node_check(config, arguments.read_only),
-        )
-    except LifecycleError as error:
-        log.error("could not report the health verdict: %s", error)
-        return EXIT_NOT_REPORTED
+
+def _heartbeat(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    return heartbeat(config, InstanceMetadata(config.imds_endpoint))
 
 
 def _drain(config: NodeConfig, arguments: argparse.Namespace) -> int:
-    from gpucloud.node.imds import InstanceMetadata
-    from gpucloud.node.lifecycle import LifecycleError, drain
+    return drain(config, InstanceMetadata(config.imds_endpoint), max_polls=arguments.max_polls)
+
+
+def _sync_checkpoint(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        return drain(config, InstanceMetadata(config.imds_endpoint), max_polls=arguments.max_polls)
-    except LifecycleError as error:
-        log.error("drain failed: %s", error)
-        return EXIT_NOT_REPORTED
+        uploaded = sync_to_s3(Path(arguments.directory), arguments.s3_uri, boto3_client("s3", arguments.region))
+    except (BotoCoreError, ClientError, OSError) as error:
+        log.error("checkpoint sync to %s failed: %s", arguments.s3_uri, error)
+        return 1
+    log.info("uploaded %d file(s) to %s", uploaded, arguments.s3_uri)
+    return 0
 
 
 def _attach_volume(config: NodeConfig, arguments: argparse.Namespace) -> int:
-    from gpucloud.node.imds import InstanceMetadata
-    from gpucloud.node.volumes import VolumeError, attach_persistent_volume
-
-    try:
-        print(attach_persistent_volume(config, InstanceMetadata(config.imds_endpoint)))
-    except VolumeError as error:
-        log.error("%s", error)
-        return 1
+    print(attach_persistent_volume(config, InstanceMetadata(config.imds_endpoint)))
     return 0
 
 
 def _ebs_device(config: NodeConfig, arguments: argparse.Namespace) -> int:
-    from gpucloud.node.imds import InstanceMetadata
-    from gpucloud.node.volumes import VolumeError, local_device_for
-
-    try:
-        print(local_device_for(arguments.device_name, config, InstanceMetadata(config.imds_endpoint)))
-    except VolumeError as error:
-        log.error("%s", error)
-        return 1
+    print(local_device_for(arguments.device_name, config, InstanceMetadata(config.imds_endpoint)))
     return 0

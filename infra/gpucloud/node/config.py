@@ -45,6 +45,9 @@ class NodeConfig:
     persistent_volume_tag_value: str | None = None
     persistent_volume_device: str = "/dev/sdp"
     volume_wait_s: float = 600.0
+    launch_heartbeat_limit_s: float = 3600.0
+    boot_check_attempts: int = 4
+    boot_check_retry_s: float = 15.0
     checkpoint_dir: str = "/scratch/checkpoints"
     checkpoint_bucket: str | None = None
     checkpoint_prefix: str | None = None

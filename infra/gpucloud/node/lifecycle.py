@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -73,11 +74,36 @@ def call_aws(what: str, operation: Callable[[], Any], backoff: Backoff, sleep: S
 
 
 def identify(config: NodeConfig, metadata: InstanceMetadata) -> tuple[str, str]:
-    """This instance's id and region, from metadata (the config may pin the region)."""
+    """This instance's id and region from metadata. The instance runs where metadata says, so a
+    different region in the node config is only a warning; the config's region serves when
+    metadata cannot tell."""
     try:
-        return metadata.instance_id(), config.region or metadata.region()
+        instance_id = metadata.instance_id()
     except MetadataError as error:
         raise LifecycleError(f"cannot identify this instance: {error}") from error
+    try:
+        region = metadata.region()
+    except MetadataError as error:
+        if not config.region:
+            raise LifecycleError(f"cannot tell this instance's region: {error}") from error
+        log.warning("region unreadable from metadata (%s); using %s from the node config", error, config.region)
+        return instance_id, config.region
+    if config.region and config.region != region:
+        log.warning("node config names region %s, but this instance runs in %s; using %s", config.region, region, region)
+    return instance_id, region
+
+
+def check_until_healthy(run_check: Callable[[], HealthReport], backoff: Backoff, sleep: Sleep) -> HealthReport:
+    """A node just booted may still be loading its driver or starting the fabric manager:
+    check again, with growing pauses, before calling it unhealthy."""
+    delays = backoff.delays()
+    while True:
+        report = run_check()
+        delay = next(delays, None)
+        if report.healthy or delay is None:
+            return report
+        log.warning("not healthy yet (%s); checking again in %g s", "; ".join(report.problems), delay)
+        sleep(delay)
 
 
 def gate(
@@ -95,9 +121,12 @@ def gate(
     unhealthy node is marked Unhealthy instead, so Auto Scaling replaces it rather than use it.
     """
     instance_id, region = identify(config, metadata)
-    report = run_check()
+    boot_checks = Backoff(config.boot_check_attempts, config.boot_check_retry_s, max_s=60.0)
+    report = check_until_healthy(run_check, boot_checks, sleep)
     for line in report.actions:
         log.info("%s", line)
+    for note in report.notes:
+        log.warning("not checked: %s", note)
     for problem in report.problems:
         log.warning("unhealthy: %s", problem)
     if report.healthy:
@@ -110,7 +139,7 @@ def gate(
         log.warning("%s is not in an Auto Scaling group; nothing to report", instance_id)
         return verdict
     hook = config.launch_hook_name
-    if hook and _hook_exists(autoscaling, group, hook, backoff, sleep):
+    if hook and _lifecycle_hook(autoscaling, group, hook, backoff, sleep):
         result = CONTINUE if report.healthy else ABANDON
         if complete_lifecycle_action(autoscaling, group, hook, instance_id, result, backoff, sleep):
             return verdict
@@ -127,6 +156,52 @@ def gate(
         )
         log.info("marked %s Unhealthy in %s", instance_id, group)
     return verdict
+
+
+def heartbeat(
+    config: NodeConfig,
+    metadata: InstanceMetadata,
+    client_factory: ClientFactory = boto3_client,
+    backoff: Backoff = Backoff(),
+    sleep: Sleep = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> int:
+    """Keep the launch action pending while the node prepares: waiting for the persistent volume
+    and the data disk alone may outlast the hook's timeout, whose default result is ABANDON.
+    Beats every third of that timeout until the action is no longer pending (the gate completed
+    it) or launch_heartbeat_limit_s has passed; then the hook's own timeout ABANDONs a node that
+    never got ready."""
+    instance_id, region = identify(config, metadata)
+    hook_name = config.launch_hook_name
+    autoscaling = client_factory("autoscaling", region)
+    group = find_group_name(metadata, autoscaling, instance_id, backoff, sleep) if hook_name else None
+    hook = _lifecycle_hook(autoscaling, group, hook_name, backoff, sleep) if group and hook_name else None
+    if hook is None:
+        log.info("no launch hook holds %s; nothing to keep alive", instance_id)
+        return 0
+    interval = hook["HeartbeatTimeout"] / 3
+    deadline = clock() + config.launch_heartbeat_limit_s
+    while clock() < deadline:
+        try:
+            call_aws(
+                "RecordLifecycleActionHeartbeat",
+                lambda: autoscaling.record_lifecycle_action_heartbeat(
+                    LifecycleHookName=hook_name, AutoScalingGroupName=group, InstanceId=instance_id
+                ),
+                backoff,
+                sleep,
+            )
+        except LifecycleError as error:
+            if _is_validation_error(error):
+                log.info("launch action of %s is no longer pending: %s", instance_id, error)
+                return 0
+            log.warning("heartbeat failed; trying again at the next beat: %s", error)
+        sleep(interval)
+    log.warning(
+        "still preparing after %g s: no more heartbeats, so the launch hook's timeout decides",
+        config.launch_heartbeat_limit_s,
+    )
+    return 0
 
 
 def drain(
@@ -155,7 +230,7 @@ def drain(
         if spot is not None or target == TERMINATED:
             if not checkpointed:
                 log.info("termination notice: spot=%s, target lifecycle state=%s", spot, target)
-                save_checkpoint(config, instance_id, run, backoff, sleep)
+                save_checkpoint(config, instance_id, region, run, backoff, sleep)
                 checkpointed = True
             if target == TERMINATED:
                 autoscaling = client_factory("autoscaling", region)
@@ -169,28 +244,50 @@ def drain(
 
 
 def checkpoint_uri(config: NodeConfig, instance_id: str) -> str | None:
-    """s3://<bucket>/<write prefix>/checkpoints/<instance id>/, or None without a bucket."""
+    """s3://<bucket>/<write prefix>/checkpoints/<group>/<instance id>/, or None without a bucket."""
     if not config.checkpoint_bucket:
         return None
     prefix = (config.checkpoint_prefix or "").strip("/")
-    parts = [part for part in (prefix, "checkpoints", instance_id) if part]
+    parts = [part for part in (prefix, "checkpoints", config.group_name, instance_id) if part]
     return f"s3://{config.checkpoint_bucket}/{'/'.join(parts)}/"
 
 
-def checkpoint_argv(config: NodeConfig, instance_id: str) -> list[str] | None:
-    """The configured checkpoint command, else `aws s3 sync` of the checkpoint dir to S3."""
+def checkpoint_argv(config: NodeConfig, instance_id: str, region: str) -> list[str] | None:
+    """The configured checkpoint command, else the agent's own S3 sync of the checkpoint dir
+    (boto3, so the node needs no AWS CLI), run as a child so that its time limit holds."""
     if config.checkpoint_command:
         return list(config.checkpoint_command)
     uri = checkpoint_uri(config, instance_id)
-    return ["aws", "s3", "sync", "--no-progress", config.checkpoint_dir, uri] if uri else None
+    if uri is None:
+        return None
+    return [sys.executable, "-m", "gpucloud.node", "sync-checkpoint", "--region", region, config.checkpoint_dir, uri]
+
+
+def sync_to_s3(directory: Path, uri: str, s3: Any) -> int:
+    """Upload each file under directory whose copy under uri is missing, of another size or
+    older (S3 keeps whole seconds), as `aws s3 sync` decides; returns how many were uploaded."""
+    bucket, _, prefix = uri[len("s3://") :].partition("/")
+    stored = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            stored[item["Key"]] = (item["Size"], item["LastModified"].timestamp())
+    uploaded = 0
+    for path in sorted(path for path in directory.rglob("*") if path.is_file()):
+        key = prefix + path.relative_to(directory).as_posix()
+        size, modified = stored.get(key, (None, 0.0))
+        if size == path.stat().st_size and modified >= int(path.stat().st_mtime):
+            continue
+        s3.upload_file(str(path), bucket, key)
+        uploaded += 1
+    return uploaded
 
 
 def save_checkpoint(
-    config: NodeConfig, instance_id: str, run: CommandRunner, backoff: Backoff, sleep: Sleep
+    config: NodeConfig, instance_id: str, region: str, run: CommandRunner, backoff: Backoff, sleep: Sleep
 ) -> bool:
     """Run the checkpoint command with bounded retries; True once it succeeded. The command also
     gets GPUCLOUD_INSTANCE_ID, GPUCLOUD_CHECKPOINT_DIR and GPUCLOUD_CHECKPOINT_URI."""
-    argv = checkpoint_argv(config, instance_id)
+    argv = checkpoint_argv(config, instance_id, region)
     if argv is None:
         log.warning("no checkpoint bucket or command configured; nothing saved")
         return False
@@ -259,8 +356,7 @@ def complete_lifecycle_action(
             sleep,
         )
     except LifecycleError as error:
-        cause = getattr(error.__cause__, "response", {})
-        if cause.get("Error", {}).get("Code") != "ValidationError":
+        if not _is_validation_error(error):
             raise
         log.info("no pending %s action for %s: %s", hook, instance_id, error)
         return False
@@ -268,14 +364,19 @@ def complete_lifecycle_action(
     return True
 
 
-def _hook_exists(autoscaling: Any, group: str, hook: str, backoff: Backoff, sleep: Sleep) -> bool:
+def _is_validation_error(error: LifecycleError) -> bool:
+    """Auto Scaling's answer when no lifecycle action is pending for the instance."""
+    return getattr(error.__cause__, "response", {}).get("Error", {}).get("Code") == "ValidationError"
+
+
+def _lifecycle_hook(autoscaling: Any, group: str, hook: str, backoff: Backoff, sleep: Sleep) -> dict | None:
     response = call_aws(
         "DescribeLifecycleHooks",
         lambda: autoscaling.describe_lifecycle_hooks(AutoScalingGroupName=group, LifecycleHookNames=[hook]),
         backoff,
         sleep,
     )
-    return any(item.get("LifecycleHookName") == hook for item in response.get("LifecycleHooks", []))
+    return next((item for item in response.get("LifecycleHooks", []) if item.get("LifecycleHookName") == hook), None)
 
 
 def _complete_terminate_hook(
