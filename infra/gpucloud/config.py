@@ -343,6 +343,41 @@ class ScalingConfig(_Model):
         return _unique_names(schedules, "schedule")
 
 
+CHECKPOINT_TIMEOUT_LIMIT_SECONDS = 180
+"""The drain tries a checkpoint three times within the terminate hook's 600 s."""
+
+
+def _check_checkpoint_argument(argument: str) -> str:
+    if not argument or not argument.isprintable():
+        raise ValueError("each command argument must be non-empty printable text (no control characters)")
+    return argument
+
+
+CheckpointArgument = Annotated[str, StringConstraints(max_length=256), AfterValidator(_check_checkpoint_argument)]
+
+
+class CheckpointConfig(_Model):
+    """What the node saves when told to go (spot notice, scale-in). Without a command, the agent
+    uploads `directory` to the group's write prefix; a command runs as given (no shell), with
+    GPUCLOUD_CHECKPOINT_DIR, GPUCLOUD_CHECKPOINT_URI and GPUCLOUD_INSTANCE_ID set."""
+
+    command: list[CheckpointArgument] | None = Field(default=None, min_length=1, max_length=16)
+    directory: Annotated[
+        str, _shaped(r"/[A-Za-z0-9._\-/]*", "use an absolute path of letters, digits and . _ - /", 128)
+    ] = "/scratch/checkpoints"
+    timeout_seconds: int = Field(default=90, ge=10, le=CHECKPOINT_TIMEOUT_LIMIT_SECONDS)
+
+    @field_validator("command")
+    @classmethod
+    def command_fits_in_user_data(cls, command: list[str] | None) -> list[str] | None:
+        if command and sum(len(argument) for argument in command) > 512:
+            raise ValueError(
+                "is longer than 512 characters in all (it travels in the 16 KB of user data); "
+                "put a longer command in a script on the image"
+            )
+        return command
+
+
 class GroupConfig(_Model):
     """One GPU instance group: an Auto Scaling group over one or more GPU instance types."""
 
@@ -361,6 +396,17 @@ class GroupConfig(_Model):
     health_check_grace_period_seconds: int = Field(default=900, ge=0, le=7200)
     scaling: ScalingConfig = Field(default_factory=ScalingConfig)
     idle_shutdown: IdleShutdown | None = None
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+
+    @model_validator(mode="before")
+    @classmethod
+    def persistent_volume_group_defaults_to_on_demand(cls, values: Any) -> Any:
+        """Spot is the default elsewhere; a group that holds a persistent volume runs on-demand
+        unless spotPercent says otherwise (and then persistent_volume_group_stays_on_demand refuses it)."""
+        if isinstance(values, dict) and values.get("persistentVolumeGiB", values.get("persistent_volume_gib")):
+            if "spotPercent" not in values and "spot_percent" not in values:
+                return {**values, "spotPercent": 0}
+        return values
 
     @property
     def initial_capacity(self) -> int:
@@ -401,6 +447,16 @@ class GroupConfig(_Model):
             )
         if self.persistent_volume_gib and self.multi_node:
             raise ValueError("persistentVolumeGiB cannot be combined with multiNode")
+        return self
+
+    @model_validator(mode="after")
+    def persistent_volume_group_stays_on_demand(self) -> GroupConfig:
+        if self.persistent_volume_gib and self.uses_spot:
+            raise ValueError(
+                f"spotPercent {self.spot_percent} puts this persistentVolumeGiB group on spot, whose capacity "
+                "rebalancing launches the replacement while the old node still holds the volume (the new "
+                "node cannot attach it and is abandoned); set spotPercent: 0 or onDemandBaseCapacity: 1"
+            )
         return self
 
     @model_validator(mode="after")

@@ -11,7 +11,12 @@ import pulumi_aws as aws
 from gpucloud.autoscaling import GPU_METRICS_NAMESPACE
 from gpucloud.encrypted_volume import ATTACH_TAG
 from gpucloud.resolve import InstanceTypeFacts
-from gpucloud.userdata import NodeBootstrap, instance_type_has_nvlink, user_data_base64
+from gpucloud.userdata import (
+    NodeBootstrap,
+    instance_type_has_nvlink,
+    instance_type_has_nvswitch,
+    user_data_base64,
+)
 
 LAUNCH_HOOK_TIMEOUT_SECONDS = 900
 TERMINATE_HOOK_TIMEOUT_SECONDS = 600
@@ -54,7 +59,23 @@ class GpuInstanceGroupArgs:
     checkpoint_bucket: str | None = None
     checkpoint_prefix: str | None = None
     """Where the node syncs checkpoints when it is told to go (spot notice, scale-in)."""
+    checkpoint_command: Sequence[str] | None = None
+    """Runs instead of the sync (argv, no shell) when set."""
+    checkpoint_directory: str = "/scratch/checkpoints"
+    checkpoint_timeout_seconds: int = 90
     tags: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def uses_spot(self) -> bool:
+        return self.spot_percent > 0 and self.max_size > self.on_demand_base_capacity
+
+    def __post_init__(self) -> None:
+        if self.persistent_volume_attach_to and self.uses_spot:
+            raise ValueError(
+                "a group whose node attaches a persistent volume must run on-demand (spot_percent 0 or "
+                "on_demand_base_capacity >= max_size): spot capacity rebalancing would start the "
+                "replacement while the old node still holds the volume"
+            )
 
 
 def node_shape(facts: InstanceTypeFacts, multi_node: bool) -> tuple:
@@ -65,6 +86,7 @@ def node_shape(facts: InstanceTypeFacts, multi_node: bool) -> tuple:
         facts.gpu_model,
         instance_type_has_nvlink(facts.name, facts.gpu_count),
         facts.instance_store_disks,
+        instance_type_has_nvswitch(facts.name, facts.gpu_count),
     )
 
 
@@ -80,12 +102,16 @@ def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> Node
         terminate_hook_name=terminate_hook_name(args.group_name),
         max_temperature_c=args.max_temperature_c,
         nvlink_expected=instance_type_has_nvlink(facts.name, facts.gpu_count),
+        fabric_expected=instance_type_has_nvswitch(facts.name, facts.gpu_count),
         scratch_disk_count=facts.instance_store_disks,
         data_disk_device=DATA_DEVICE_NAME if args.data_volume_gib else None,
         persistent_volume_tag_key=ATTACH_TAG if args.persistent_volume_attach_to else None,
         persistent_volume_tag_value=args.persistent_volume_attach_to,
         checkpoint_bucket=args.checkpoint_bucket,
         checkpoint_prefix=args.checkpoint_prefix.rstrip("/") if args.checkpoint_prefix else None,
+        checkpoint_command=tuple(args.checkpoint_command) if args.checkpoint_command else None,
+        checkpoint_dir=args.checkpoint_directory,
+        checkpoint_timeout_s=args.checkpoint_timeout_seconds,
         cloudwatch_namespace=GPU_METRICS_NAMESPACE,
     )
 
@@ -176,7 +202,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
                 overrides.append(override)
 
         desired = args.min_size if args.desired_capacity is None else args.desired_capacity
-        uses_spot = args.spot_percent > 0 and args.max_size > args.on_demand_base_capacity
+        uses_spot = args.uses_spot
         self.group = aws.autoscaling.Group(
             f"{name}-asg",
             name=args.group_name,

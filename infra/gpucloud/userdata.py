@@ -42,6 +42,8 @@ CLOUDWATCH_CONFIG_PATH = "/opt/aws/amazon-cloudwatch-agent/etc/gpucloud.json"
 STORAGE_UNIT = "gpucloud-storage.service"
 GATE_UNIT = "gpucloud-node-gate.service"
 DRAIN_UNIT = "gpucloud-node-drain.service"
+HEARTBEAT_UNIT = "gpucloud-node-heartbeat"
+"""A transient unit (systemd-run): it runs once, at first boot, and needs no unit file."""
 
 SCRATCH_MOUNT = "/scratch"
 DATA_MOUNT = "/data"
@@ -49,6 +51,22 @@ PERSIST_MOUNT = "/persist"
 
 # Instance families whose multi-GPU sizes join their GPUs with NVLink (NVSwitch from p4d on).
 NVLINK_FAMILIES = frozenset({"p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6e-gb200"})
+NVSWITCH_FAMILIES = frozenset({"p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"})
+"""Their GPUs talk through NVSwitches, which the fabric manager must have set up before use."""
+
+VOLUME_WAIT_SECONDS = 600
+"""How long the node waits for the data disk, and again for the persistent volume to come free."""
+SCRATCH_DISK_WAIT_SECONDS = 120
+"""How long the storage script waits for the instance-store disks to show up."""
+STORAGE_TIMEOUT_SECONDS = 2 * VOLUME_WAIT_SECONDS + SCRATCH_DISK_WAIT_SECONDS + 600
+"""systemd's limit for the storage script: both volume waits, the disk wait, and ten minutes
+for udev, RAID assembly and mkfs."""
+CLOUDWATCH_SETUP_TIMEOUT_SECONDS = 600
+GATE_TIMEOUT_SECONDS = 1200
+"""systemd's limit for the gate: boot checks with their pauses, each nvidia-smi call bounded."""
+LAUNCH_HEARTBEAT_LIMIT_SECONDS = STORAGE_TIMEOUT_SECONDS + CLOUDWATCH_SETUP_TIMEOUT_SECONDS + GATE_TIMEOUT_SECONDS
+"""The agent keeps the launch action pending this long at most: storage, CloudWatch set-up and the
+gate, one after the other. Past it, the launch hook's timeout ABANDONs a node that never got ready."""
 
 _ATTACHMENT_NAME = re.compile(r"^/dev/(sd[b-z]|xvd[b-z][a-z]?)$")
 
@@ -70,6 +88,7 @@ class NodeBootstrap:
     terminate_hook_name: str | None = None
     max_temperature_c: int = 85
     nvlink_expected: bool = False
+    fabric_expected: bool = False
     scratch_disk_count: int = 0
     """NVMe instance-store disks of the instance type; 0 = none, 1 = used as is, more = RAID0."""
     data_disk_device: str | None = None
@@ -80,13 +99,21 @@ class NodeBootstrap:
     checkpoint_dir: str = "/scratch/checkpoints"
     checkpoint_bucket: str | None = None
     checkpoint_prefix: str | None = None
-    """The group's write prefix; checkpoints go to s3://bucket/<prefix>/checkpoints/<instance id>/."""
+    """The group's write prefix; checkpoints go to s3://bucket/<prefix>/checkpoints/<group>/<instance id>/."""
+    checkpoint_command: tuple[str, ...] | None = None
+    """Runs instead of the agent's S3 sync when set; it reaches the node as JSON data, never as shell."""
+    checkpoint_timeout_s: int = 90
     cloudwatch_namespace: str = "GpuCloud"
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
-            if isinstance(value, str) and "\x00" in value:
+            texts = value if isinstance(value, tuple) else (value,)
+            if any(isinstance(text, str) and "\x00" in text for text in texts):
                 raise ValueError(f"{name} must not contain NUL characters")
+        if self.checkpoint_command is not None and not (self.checkpoint_command and all(self.checkpoint_command)):
+            raise ValueError("checkpoint_command must be a non-empty list of non-empty arguments")
+        if not 10 <= self.checkpoint_timeout_s <= 180:
+            raise ValueError("checkpoint_timeout_s must be between 10 and 180 seconds")
         if self.expected_gpu_count < 1:
             raise ValueError("expected_gpu_count must be at least 1")
         if not self.expected_gpu_model.strip():
@@ -122,6 +149,11 @@ def instance_type_has_nvlink(instance_type: str, gpu_count: int) -> bool:
     return gpu_count > 1 and instance_type.split(".", 1)[0] in NVLINK_FAMILIES
 
 
+def instance_type_has_nvswitch(instance_type: str, gpu_count: int) -> bool:
+    """Whether the node check should require the NVSwitch fabric registered on this type."""
+    return gpu_count > 1 and instance_type.split(".", 1)[0] in NVSWITCH_FAMILIES
+
+
 def render_user_data(params: NodeBootstrap) -> str:
     """The `#cloud-config` user data for one GPU instance of the group."""
     document: dict[str, Any] = {}
@@ -139,14 +171,16 @@ def render_user_data(params: NodeBootstrap) -> str:
         _file(f"/etc/systemd/system/{GATE_UNIT}", GATE_UNIT_TEXT),
         _file(f"/etc/systemd/system/{DRAIN_UNIT}", DRAIN_UNIT_TEXT),
     ]
-    # The gate starts last: once it completes the launch hook the instance takes work, so the
-    # disks and the metrics agent must already be in place.
+    # The heartbeat keeps the launch action pending while the disks are prepared; the gate
+    # starts last: once it completes the launch hook the instance takes work, so the disks and
+    # the metrics agent must already be in place.
     document["runcmd"] = [
         [INSTALL_SCRIPT_PATH],
         ["systemctl", "daemon-reload"],
         ["systemctl", "enable", STORAGE_UNIT, DRAIN_UNIT, GATE_UNIT],
+        ["systemd-run", f"--unit={HEARTBEAT_UNIT}", AGENT_COMMAND_PATH, "heartbeat"],
         ["systemctl", "start", STORAGE_UNIT],
-        [CLOUDWATCH_SCRIPT_PATH],
+        ["timeout", str(CLOUDWATCH_SETUP_TIMEOUT_SECONDS), CLOUDWATCH_SCRIPT_PATH],
         ["systemctl", "start", "--no-block", DRAIN_UNIT, GATE_UNIT],
     ]
     return "#cloud-config\n" + yaml.dump(
@@ -173,6 +207,7 @@ def node_config_document(params: NodeBootstrap) -> dict[str, Any]:
         "expected_gpu_model": params.expected_gpu_model,
         "max_temperature_c": params.max_temperature_c,
         "nvlink_expected": params.nvlink_expected,
+        "fabric_expected": params.fabric_expected,
         "required_mounts": required_mounts,
         "data_disk_device": params.data_disk_device,
         "persistent_volume_tag_key": params.persistent_volume_tag_key,
@@ -181,6 +216,10 @@ def node_config_document(params: NodeBootstrap) -> dict[str, Any]:
         "checkpoint_dir": params.checkpoint_dir,
         "checkpoint_bucket": params.checkpoint_bucket,
         "checkpoint_prefix": params.checkpoint_prefix,
+        "checkpoint_command": list(params.checkpoint_command) if params.checkpoint_command else None,
+        "checkpoint_timeout_s": params.checkpoint_timeout_s,
+        "volume_wait_s": VOLUME_WAIT_SECONDS,
+        "launch_heartbeat_limit_s": LAUNCH_HEARTBEAT_LIMIT_SECONDS,
     }
 
 
@@ -244,7 +283,8 @@ def encode_user_data(text: str) -> bytes:
     payload = gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
     if len(payload) > USER_DATA_LIMIT_BYTES:
         raise UserDataTooLarge(
-            f"user data is {len(payload)} bytes compressed; EC2 allows {USER_DATA_LIMIT_BYTES}"
+            f"user data is {len(payload)} bytes compressed; EC2 allows {USER_DATA_LIMIT_BYTES}: shorten "
+            "the group's checkpoint command or directory, or the data bucket's write prefix"
         )
     return payload
 
@@ -559,7 +599,7 @@ fi
 exec "$ctl" -a fetch-config -m ec2 -s -c file:/opt/aws/amazon-cloudwatch-agent/etc/gpucloud.json
 """
 
-STORAGE_UNIT_TEXT = """\
+STORAGE_UNIT_TEXT = f"""\
 [Unit]
 Description=gpu-cloud storage: /scratch, /data and /persist
 Wants=network-online.target
@@ -569,13 +609,13 @@ After=network-online.target local-fs.target
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/usr/local/sbin/gpucloud-storage
-TimeoutStartSec=20min
+TimeoutStartSec={STORAGE_TIMEOUT_SECONDS}
 
 [Install]
 WantedBy=multi-user.target
 """
 
-GATE_UNIT_TEXT = """\
+GATE_UNIT_TEXT = f"""\
 [Unit]
 Description=gpu-cloud health gate: take work only with healthy GPUs
 Wants=network-online.target gpucloud-storage.service
@@ -585,7 +625,7 @@ After=network-online.target gpucloud-storage.service nvidia-persistenced.service
 Type=oneshot
 RemainAfterExit=yes
 ExecStart=/usr/local/bin/gpucloud-node gate
-TimeoutStartSec=20min
+TimeoutStartSec={GATE_TIMEOUT_SECONDS}
 
 [Install]
 WantedBy=multi-user.target

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import functools
 import gzip
+import inspect
 import json
 import os
 import shutil
@@ -27,7 +28,7 @@ from gpucloud.userdata import (
     user_data_base64,
 )
 from node_fakes import fixture_text
-from userdata_samples import HOSTILE, HOSTILE_PARAMS, MINIMAL, TYPICAL, rendered
+from userdata_samples import HOSTILE, HOSTILE_PARAMS, LARGEST_REALISTIC, MINIMAL, TYPICAL, rendered
 
 AGENT_DIR = Path(userdata.__file__).parent / "node"
 
@@ -128,13 +129,52 @@ def test_scripts_units_and_commands_do_not_vary_with_values():
     assert "reboot" not in json.dumps(parsed(HOSTILE_PARAMS)["runcmd"])
 
 
-def test_gate_is_started_last_after_storage_and_metrics():
+def test_heartbeat_starts_before_storage_and_the_gate_last_after_storage_and_metrics():
     commands = [" ".join(command) for command in parsed(TYPICAL)["runcmd"]]
 
+    heartbeat = "systemd-run --unit=gpucloud-node-heartbeat /usr/local/bin/gpucloud-node heartbeat"
+    storage = "systemctl start gpucloud-storage.service"
+    metrics = f"timeout 600 {userdata.CLOUDWATCH_SCRIPT_PATH}"
+    assert commands[0] == userdata.INSTALL_SCRIPT_PATH, "the heartbeat needs boto3"
+    assert commands.index(heartbeat) < commands.index(storage) < commands.index(metrics)
     assert commands[-1] == "systemctl start --no-block gpucloud-node-drain.service gpucloud-node-gate.service"
-    assert commands.index("systemctl start gpucloud-storage.service") < commands.index(
-        userdata.CLOUDWATCH_SCRIPT_PATH
+
+
+def unit_timeout(unit_text: str) -> int:
+    [line] = [line for line in unit_text.splitlines() if line.startswith("TimeoutStartSec=")]
+    return int(line.split("=", 1)[1])
+
+
+def test_preparation_limits_are_consistent_with_the_launch_hook():
+    """The storage unit outlasts its own waits, heartbeats cover storage, metrics set-up and the
+    gate one after the other, and AWS keeps a heartbeated action that long."""
+    from gpucloud.gpu_group import LAUNCH_HOOK_TIMEOUT_SECONDS
+
+    storage_waits = 2 * userdata.VOLUME_WAIT_SECONDS + userdata.SCRATCH_DISK_WAIT_SECONDS
+    storage_limit = unit_timeout(userdata.STORAGE_UNIT_TEXT)
+    gate_limit = unit_timeout(userdata.GATE_UNIT_TEXT)
+    node = json.loads(written_files(TYPICAL)[userdata.NODE_CONFIG_PATH]["content"])
+    config = NodeConfig.from_dict(node)
+    worst_boot_check = config.boot_check_attempts * 6 * config.command_timeout_s + sum(
+        min(config.boot_check_retry_s * 2**attempt, 60) for attempt in range(config.boot_check_attempts - 1)
     )
+
+    assert f'-ge {userdata.SCRATCH_DISK_WAIT_SECONDS} ]' in userdata.STORAGE_SCRIPT
+    assert node["volume_wait_s"] == userdata.VOLUME_WAIT_SECONDS
+    assert storage_limit >= storage_waits + 300, "udev, RAID assembly and mkfs need time too"
+    assert gate_limit >= worst_boot_check
+    assert node["launch_heartbeat_limit_s"] >= storage_limit + userdata.CLOUDWATCH_SETUP_TIMEOUT_SECONDS + gate_limit
+    assert node["launch_heartbeat_limit_s"] + LAUNCH_HOOK_TIMEOUT_SECONDS <= min(100 * LAUNCH_HOOK_TIMEOUT_SECONDS, 48 * 3600)
+    assert storage_waits > LAUNCH_HOOK_TIMEOUT_SECONDS, "why the heartbeat exists: storage alone can outlast the hook"
+
+
+def test_checkpoint_retries_fit_in_the_terminate_hook():
+    from gpucloud.config import CHECKPOINT_TIMEOUT_LIMIT_SECONDS
+    from gpucloud.gpu_group import TERMINATE_HOOK_TIMEOUT_SECONDS
+    from gpucloud.node.lifecycle import drain
+
+    retries = inspect.signature(drain).parameters["backoff"].default
+    assert retries.attempts * CHECKPOINT_TIMEOUT_LIMIT_SECONDS + sum(retries.delays()) < TERMINATE_HOOK_TIMEOUT_SECONDS
 
 
 def test_cloudwatch_config_collects_gpu_metrics_per_group():
@@ -159,6 +199,18 @@ def test_encoded_user_data_fits_ec2_limit_even_with_long_hostile_values():
 
         assert len(payload) <= userdata.USER_DATA_LIMIT_BYTES, (params.group_name[:20], len(payload))
         assert gzip.decompress(payload).decode() == text
+
+
+USER_DATA_HEADROOM_BYTES = 256
+"""Room the largest realistic node must leave under EC2's limit. The agent travels inside the
+16 KB of user data; this fails while a template still fits, so that growth is paid for by cuts
+(or the agent moves out of user data) before EC2 refuses a launch template."""
+
+
+def test_largest_realistic_node_leaves_headroom_under_ec2s_limit():
+    size = len(encode_user_data(render_user_data(LARGEST_REALISTIC)))
+
+    assert size <= userdata.USER_DATA_LIMIT_BYTES - USER_DATA_HEADROOM_BYTES, size
 
 
 def test_encoding_is_reproducible_and_base64_is_what_launch_templates_take():

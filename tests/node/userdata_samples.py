@@ -42,6 +42,29 @@ HOSTILE_PARAMS = NodeBootstrap(
     cloudwatch_namespace=HOSTILE,
 )
 
+LARGEST_REALISTIC = NodeBootstrap(
+    project="p" * 24,
+    group_name=f"gpu-cloud-{'p' * 24}-{'g' * 24}",
+    region="ap-southeast-7",
+    expected_gpu_count=8,
+    expected_gpu_model="H200",
+    launch_hook_name=f"gpu-cloud-{'p' * 24}-{'g' * 24}-launch",
+    terminate_hook_name=f"gpu-cloud-{'p' * 24}-{'g' * 24}-terminate",
+    nvlink_expected=True,
+    fabric_expected=True,
+    scratch_disk_count=8,
+    data_disk_device="/dev/sdf",
+    persistent_volume_tag_key="gpu-cloud:attach-to",
+    persistent_volume_tag_value=f"gpu-cloud-{'p' * 24}-{'g' * 24}",
+    checkpoint_dir="/scratch/checkpoints/" + "c" * 40,
+    checkpoint_bucket="b" * 63,
+    checkpoint_prefix="/".join(["prefix"] * 12),
+    checkpoint_command=("python3", "/opt/training/save_checkpoint.py", "--to", "s3", "--" + "x" * 60),
+    checkpoint_timeout_s=180,
+    cloudwatch_namespace="GpuCloud",
+)
+"""A p5e-class node with every disk and the longest names and values a stack realistically has."""
+
 MINIMAL = NodeBootstrap(
     project="p", group_name="g", region="eu-west-1", expected_gpu_count=1, expected_gpu_model="L4"
 )
