@@ -239,3 +239,11 @@ def test_a_directory_is_not_a_stack_file(tmp_path):
 
     with pytest.raises(ConfigError, match="is a directory, not a stack file"):
         load_stack_file(folder)
+
+
+def test_a_cidr_listed_twice_is_refused_even_when_spelled_differently():
+    assert_refused(
+        minimal_config(access={"jupyterCidrs": ["10.0.0.0/8", "10.0.0.0/08"]}),
+        "gpu-cloud:access.jupyterCidrs",
+        "lists 10.0.0.0/8 twice",
+    )

@@ -237,6 +237,16 @@ class AccessConfig(_Model):
     tensorboard_cidrs: list[Cidr] = Field(default_factory=list)
     ssm: bool = True
 
+    @field_validator("ssh_cidrs", "jupyter_cidrs", "tensorboard_cidrs")
+    @classmethod
+    def cidrs_are_unique(cls, cidrs: list[str]) -> list[str]:
+        """Each CIDR becomes a rule, and EC2 refuses a rule that already exists (compared as networks:
+        `10.0.0.0/8` and `10.0.0.0/08` are one)."""
+        repeated = sorted({cidr for cidr in cidrs if cidrs.count(cidr) > 1})
+        if repeated:
+            raise ValueError(f"lists {', '.join(repeated)} twice; each CIDR opens the port once")
+        return cidrs
+
     @model_validator(mode="after")
     def ssh_only_without_session_manager(self) -> AccessConfig:
         if self.ssm and self.ssh_cidrs:
