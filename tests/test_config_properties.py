@@ -11,24 +11,27 @@ import gzip
 import ipaddress
 import json
 import math
+import pathlib
 import re
 import shlex
+import tempfile
 import unicodedata
 import zoneinfo
 from dataclasses import dataclass
 from typing import Any
 
+import boto3
 import pytest
 import yaml
 from hypothesis import HealthCheck, Phase, assume, event, given, note, settings
 from hypothesis import strategies as st
 
-from gpucloud.config import ConfigError, StackConfig, parse_stack_config
+from gpucloud.config import ConfigError, StackConfig, StackSettings, load_stack_file, parse_stack_config
 from gpucloud.plan import plan_program
 from gpucloud.policy.iam_lint import has_medium_or_worse, lint_policy
 from gpucloud.policy_documents import instance_role_policy
 from gpucloud.program import build
-from support import minimal_config, settings_for
+from support import STACKS, minimal_config, settings_for
 
 MODEL_SETTINGS = settings(
     max_examples=300,
@@ -183,6 +186,10 @@ def unsafe_values(config: StackConfig) -> list[str]:
         check(f"group {group.name!r}", name(group.name))
         for instance_type in group.instance_types:
             check(f"instance type {instance_type!r}", None if re.fullmatch(r"[a-z][a-z0-9-]*\.[a-z0-9-]+", instance_type) else "not an instance type")
+        checkpoint = group.checkpoint
+        check("checkpoint.directory", None if re.fullmatch(r"/[A-Za-z0-9._\-/]{0,127}", checkpoint.directory) else "not an absolute path of safe characters")
+        for argument in checkpoint.command or ():
+            check(f"checkpoint argument {argument!r}", None if argument and argument.isprintable() else "empty or not printable")
         if group.ami_id:
             check("amiId", None if re.fullmatch(r"ami-[0-9a-f]{8,17}", group.ami_id) else "not an AMI id")
         scaling = group.scaling
@@ -219,6 +226,9 @@ prefixes = st.builds(
     st.lists(prefix_segments, min_size=1, max_size=3),
     st.booleans(),
 )
+checkpoint_arguments = st.text(st.characters(min_codepoint=32, max_codepoint=0x2FF), min_size=1, max_size=40).filter(str.isprintable)
+"""Any printable text: a checkpoint command's arguments reach the node as JSON data, never through a shell."""
+checkpoint_directories = st.from_regex(r"/[A-Za-z0-9._\-]{1,20}(/[A-Za-z0-9._\-]{1,20}){0,2}", fullmatch=True)
 metric_names = st.from_regex(r"[A-Za-z][A-Za-z0-9_.\-/#:]{0,30}", fullmatch=True)
 subnet_ids = st.from_regex(r"subnet-([0-9a-f]{8}|[0-9a-f]{17})", fullmatch=True)
 ami_ids = st.from_regex(r"ami-[0-9a-f]{17}", fullmatch=True)
@@ -350,6 +360,17 @@ def group(draw, name: str, types: st.SearchStrategy[str], shape: str | None = No
         values["multiNode"] = True
     if persistent:
         values["persistentVolumeGiB"] = draw(st.integers(1, 2000))
+        if values.get("spotPercent", 0) and not values.get("onDemandBaseCapacity"):
+            values["onDemandBaseCapacity"] = 1  # a persistent volume's group runs on demand
+    if draw(st.booleans()):
+        values["checkpoint"] = optional_keys(
+            draw,
+            {
+                "command": draw(st.lists(checkpoint_arguments, min_size=1, max_size=4)),
+                "directory": draw(checkpoint_directories),
+                "timeoutSeconds": draw(st.integers(10, 180)),
+            },
+        )
     if values.get("minSize", 0) == 0 and draw(st.booleans()):
         values["idleShutdown"] = optional_keys(draw, {"utilizationPercent": draw(st.floats(1, 100)), "minutes": draw(st.integers(10, 1440))})
     return values
@@ -373,9 +394,10 @@ def stack_values(
         write = draw(st.lists(prefixes, min_size=0 if read else 1, max_size=2))
         values["data"] = {"bucket": draw(buckets), **({"readPrefixes": read} if read else {}), **({"writePrefixes": write} if write else {})}
     ssm = draw(st.booleans())
-    access = {"ssm": ssm, "jupyterCidrs": draw(st.lists(cidrs(), max_size=2)), "tensorboardCidrs": draw(st.lists(cidrs(), max_size=2))}
+    unique_cidrs = st.lists(cidrs(), max_size=2, unique_by=lambda cidr: str(ipaddress.ip_network(cidr)))
+    access = {"ssm": ssm, "jupyterCidrs": draw(unique_cidrs), "tensorboardCidrs": draw(unique_cidrs)}
     if not ssm:
-        access["sshCidrs"] = draw(st.lists(cidrs(), max_size=2))
+        access["sshCidrs"] = draw(unique_cidrs)
     values["access"] = optional_keys(draw, access) if ssm else access
     values |= optional_keys(
         draw,
@@ -454,6 +476,14 @@ SURELY_BAD_CHARACTERS = set("'\"`$;|&<>(){}[]!~^\\\n\r\t\x00")
 """No string field of the config accepts any of these."""
 
 
+def surely_invalid_text(kind: str, value: str) -> bool:
+    """A checkpoint argument takes any printable text (it is data, not shell); other strings refuse
+    the characters no string field of the config accepts."""
+    if kind == "argument":
+        return not value or len(value) > 256 or not value.isprintable()
+    return surely_invalid_string(value)
+
+
 def surely_invalid_string(value: str) -> bool:
     return (
         not value
@@ -478,6 +508,8 @@ EDGES: dict[str, list[str]] = {
     "metric": [":", ":colon", "#", "a:b", "AWS/EC2", "x" * 255, "x" * 256],
     "statistic": ["average", "Avg", "p99", "Sum ", "SampleCount"],
     "recurrence": ["0  20 * * *", "@daily", "0 20 * * * *", "0 0 * * " + ",".join(["1"] * 130), "L L L L L", "# # # # #"],
+    "argument": ["", " ", "$(reboot)", "a;b", "--to=s3://b/p", "é", "line\nbreak", "x" * 256, "x" * 257],
+    "path": ["relative/dir", "/", "/a b", "/a/../b", "/" + "x" * 127, "/" + "x" * 128, "/ckpt/é", "//x"],
     "time_zone": ["localtime", "Factory", "posixrules", "right/UTC", "posix/UTC", "US/Pacific", "EST5EDT", "utc", "Etc/GMT+9", "Europe/Berlin/"],
 }
 
@@ -495,6 +527,8 @@ _SHAPES: dict[str, st.SearchStrategy[str]] = {
     "statistic": st.sampled_from(STATISTICS),
     "recurrence": st.lists(st.from_regex(r"[0-9A-Za-z*/,\-?#L]{1,70}", fullmatch=True), min_size=4, max_size=6).map(" ".join),
     "time_zone": st.sampled_from(TIME_ZONES),
+    "argument": st.text(min_size=0, max_size=20),
+    "path": st.from_regex(r"/?[A-Za-z0-9._\-/ ]{0,30}", fullmatch=True),
 }
 
 NEAR_VALID: dict[str, st.SearchStrategy[str]] = {kind: st.sampled_from(EDGES[kind]) | _SHAPES[kind] for kind in EDGES}
@@ -560,6 +594,11 @@ FIELDS: dict[str, Field] = {
     "groups.*.persistentVolumeGiB": _f("int", 0, 16384),
     "groups.*.amiId": _f("ami"),
     "groups.*.healthCheckGracePeriodSeconds": _f("int", 0, 7200),
+    "groups.*.checkpoint": _f("object"),
+    "groups.*.checkpoint.command": _f("list"),
+    "groups.*.checkpoint.command.*": _f("argument"),
+    "groups.*.checkpoint.directory": _f("path"),
+    "groups.*.checkpoint.timeoutSeconds": _f("int", 10, 180),
     "groups.*.idleShutdown": _f("object"),
     "groups.*.idleShutdown.utilizationPercent": _f("float", 0, 100, exclusive=True),
     "groups.*.idleShutdown.minutes": _f("int", 10, 1440),
@@ -685,11 +724,11 @@ def mutation(draw, values: dict[str, Any], path: Path) -> Mutation:
     if choice == "hostile string":
         text = draw(st.one_of(st.sampled_from(HOSTILE_STRINGS), st.text(max_size=30)))
         parent[key] = text
-        return Mutation(path, f"{choice}: {text!r}", surely_invalid_string(text))
+        return Mutation(path, f"{choice}: {text!r}", surely_invalid_text(field.kind, text))
     if choice == "near-valid string":
         text = draw(NEAR_VALID[field.kind])
         parent[key] = text
-        return Mutation(path, f"{choice}: {text!r}", surely_invalid_string(text))
+        return Mutation(path, f"{choice}: {text!r}", surely_invalid_text(field.kind, text))
     if choice == "out of range":
         options: list[Any] = [math.nan, math.inf, -math.inf] if family == "float" else []
         if field.low is not None:
@@ -730,6 +769,7 @@ def mutation(draw, values: dict[str, Any], path: Path) -> Mutation:
 
 NULLABLE = {
     "network.subnetIds",
+    "groups.*.checkpoint.command",
     "data",
     "groups.*.desiredCapacity",
     "groups.*.amiId",
@@ -842,6 +882,7 @@ RICH_CONFIG: dict[str, Any] = {
             "amiId": "ami-0123456789abcdef0",
             "healthCheckGracePeriodSeconds": 600,
             "idleShutdown": {"utilizationPercent": 5, "minutes": 60},
+            "checkpoint": {"command": ["/opt/ml/save-checkpoint", "--to", "s3://example-data.eu/runs/vision/"], "directory": "/scratch/ckpt", "timeoutSeconds": 120},
             "scaling": {
                 "targetTracking": {
                     "metricName": "BacklogPerInstance",
@@ -935,7 +976,7 @@ def test_every_edge_value_in_every_string_key_is_refused_or_aws_safe():
             for text in EDGES[kind] + HOSTILE_STRINGS:
                 values = copy.deepcopy(RICH_CONFIG)
                 get(values, path[:-1])[path[-1]] = text
-                check_parse_outcome(values, "us-east-1", [Mutation(path, f"{text!r}", surely_invalid_string(text))])
+                check_parse_outcome(values, "us-east-1", [Mutation(path, f"{text!r}", surely_invalid_text(kind, text))])
                 cases += 1
         if kind == "dimensions":
             for name in EDGES["metric"] + HOSTILE_STRINGS:
@@ -944,6 +985,46 @@ def test_every_edge_value_in_every_string_key_is_refused_or_aws_safe():
                 check_parse_outcome(values, "us-east-1", [Mutation((*path, name), f"{name!r}", surely_invalid_string(name))])
                 cases += 1
     assert cases > 1000
+
+
+EXAMPLE_STACK_FILE = (STACKS / "Pulumi.notebooks.yaml").read_bytes()
+YAML_NOISE = st.sampled_from([b":", b"- ", b"\n", b"  ", b"'", b'"', b"[", b"{", b"#", b"&a", b"*a", b"!!python/object:os.system", b"\t", b"\xff", b"\x00", b"gpu-cloud:project: x\n  "])
+
+
+@st.composite
+def edited_stack_files(draw) -> bytes:
+    """An example stack file with a few bytes inserted, deleted or replaced anywhere: broken YAML,
+    duplicate or misplaced keys, wrong types, bad encodings, and sometimes still a valid stack."""
+    content = bytearray(EXAMPLE_STACK_FILE)
+    for _ in range(draw(st.integers(1, 4))):
+        position = draw(st.integers(0, len(content)))
+        edit = draw(st.sampled_from(["insert", "delete", "replace"]))
+        noise = draw(st.one_of(YAML_NOISE, st.binary(min_size=1, max_size=3)))
+        if edit == "insert":
+            content[position:position] = noise
+        elif edit == "delete":
+            del content[position : position + draw(st.integers(1, 8))]
+        else:
+            content[position : position + len(noise)] = noise
+    return bytes(content)
+
+
+@settings(MODEL_SETTINGS, max_examples=200)
+@given(edited_stack_files())
+def test_edited_stack_file_loads_or_is_refused_on_one_line_per_problem(content):
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "Pulumi.edited.yaml"
+        path.write_bytes(content)
+        try:
+            settings = load_stack_file(path)
+        except ConfigError as error:
+            event("refused")
+            message = str(error)
+            assert message.count("\n") == len(error.problems) - 1, message
+            assert all(line.startswith(f"stack 'edited' ({path}): ") for line in message.splitlines())
+            return
+    event("loaded")
+    assert unsafe_values(settings.config) == []
 
 
 @settings(MODEL_SETTINGS, max_examples=50)
@@ -997,6 +1078,9 @@ def check_user_data(resource, settings, group_config) -> None:
     assert node["checkpoint_bucket"] == (config.data.bucket if writes else None)
     assert node["checkpoint_prefix"] == (writes[0].rstrip("/") if writes else None)
     assert node["persistent_volume_tag_value"] == (node["group_name"] if group_config.persistent_volume_gib else None)
+    checkpoint = group_config.checkpoint
+    assert node["checkpoint_command"] == (list(checkpoint.command) if checkpoint.command else None)
+    assert (node["checkpoint_dir"], node["checkpoint_timeout_s"]) == (checkpoint.directory, checkpoint.timeout_seconds)
     environment = dict(shlex.split(line)[0].split("=", 1) for line in files["/etc/gpucloud/bootstrap.env"].splitlines())
     assert environment["REGION"] == settings.region
     assert environment["CHECKPOINT_DIR"] == node["checkpoint_dir"]
@@ -1030,9 +1114,33 @@ def check_role_policy(resource, config: StackConfig) -> None:
 @given(data=st.data())
 def test_valid_config_plans_clean_and_reaches_aws_verbatim(shape, data):
     values = data.draw(engine_stack_values(shape), label="values")
-    settings = settings_for(values, stack="prop")
+    subnet_zones = data.draw(st.sampled_from(["", "a", "ab", "cab"]), label="own subnets in zones")
+    explicit_ami = data.draw(st.booleans(), label="explicit amiId")
+    event(f"network: {'subnets in zones ' + subnet_zones if subnet_zones else 'default VPC'}")
+    event(f"AMI: {'explicit amiId' if explicit_ami else 'Deep Learning AMI parameter'}")
+    planned: list[StackSettings] = []
+
+    def program():
+        """Subnets and the AMI must exist in the plan's moto account, so they are made as it runs."""
+        ec2 = boto3.client("ec2", region_name="us-east-1")
+        if subnet_zones:
+            vpc = ec2.create_vpc(CidrBlock="10.60.0.0/16")["Vpc"]["VpcId"]
+            values["network"] = {
+                "subnetIds": [
+                    ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.60.{index}.0/24", AvailabilityZone=f"us-east-1{zone}")["Subnet"]["SubnetId"]
+                    for index, zone in enumerate(subnet_zones)
+                ]
+            }
+        if explicit_ami:
+            images = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}])["Images"]
+            for group_values in values["groups"]:
+                group_values["amiId"] = sorted(image["ImageId"] for image in images)[-1]
+        planned.append(settings_for(values, stack="prop"))
+        build(planned[0])
+
+    plan = plan_program(program, stack="prop", region="us-east-1")
+    [settings] = planned
     config = settings.config
-    plan = plan_program(lambda: build(settings), stack="prop", region="us-east-1")
     event(f"groups: {len(config.groups)}")
     for group_config in config.groups:
         event("multi-node group" if group_config.multi_node else "persistent-volume group" if group_config.persistent_volume_gib else "plain group")
@@ -1047,6 +1155,11 @@ def test_valid_config_plans_clean_and_reaches_aws_verbatim(shape, data):
         if not resource.custom:
             continue
         tags = tags_of(resource)
+        sent = [tags] if tags is not None else []
+        sent += [specification["tags"] for specification in resource.inputs.get("tagSpecifications") or []]
+        for tag_set in sent:
+            refused = {value: problem for value in tag_set.values() if (problem := aws_tag_value_problem(value))}
+            assert refused == {}, (resource.urn, refused)
         if tags is not None:
             for key in ("Project", "Owner", "CostCenter"):
                 assert tags[key] == config.tags[key], (resource.urn, key)
