@@ -1132,7 +1132,8 @@ def test_valid_config_plans_clean_and_reaches_aws_verbatim(shape, data):
                 ]
             }
         if explicit_ami:
-            images = ec2.describe_images(Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}])["Images"]
+            ubuntu = [{"Name": "architecture", "Values": ["x86_64"]}, {"Name": "name", "Values": ["*ubuntu*"]}]
+            images = ec2.describe_images(Owners=["amazon"], Filters=ubuntu)["Images"]  # not the default image
             for group_values in values["groups"]:
                 group_values["amiId"] = sorted(image["ImageId"] for image in images)[-1]
         planned.append(settings_for(values, stack="prop"))

@@ -110,7 +110,8 @@ def test_urns_are_the_ones_the_pulumi_engine_gives(account):
 
 def test_group_on_a_plain_launch_template_uses_that_template(account):
     """A group's own `launchTemplate` (not a mixed instances policy) names the template by `id` and `version`."""
-    image = account.client("ec2").describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    ubuntu = [{"Name": "architecture", "Values": ["x86_64"]}, {"Name": "name", "Values": ["*ubuntu*"]}]
+    image = account.client("ec2").describe_images(Owners=["amazon"], Filters=ubuntu)["Images"][0]["ImageId"]
 
     def program():
         template = aws.ec2.LaunchTemplate("nodes", image_id=image, instance_type="g5.xlarge")
