@@ -27,7 +27,7 @@ def violated(plan) -> set[str]:
 
 def encrypted_template(**extra):
     key = aws.kms.Key("key", enable_key_rotation=True, tags=TAGS)
-    ami = aws.ec2.get_ami(most_recent=True, owners=["amazon"], filters=[{"name": "architecture", "values": ["x86_64"]}])
+    ami = aws.ec2.get_ami(most_recent=True, owners=["amazon"], filters=[{"name": "architecture", "values": ["x86_64"]}, {"name": "name", "values": ["*ubuntu*"]}])
     options = {
         "image_id": ami.id,
         "metadata_options": {"http_tokens": "required", "http_put_response_hop_limit": 1},

@@ -27,7 +27,7 @@ aws.iam.Policy(
 aws.ec2.LaunchTemplate(
     "imdsv1-nodes",
     image_id=aws.ec2.get_ami(
-        most_recent=True, owners=["amazon"], filters=[{"name": "architecture", "values": ["x86_64"]}]
+        most_recent=True, owners=["amazon"], filters=[{"name": "architecture", "values": ["x86_64"]}, {"name": "name", "values": ["*ubuntu*"]}]
     ).id,
     metadata_options={"http_tokens": "optional"},
     tags=tags,
