@@ -30,14 +30,17 @@ def aws_credentials(monkeypatch):
     }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    # moto otherwise builds its catalogue of public AMIs (with snapshots) for every test.
-    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
 
 
 @pytest.fixture
-def aws(aws_credentials):
+def aws(aws_credentials, monkeypatch):
     with mock_aws():
-        yield
+        with monkeypatch.context() as no_public_amis:
+            # moto otherwise builds its catalogue of public AMIs (with snapshots) for every test.
+            # The setting must be gone before the mock ends: moto rebuilds its backends on the way
+            # out and hands them to the next account, which would find no AMIs at all.
+            no_public_amis.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
+            yield
 
 
 @dataclass

@@ -74,6 +74,11 @@ def _seed_public_parameters(account: Account) -> None:
         Owners=["amazon"],
         Filters=[{"Name": "architecture", "Values": ["x86_64"]}, {"Name": "name", "Values": ["*ubuntu*"]}],
     )["Images"]
+    if not images:
+        raise RuntimeError(
+            "moto's catalog of public AMIs is empty (MOTO_EC2_LOAD_DEFAULT_AMIS=false, or a mock that "
+            "ended while it was set): the engine needs it for the Deep Learning AMI parameter"
+        )
     image_id = sorted(image["ImageId"] for image in images)[0]
     account_id = account.account_id
     backend = ssm_backends[account_id][account.region]
