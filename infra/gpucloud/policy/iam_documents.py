@@ -183,6 +183,21 @@ def _is_prefix_scoped(resource: str) -> bool:
     return bool(bucket) and not set(bucket) & _WILDCARDS and bool(slash) and bool(key) and key[0] not in _WILDCARDS
 
 
+def _not_action_problem(where: str) -> str:
+    return f"{where} uses NotAction with Allow, which grants every action not listed"
+
+
+def _wildcard_action_problems(statement: Statement, where: str) -> list[str]:
+    """One sentence per action that grants everything, or everything of one service."""
+    problems = []
+    for action in statement.actions:
+        if action == "*":
+            problems.append(f"{where} grants every action ('*')")
+        elif _SERVICE_WILDCARD.match(action):
+            problems.append(f"{where} grants every {_service(action)} action ({action!r})")
+    return problems
+
+
 def identity_policy_problems(statements: list[Statement]) -> list[str]:
     """What an identity policy grants beyond least privilege, one sentence per problem."""
     problems: list[str] = []
@@ -191,16 +206,12 @@ def identity_policy_problems(statements: list[Statement]) -> list[str]:
             continue
         where = f"statement {statement.sid}"
         if statement.not_actions:
-            problems.append(f"{where} uses NotAction with Allow, which grants every action not listed")
+            problems.append(_not_action_problem(where))
         if statement.not_resources:
             problems.append(f"{where} uses NotResource with Allow, which grants every resource not listed")
         if statement.not_actions:
             continue
-        for action in statement.actions:
-            if action == "*":
-                problems.append(f"{where} grants every action ('*')")
-            elif _SERVICE_WILDCARD.match(action):
-                problems.append(f"{where} grants every {_service(action)} action ({action!r})")
+        problems.extend(_wildcard_action_problems(statement, where))
         if statement.not_resources:
             continue
         storage_actions = [action for action in statement.actions if _service(action) in ("s3", "kms")]
@@ -237,7 +248,7 @@ def key_policy_problems(statements: list[Statement]) -> list[str]:
         if statement.not_principal:
             continue
         if statement.not_actions:
-            problems.append(f"{where} uses NotAction with Allow, which grants every action not listed")
+            problems.append(_not_action_problem(where))
             continue
         full_control = [action for action in statement.actions if action == "*" or action.lower() == "kms:*"]
         others = [principal for principal in statement.principals if not _ACCOUNT_ROOT.match(principal)]
@@ -310,11 +321,7 @@ def resource_policy_problems(statements: list[Statement]) -> list[str]:
         if open_problem:
             problems.append(open_problem)
         if statement.not_actions:
-            problems.append(f"{where} uses NotAction with Allow, which grants every action not listed")
+            problems.append(_not_action_problem(where))
             continue
-        for action in statement.actions:
-            if action == "*":
-                problems.append(f"{where} grants every action ('*')")
-            elif _SERVICE_WILDCARD.match(action):
-                problems.append(f"{where} grants every {_service(action)} action ({action!r})")
+        problems.extend(_wildcard_action_problems(statement, where))
     return problems

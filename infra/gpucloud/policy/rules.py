@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import iam_documents, iam_lint
@@ -356,14 +356,31 @@ def accepted_iam_findings(resource_type: str, props: Mapping[str, Any]) -> list[
     return accepted
 
 
-def _check_resource_policy(kind: str, document: Any, report: Report) -> None:
+def _check_policy_document(
+    label: str,
+    document: Any,
+    problems: Callable[[list[iam_documents.Statement]], list[str]],
+    fix: str,
+    report: Report,
+) -> None:
+    """Parse a key or resource policy and report each of its problems with the fix for that kind."""
     try:
         statements = iam_documents.parse_document(document)
     except iam_documents.InvalidPolicyDocument as error:
-        report(f"{kind.capitalize()} policy is {error}. Fix: build the document with json.dumps of a policy object.")
+        report(f"{label} is {error}. Fix: build the document with json.dumps of a policy object.")
         return
-    for problem in iam_documents.resource_policy_problems(statements):
-        report(f"{kind.capitalize()} policy: {problem}. Fix: grant named principals only the actions they use.")
+    for problem in problems(statements):
+        report(f"{label}: {problem}. Fix: {fix}")
+
+
+def _check_resource_policy(kind: str, document: Any, report: Report) -> None:
+    _check_policy_document(
+        f"{kind.capitalize()} policy",
+        document,
+        iam_documents.resource_policy_problems,
+        "grant named principals only the actions they use.",
+        report,
+    )
 
 
 def validate_iam_least_privilege(
@@ -373,13 +390,13 @@ def validate_iam_least_privilege(
         document = props.get("policy")
         if document is None:
             return  # AWS's default key policy: full control for the account root only
-        try:
-            statements = iam_documents.parse_document(document)
-        except iam_documents.InvalidPolicyDocument as error:
-            report(f"KMS key policy is {error}. Fix: build the document with json.dumps of a policy object.")
-            return
-        for problem in iam_documents.key_policy_problems(statements):
-            report(f"KMS key policy: {problem}. Fix: grant other principals only the kms actions they use.")
+        _check_policy_document(
+            "KMS key policy",
+            document,
+            iam_documents.key_policy_problems,
+            "grant other principals only the kms actions they use.",
+            report,
+        )
         return
     if resource_type in _RESOURCE_POLICY_TYPES:
         kind = _RESOURCE_POLICY_TYPES[resource_type]

@@ -199,6 +199,19 @@ def _was(row: Any) -> str:
     return f"(source: {row.source}; date {row.date})"
 
 
+def _fresh_or_previous(
+    fresh: Any, old: Any, rows: list, kept: list[str], *, what: str, missing: str, without: str = ""
+) -> None:
+    """Keep the fresh row; failing that the previous one, and say so; failing both, say what stays unpriced."""
+    if fresh is not None:
+        rows.append(fresh)
+    elif old is not None:
+        rows.append(old)
+        kept.append(f"kept the previous {what} {_was(old)}: the Price List API returned {missing}")
+    else:
+        kept.append(f"no {what}: the Price List API returned {missing} and the catalog had none{without}")
+
+
 def refresh_catalog(
     session: Any,
     path: str | Path,
@@ -242,27 +255,23 @@ def refresh_catalog(
                             f"{_was(old)}: {row.reason}")
             else:
                 absent.append(row)
-        gp3 = fetch_gp3_price(client, region, stamp)
-        old_gp3 = next((r for r in previous.storage if r.region == region), None)
-        if gp3 is not None:
-            storage.append(gp3)
-        elif old_gp3 is not None:
-            storage.append(old_gp3)
-            kept.append(f"kept the previous gp3 price in {region} {_was(old_gp3)}: the Price List API returned no "
-                        "complete gp3 price (storage, IOPS and throughput)")
-        else:
-            kept.append(f"no gp3 price in {region}: the Price List API returned no complete gp3 price and the "
-                        "catalog had none; the estimate leaves gp3 volumes there unpriced")
-        key = fetch_kms_price(client, region, stamp)
-        old_key = next((r for r in previous.kms if r.region == region), None)
-        if key is not None:
-            kms.append(key)
-        elif old_key is not None:
-            kms.append(old_key)
-            kept.append(f"kept the previous KMS key price in {region} {_was(old_key)}: the Price List API returned "
-                        "no KMS key price")
-        else:
-            kept.append(f"no KMS key price in {region}: the Price List API returned none and the catalog had none")
+        _fresh_or_previous(
+            fetch_gp3_price(client, region, stamp),
+            next((r for r in previous.storage if r.region == region), None),
+            storage,
+            kept,
+            what=f"gp3 price in {region}",
+            missing="no complete gp3 price (storage, IOPS and throughput)",
+            without="; the estimate leaves gp3 volumes there unpriced",
+        )
+        _fresh_or_previous(
+            fetch_kms_price(client, region, stamp),
+            next((r for r in previous.kms if r.region == region), None),
+            kms,
+            kept,
+            what=f"KMS key price in {region}",
+            missing="no KMS key price",
+        )
 
     catalog = Catalog(
         schema_version=previous.schema_version,
