@@ -9,6 +9,24 @@ from gpucloud.testing import moto_account
 from support import EXAMPLE_STACKS, STACKS, ExampleStack, deploy
 
 
+LONGEST_FILES = (
+    "test_config_properties.py",
+    "test_config_properties_on_engine.py",
+    "test_data_survives.py",
+    "test_policy_plan.py",
+    "test_state_backend.py",
+    "test_example_stacks.py",
+)
+"""The files that take 12 to 30 s each (`pytest --durations=0`, summed per file)."""
+
+
+def pytest_collection_modifyitems(items):
+    """Longest files first: pytest-xdist hands each worker a whole file, in collection order
+    (`--no-loadscope-reorder`), so no worker is left alone with a long file at the end."""
+    rank = {name: position for position, name in enumerate(LONGEST_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.fixture
 def account():
     with moto_account("us-east-1") as fresh:
