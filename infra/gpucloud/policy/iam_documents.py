@@ -242,9 +242,7 @@ def key_policy_problems(statements: list[Statement]) -> list[str]:
         if not statement.allow:
             continue
         where = f"statement {statement.sid}"
-        open_problem = _open_to_everyone(statement)
-        if open_problem:
-            problems.append(open_problem)
+        problems.extend(_open_to_everyone(statement))
         if statement.not_principal:
             continue
         if statement.not_actions:
@@ -299,15 +297,15 @@ def _wildcard_principal(statement: Statement) -> bool:
     return "*" in statement.principals
 
 
-def _open_to_everyone(statement: Statement) -> str | None:
+def _open_to_everyone(statement: Statement) -> list[str]:
     if statement.not_principal:
-        return f"statement {statement.sid} uses NotPrincipal with Allow, which grants everyone not listed"
+        return [f"statement {statement.sid} uses NotPrincipal with Allow, which grants everyone not listed"]
     if _wildcard_principal(statement) and not _restricts_caller(statement):
-        return (
+        return [
             f"statement {statement.sid} allows every principal ('*') with no condition on the caller; "
             "name the principals, or add a condition such as aws:SourceAccount, aws:SourceArn or aws:PrincipalOrgID"
-        )
-    return None
+        ]
+    return []
 
 
 def resource_policy_problems(statements: list[Statement]) -> list[str]:
@@ -317,9 +315,7 @@ def resource_policy_problems(statements: list[Statement]) -> list[str]:
         if not statement.allow:
             continue
         where = f"statement {statement.sid}"
-        open_problem = _open_to_everyone(statement)
-        if open_problem:
-            problems.append(open_problem)
+        problems.extend(_open_to_everyone(statement))
         if statement.not_actions:
             problems.append(_not_action_problem(where))
             continue
