@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, assume, settings
 from hypothesis import strategies as st
 
 from gpucloud.config import StackConfig
-from gpucloud.policy_documents import instance_role_policy
+from gpucloud.documents import instance_role_policy
 
 
 MODEL_SETTINGS = settings(

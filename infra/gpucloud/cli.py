@@ -8,8 +8,6 @@ import sys
 import traceback
 from pathlib import Path
 
-from rich.console import Console
-
 from gpucloud.config import ConfigError, load_stack_file
 
 STACKS_DIRECTORY = Path("stacks")
@@ -55,14 +53,33 @@ def _print_error(message: str, error: BaseException, debug: bool) -> None:
     print(f"error: {message}", file=sys.stderr)
 
 
-def plan(arguments: argparse.Namespace) -> int:
-    from gpucloud import plan as planning
-    from gpucloud.plan_view import render
-    from gpucloud.policy import PolicyConfigError
-    from gpucloud.program_source import ProgramError, ProgramFailed
+PLAN_EXTRA_MISSING = (
+    "gpucloud plan needs the offline engine and its views: pip install 'gpucloud[plan]' "
+    "(the components alone need only the base package)"
+)
 
-    if not arguments.program and (arguments.config_file or arguments.stack_name):
-        print("error: --config-file and --stack-name go with --program", file=sys.stderr)
+
+def plan(arguments: argparse.Namespace) -> int:
+    try:
+        from rich.console import Console
+
+        from gpucloud import plan as planning
+        from gpucloud.plan.program_source import ProgramError, ProgramFailed
+        from gpucloud.plan.view import render
+        from gpucloud.policy import PolicyConfigError
+    except ModuleNotFoundError as error:
+        print(f"error: {PLAN_EXTRA_MISSING} ({error})", file=sys.stderr)
+        return PLAN_BAD_INPUT
+
+    program_only = {
+        "--config-file": arguments.config_file,
+        "--stack-name": arguments.stack_name,
+        "--handlers": arguments.handlers,
+        "--record-unknown-types": arguments.record_unknown_types,
+    }
+    misplaced = [flag for flag, value in program_only.items() if value]
+    if not arguments.program and misplaced:
+        print(f"error: {', '.join(misplaced)} go with --program", file=sys.stderr)
         return PLAN_BAD_INPUT
     try:
         policy_config = _policy_config(arguments.policy_config)
@@ -73,6 +90,8 @@ def plan(arguments: argparse.Namespace) -> int:
                 stack=arguments.stack_name,
                 region=arguments.region,
                 policy_config=policy_config,
+                handlers=arguments.handlers or (),
+                record_unknown_types=arguments.record_unknown_types,
             )
         else:
             settings = load_stack_file(_stack_file(arguments), region=arguments.region)
@@ -140,7 +159,7 @@ BACKEND_AWS_CALL_FAILED = 3
 
 def _backend_stacks(arguments: argparse.Namespace) -> list[str]:
     """The stacks to print `pulumi stack init` lines for: as given, else one per stack file; each name checked."""
-    from gpucloud.state_backend import BackendError, validate_stack_name
+    from gpucloud.backend import BackendError, validate_stack_name
 
     if arguments.stacks:
         for stack in arguments.stacks:
@@ -165,7 +184,7 @@ def bootstrap_backend(arguments: argparse.Namespace) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError
 
-    from gpucloud.state_backend import AwsCallError, BackendError, bootstrap_backend, format_instructions
+    from gpucloud.backend import AwsCallError, BackendError, bootstrap_backend, format_instructions
 
     try:
         stacks = _backend_stacks(arguments)
@@ -212,6 +231,19 @@ def build_parser() -> argparse.ArgumentParser:
     plan_parser.add_argument(
         "--stack-name", help="with --program: the stack name (default: from --config-file, else dev)"
     )
+    plan_parser.add_argument(
+        "--handlers",
+        action="append",
+        metavar="FILE",
+        help="with --program: a Python file that registers engine handlers (gpucloud.testing.register_resource) "
+        "for resource types the program uses and the engine lacks; repeatable",
+    )
+    plan_parser.add_argument(
+        "--record-unknown-types",
+        action="store_true",
+        help="with --program: record a resource type the engine has no handler for as not validated, "
+        "instead of failing (off by default)",
+    )
     plan_parser.add_argument("--policy-config", help="policy pack config JSON, as for `pulumi preview --policy-pack-config`")
     plan_parser.add_argument("--region", help="override aws:region from the stack file")
     plan_parser.add_argument("--debug", action="store_true", help="print the traceback of a failed program or plan")
@@ -229,7 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     backend = commands.add_parser("backend", help="the Pulumi state backend")
     backend_commands = backend.add_subparsers(dest="backend_command", required=True)
-    from gpucloud.state_backend import DEFAULT_KEY_ALIAS
+    from gpucloud.backend import DEFAULT_KEY_ALIAS
 
     bootstrap = backend_commands.add_parser(
         "bootstrap",

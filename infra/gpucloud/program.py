@@ -9,9 +9,9 @@ import pulumi
 from pulumi.runtime import config as runtime_config
 
 from gpucloud.config import ConfigError, StackSettings, parse_stack_config, split_namespace
-from gpucloud.environment import ProjectEnvironment, ProjectEnvironmentArgs
-from gpucloud.lookups import PulumiAwsLookups
-from gpucloud.resolve import LookupUnavailable, resolve_stack
+from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
+from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
+from gpucloud.lookups import LookupUnavailable, resolve_stack
 
 
 def _decode(value: Any) -> Any:

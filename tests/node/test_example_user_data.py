@@ -9,15 +9,15 @@ import gzip
 import json
 
 import yaml
-from gpucloud import userdata
-from gpucloud.autoscaling import GPU_METRICS_NAMESPACE
-from gpucloud.userdata import NodeBootstrap, cloudwatch_agent_config
+from gpucloud.userdata import agent_source, layout, scripts
+from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE
+from gpucloud.userdata.render import NodeBootstrap, cloudwatch_agent_config
 
-DATA_FILES = {userdata.NODE_CONFIG_PATH, userdata.BOOTSTRAP_ENV_PATH}
+DATA_FILES = {layout.NODE_CONFIG_PATH, layout.BOOTSTRAP_ENV_PATH}
 UNITS = {
-    f"/etc/systemd/system/{userdata.STORAGE_UNIT}": userdata.STORAGE_UNIT_TEXT,
-    f"/etc/systemd/system/{userdata.GATE_UNIT}": userdata.GATE_UNIT_TEXT,
-    f"/etc/systemd/system/{userdata.DRAIN_UNIT}": userdata.DRAIN_UNIT_TEXT,
+    f"/etc/systemd/system/{layout.STORAGE_UNIT}": scripts.STORAGE_UNIT_TEXT,
+    f"/etc/systemd/system/{layout.GATE_UNIT}": scripts.GATE_UNIT_TEXT,
+    f"/etc/systemd/system/{layout.DRAIN_UNIT}": scripts.DRAIN_UNIT_TEXT,
 }
 
 
@@ -28,10 +28,10 @@ def fixed_files() -> dict[str, str]:
         cloudwatch_namespace=GPU_METRICS_NAMESPACE,
     )
     return {
-        **{f"{userdata.AGENT_LIB_DIR}/{path}": source for path, source in userdata.agent_sources().items()},
-        **{path: userdata.shippable_shell(script) for path, script in userdata.SCRIPTS.items()},
+        **{f"{layout.AGENT_LIB_DIR}/{path}": source for path, source in agent_source.agent_sources().items()},
+        **{path: agent_source.shippable_shell(script) for path, script in scripts.SCRIPTS.items()},
         **UNITS,
-        userdata.CLOUDWATCH_CONFIG_PATH: json.dumps(cloudwatch_agent_config(any_group), separators=(",", ":")) + "\n",
+        layout.CLOUDWATCH_CONFIG_PATH: json.dumps(cloudwatch_agent_config(any_group), separators=(",", ":")) + "\n",
     }
 
 
@@ -69,13 +69,13 @@ def test_scripts_units_and_commands_are_the_fixed_text(example):
         for path, text in fixed.items():
             assert written[path]["content"] == text, path
         assert document["runcmd"] == [
-            [userdata.INSTALL_SCRIPT_PATH],
+            [layout.INSTALL_SCRIPT_PATH],
             ["systemctl", "daemon-reload"],
-            ["systemctl", "enable", userdata.STORAGE_UNIT, userdata.DRAIN_UNIT, userdata.GATE_UNIT],
-            ["systemd-run", f"--unit={userdata.HEARTBEAT_UNIT}", userdata.AGENT_COMMAND_PATH, "heartbeat"],
-            ["systemctl", "start", userdata.STORAGE_UNIT],
-            ["timeout", str(userdata.CLOUDWATCH_SETUP_TIMEOUT_SECONDS), userdata.CLOUDWATCH_SCRIPT_PATH],
-            ["systemctl", "start", "--no-block", userdata.DRAIN_UNIT, userdata.GATE_UNIT],
+            ["systemctl", "enable", layout.STORAGE_UNIT, layout.DRAIN_UNIT, layout.GATE_UNIT],
+            ["systemd-run", f"--unit={layout.HEARTBEAT_UNIT}", layout.AGENT_COMMAND_PATH, "heartbeat"],
+            ["systemctl", "start", layout.STORAGE_UNIT],
+            ["timeout", str(layout.CLOUDWATCH_SETUP_TIMEOUT_SECONDS), layout.CLOUDWATCH_SCRIPT_PATH],
+            ["systemctl", "start", "--no-block", layout.DRAIN_UNIT, layout.GATE_UNIT],
         ]
         assert set(document) <= {"packages", "write_files", "runcmd"}
         assert document.get("packages", ["mdadm"]) == ["mdadm"]
@@ -90,7 +90,7 @@ def test_stack_values_appear_only_in_the_data_files(example):
             [document.get("runcmd"), document.get("packages")]
             + [entry for entry in document["write_files"] if entry["path"] not in DATA_FILES]
         )
-        node = json.loads(data[userdata.NODE_CONFIG_PATH])
+        node = json.loads(data[layout.NODE_CONFIG_PATH])
         assert node["project"] == example.settings.config.project
         assert node["group_name"] in values
         assert [value for value in values if value in elsewhere] == []

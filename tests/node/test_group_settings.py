@@ -10,10 +10,11 @@ import json
 import pytest
 import yaml
 from gpucloud.config import ConfigError
-from gpucloud.gpu_group import GpuInstanceGroupArgs, node_bootstrap, node_shape
-from gpucloud.policy_documents import instance_role_policy
-from gpucloud.resolve import InstanceTypeFacts
-from gpucloud.userdata import NODE_CONFIG_PATH, node_config_document
+from gpucloud.components.gpu_group import GpuInstanceGroupArgs, node_bootstrap, node_shape
+from gpucloud.documents import instance_role_policy
+from gpucloud.lookups import InstanceTypeFacts
+from gpucloud.userdata.layout import NODE_CONFIG_PATH
+from gpucloud.userdata.render import node_config_document
 from support import deploy, minimal_config, settings_for
 
 NOTEBOOK = {"name": "notebook", "instanceTypes": ["g5.xlarge"], "maxSize": 1, "persistentVolumeGiB": 100}

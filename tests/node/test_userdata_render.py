@@ -15,22 +15,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-from gpucloud import userdata
+from gpucloud.userdata import agent_source, layout, render, scripts
 from gpucloud.node.config import NodeConfig
-from gpucloud.userdata import (
-    NodeBootstrap,
-    UserDataTooLarge,
-    agent_sources,
-    bootstrap_env,
-    encode_user_data,
-    instance_type_has_nvlink,
-    render_user_data,
-    user_data_base64,
-)
+from gpucloud.userdata.agent_source import agent_sources
+from gpucloud.userdata.render import NodeBootstrap, UserDataTooLarge, bootstrap_env, encode_user_data, instance_type_has_nvlink, render_user_data, user_data_base64
 from node_fakes import fixture_text
 from userdata_samples import HOSTILE, HOSTILE_PARAMS, LARGEST_REALISTIC, MINIMAL, TYPICAL, rendered
 
-AGENT_DIR = Path(userdata.__file__).parent / "node"
+AGENT_DIR = Path(render.__file__).parents[1] / "node"
 
 
 @functools.cache
@@ -59,7 +51,7 @@ def sourced_env(env_text: str, tmp_path: Path) -> dict[str, str]:
 def test_node_config_round_trips_into_the_agent():
     files = written_files(TYPICAL)
 
-    document = json.loads(files[userdata.NODE_CONFIG_PATH]["content"])
+    document = json.loads(files[layout.NODE_CONFIG_PATH]["content"])
     config = NodeConfig.from_dict(document)
 
     assert config.expected_gpu_count == 8
@@ -74,7 +66,7 @@ def test_node_config_round_trips_into_the_agent():
 def test_minimal_group_has_no_disks_to_require_and_no_raid_tools():
     document = parsed(MINIMAL)
 
-    config = json.loads(written_files(MINIMAL)[userdata.NODE_CONFIG_PATH]["content"])
+    config = json.loads(written_files(MINIMAL)[layout.NODE_CONFIG_PATH]["content"])
     assert config["required_mounts"] == []
     assert config["max_temperature_c"] == 85
     assert "packages" not in document
@@ -84,9 +76,9 @@ def test_minimal_group_has_no_disks_to_require_and_no_raid_tools():
 def test_hostile_values_round_trip_exactly_and_stay_data(tmp_path):
     files = written_files(HOSTILE_PARAMS)
 
-    config = json.loads(files[userdata.NODE_CONFIG_PATH]["content"])
-    environment = sourced_env(files[userdata.BOOTSTRAP_ENV_PATH]["content"], tmp_path)
-    cloudwatch = json.loads(files[userdata.CLOUDWATCH_CONFIG_PATH]["content"])
+    config = json.loads(files[layout.NODE_CONFIG_PATH]["content"])
+    environment = sourced_env(files[layout.BOOTSTRAP_ENV_PATH]["content"], tmp_path)
+    cloudwatch = json.loads(files[layout.CLOUDWATCH_CONFIG_PATH]["content"])
 
     assert config["group_name"] == HOSTILE * 3
     assert config["persistent_volume_tag_key"] == f"key {HOSTILE}"
@@ -121,7 +113,7 @@ def test_sourcing_hostile_env_file_runs_nothing(tmp_path):
 
 def test_scripts_units_and_commands_do_not_vary_with_values():
     typical, hostile = written_files(TYPICAL), written_files(HOSTILE_PARAMS)
-    value_files = {userdata.NODE_CONFIG_PATH, userdata.BOOTSTRAP_ENV_PATH, userdata.CLOUDWATCH_CONFIG_PATH}
+    value_files = {layout.NODE_CONFIG_PATH, layout.BOOTSTRAP_ENV_PATH, layout.CLOUDWATCH_CONFIG_PATH}
 
     for path in typical.keys() - value_files:
         assert typical[path] == hostile[path], path
@@ -134,8 +126,8 @@ def test_heartbeat_starts_before_storage_and_the_gate_last_after_storage_and_met
 
     heartbeat = "systemd-run --unit=gpucloud-node-heartbeat /usr/local/bin/gpucloud-node heartbeat"
     storage = "systemctl start gpucloud-storage.service"
-    metrics = f"timeout 600 {userdata.CLOUDWATCH_SCRIPT_PATH}"
-    assert commands[0] == userdata.INSTALL_SCRIPT_PATH, "the heartbeat needs boto3"
+    metrics = f"timeout 600 {layout.CLOUDWATCH_SCRIPT_PATH}"
+    assert commands[0] == layout.INSTALL_SCRIPT_PATH, "the heartbeat needs boto3"
     assert commands.index(heartbeat) < commands.index(storage) < commands.index(metrics)
     assert commands[-1] == "systemctl start --no-block gpucloud-node-drain.service gpucloud-node-gate.service"
 
@@ -148,29 +140,29 @@ def unit_timeout(unit_text: str) -> int:
 def test_preparation_limits_are_consistent_with_the_launch_hook():
     """The storage unit outlasts its own waits, heartbeats cover storage, metrics set-up and the
     gate one after the other, and AWS keeps a heartbeated action that long."""
-    from gpucloud.gpu_group import LAUNCH_HOOK_TIMEOUT_SECONDS
+    from gpucloud.components.gpu_group import LAUNCH_HOOK_TIMEOUT_SECONDS
 
-    storage_waits = 2 * userdata.VOLUME_WAIT_SECONDS + userdata.SCRATCH_DISK_WAIT_SECONDS
-    storage_limit = unit_timeout(userdata.STORAGE_UNIT_TEXT)
-    gate_limit = unit_timeout(userdata.GATE_UNIT_TEXT)
-    node = json.loads(written_files(TYPICAL)[userdata.NODE_CONFIG_PATH]["content"])
+    storage_waits = 2 * layout.VOLUME_WAIT_SECONDS + layout.SCRATCH_DISK_WAIT_SECONDS
+    storage_limit = unit_timeout(scripts.STORAGE_UNIT_TEXT)
+    gate_limit = unit_timeout(scripts.GATE_UNIT_TEXT)
+    node = json.loads(written_files(TYPICAL)[layout.NODE_CONFIG_PATH]["content"])
     config = NodeConfig.from_dict(node)
     worst_boot_check = config.boot_check_attempts * 6 * config.command_timeout_s + sum(
         min(config.boot_check_retry_s * 2**attempt, 60) for attempt in range(config.boot_check_attempts - 1)
     )
 
-    assert f'-ge {userdata.SCRATCH_DISK_WAIT_SECONDS} ]' in userdata.STORAGE_SCRIPT
-    assert node["volume_wait_s"] == userdata.VOLUME_WAIT_SECONDS
+    assert f'-ge {layout.SCRATCH_DISK_WAIT_SECONDS} ]' in scripts.STORAGE_SCRIPT
+    assert node["volume_wait_s"] == layout.VOLUME_WAIT_SECONDS
     assert storage_limit >= storage_waits + 300, "udev, RAID assembly and mkfs need time too"
     assert gate_limit >= worst_boot_check
-    assert node["launch_heartbeat_limit_s"] >= storage_limit + userdata.CLOUDWATCH_SETUP_TIMEOUT_SECONDS + gate_limit
+    assert node["launch_heartbeat_limit_s"] >= storage_limit + layout.CLOUDWATCH_SETUP_TIMEOUT_SECONDS + gate_limit
     assert node["launch_heartbeat_limit_s"] + LAUNCH_HOOK_TIMEOUT_SECONDS <= min(100 * LAUNCH_HOOK_TIMEOUT_SECONDS, 48 * 3600)
     assert storage_waits > LAUNCH_HOOK_TIMEOUT_SECONDS, "why the heartbeat exists: storage alone can outlast the hook"
 
 
 def test_checkpoint_retries_fit_in_the_terminate_hook():
     from gpucloud.config import CHECKPOINT_TIMEOUT_LIMIT_SECONDS
-    from gpucloud.gpu_group import TERMINATE_HOOK_TIMEOUT_SECONDS
+    from gpucloud.components.gpu_group import TERMINATE_HOOK_TIMEOUT_SECONDS
     from gpucloud.node.lifecycle import drain
 
     retries = inspect.signature(drain).parameters["backoff"].default
@@ -178,7 +170,7 @@ def test_checkpoint_retries_fit_in_the_terminate_hook():
 
 
 def test_cloudwatch_config_collects_gpu_metrics_per_group():
-    metrics = json.loads(written_files(TYPICAL)[userdata.CLOUDWATCH_CONFIG_PATH]["content"])["metrics"]
+    metrics = json.loads(written_files(TYPICAL)[layout.CLOUDWATCH_CONFIG_PATH]["content"])["metrics"]
 
     assert metrics["namespace"] == "GpuCloud/ml"
     assert metrics["append_dimensions"]["AutoScalingGroupName"] == "${aws:AutoScalingGroupName}"
@@ -197,7 +189,7 @@ def test_encoded_user_data_fits_ec2_limit_even_with_long_hostile_values():
         text = rendered(params)
         payload = encode_user_data(text)
 
-        assert len(payload) <= userdata.USER_DATA_LIMIT_BYTES, (params.group_name[:20], len(payload))
+        assert len(payload) <= layout.USER_DATA_LIMIT_BYTES, (params.group_name[:20], len(payload))
         assert gzip.decompress(payload).decode() == text
 
 
@@ -210,7 +202,7 @@ USER_DATA_HEADROOM_BYTES = 256
 def test_largest_realistic_node_leaves_headroom_under_ec2s_limit():
     size = len(encode_user_data(render_user_data(LARGEST_REALISTIC)))
 
-    assert size <= userdata.USER_DATA_LIMIT_BYTES - USER_DATA_HEADROOM_BYTES, size
+    assert size <= layout.USER_DATA_LIMIT_BYTES - USER_DATA_HEADROOM_BYTES, size
 
 
 def test_encoding_is_reproducible_and_base64_is_what_launch_templates_take():
@@ -224,13 +216,13 @@ def test_encoding_is_reproducible_and_base64_is_what_launch_templates_take():
 def test_libyaml_renders_the_same_document_as_the_pure_python_emitter(params, monkeypatch):
     """Rendering uses libyaml's emitter for speed; a machine without it must get the same bytes,
     or the same group would roll its fleet depending on where `pulumi up` ran."""
-    assert issubclass(userdata._CloudConfigDumper, yaml.CSafeDumper)
+    assert issubclass(render._CloudConfigDumper, yaml.CSafeDumper)
 
     class PurePythonDumper(yaml.SafeDumper):
         pass
 
-    PurePythonDumper.add_representer(str, userdata._represent_text)
-    monkeypatch.setattr(userdata, "_CloudConfigDumper", PurePythonDumper)
+    PurePythonDumper.add_representer(str, render._represent_text)
+    monkeypatch.setattr(render, "_CloudConfigDumper", PurePythonDumper)
 
     assert render_user_data(params) == rendered(params)
 
@@ -245,10 +237,10 @@ def test_too_large_user_data_is_refused():
 def test_agent_written_from_user_data_runs_on_the_standard_library_alone(tmp_path):
     lib = tmp_path / "lib"
     files = written_files(MINIMAL)
-    (tmp_path / "node.json").write_text(files[userdata.NODE_CONFIG_PATH]["content"])
+    (tmp_path / "node.json").write_text(files[layout.NODE_CONFIG_PATH]["content"])
     for path, entry in files.items():
-        if path.startswith(userdata.AGENT_LIB_DIR + "/"):
-            target = lib / path[len(userdata.AGENT_LIB_DIR) + 1 :]
+        if path.startswith(layout.AGENT_LIB_DIR + "/"):
+            target = lib / path[len(layout.AGENT_LIB_DIR) + 1 :]
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(entry["content"])
     fake = tmp_path / "bin" / "nvidia-smi"
@@ -332,7 +324,7 @@ def test_shippable_source_keeps_meaning_of_tricky_tokens():
         "z = 'a' 'b' in'ab'\n"
     )
 
-    shipped = userdata.shippable_source(source)
+    shipped = agent_source.shippable_source(source)
 
     assert shipped.splitlines() == [
         "def f(a,*rest,key=1):",
@@ -354,10 +346,10 @@ def test_every_supported_python_ships_the_same_agent_bytes(python):
     interpreter = shutil.which(python)
     if interpreter is None or subprocess.run([interpreter, "-c", ""], capture_output=True).returncode:
         pytest.skip(f"{python} is not installed")
-    module = Path(userdata.__file__).read_text()
+    module = Path(agent_source.__file__).read_text()
     program = (
         "import ast, io, json, sys, tokenize\nfrom collections.abc import Iterator\n"
-        + module[module.index("def shippable_source") : module.index("def _file(")]
+        + module[module.index("def shippable_source") : module.index("def shippable_shell(")]
         + "\nprint(json.dumps({name: shippable_source(open(name).read()) for name in sys.argv[1:]}))"
     )
     modules = sorted(str(path) for path in AGENT_DIR.glob("*.py"))
@@ -365,7 +357,7 @@ def test_every_supported_python_ships_the_same_agent_bytes(python):
     result = subprocess.run([interpreter, "-c", program, *modules], capture_output=True, text=True, timeout=60)
 
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {name: userdata.shippable_source(Path(name).read_text()) for name in modules}
+    assert json.loads(result.stdout) == {name: agent_source.shippable_source(Path(name).read_text()) for name in modules}
 
 
 @pytest.mark.parametrize(

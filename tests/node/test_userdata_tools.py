@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from gpucloud import userdata
-from gpucloud.userdata import NodeBootstrap, bootstrap_env
+from gpucloud.userdata import agent_source, layout, render, scripts
+from gpucloud.userdata.render import NodeBootstrap, bootstrap_env
 from userdata_checks import require_tool, runcmd_script, shell_scripts
 from userdata_samples import HOSTILE_PARAMS, MINIMAL, TYPICAL, rendered
 
@@ -38,17 +38,17 @@ def test_cloud_init_accepts_the_document(rendering, tmp_path):
 def test_every_shell_script_passes_shellcheck(rendering, tmp_path):
     shellcheck = require_tool("shellcheck")
     document = yaml.safe_load(rendered(RENDERINGS[rendering]))
-    scripts = shell_scripts(document)
-    scripts["runcmd"] = runcmd_script(document, tmp_path)
-    assert scripts.keys() == {
-        userdata.AGENT_COMMAND_PATH,
-        userdata.INSTALL_SCRIPT_PATH,
-        userdata.STORAGE_SCRIPT_PATH,
-        userdata.CLOUDWATCH_SCRIPT_PATH,
+    written = shell_scripts(document)
+    written["runcmd"] = runcmd_script(document, tmp_path)
+    assert written.keys() == {
+        layout.AGENT_COMMAND_PATH,
+        layout.INSTALL_SCRIPT_PATH,
+        layout.STORAGE_SCRIPT_PATH,
+        layout.CLOUDWATCH_SCRIPT_PATH,
         "runcmd",
     }
     files = []
-    for number, (name, content) in enumerate(sorted(scripts.items())):
+    for number, (name, content) in enumerate(sorted(written.items())):
         files.append(tmp_path / f"{number}-{Path(name).name}")
         files[-1].write_text(content)
 
@@ -66,7 +66,7 @@ def test_cloud_init_unpacks_the_gzip_payload():
 
     result = subprocess.run(
         [*interpreter, "-c", program],
-        input=userdata.encode_user_data(rendered(TYPICAL)),
+        input=render.encode_user_data(rendered(TYPICAL)),
         capture_output=True,
         check=True,
     )
@@ -124,7 +124,7 @@ class DiskTools:
 
     def run(self) -> tuple[int, list[str]]:
         script = self.root / "gpucloud-storage"
-        script.write_text(userdata.shippable_shell(userdata.STORAGE_SCRIPT))
+        script.write_text(agent_source.shippable_shell(scripts.STORAGE_SCRIPT))
         environment = {
             "PATH": f"{self.bin}:/usr/bin:/bin",
             "GPUCLOUD_BOOTSTRAP_ENV": str(self.root / "bootstrap.env"),

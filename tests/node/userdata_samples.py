@@ -2,7 +2,7 @@
 
 import functools
 
-from gpucloud.userdata import NodeBootstrap, render_user_data
+from gpucloud.userdata.render import NodeBootstrap, render_user_data
 
 HOSTILE = 'it\'s "quoted"\n$(reboot) `reboot` ${HOME} \\ ; rm -rf / # \t end'
 

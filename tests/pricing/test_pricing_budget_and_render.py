@@ -2,7 +2,8 @@ import io
 
 from rich.console import Console
 
-from gpucloud.pricing import budget_findings, estimate_stack, render_estimate
+from gpucloud.pricing import budget_findings, estimate_stack
+from gpucloud.pricing.render import render_estimate
 
 
 def _two_group_stack(stack_config):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from . import rules, stack_rules
+from . import resource_types, rules, stack_rules
 from .model import (
     ADVISORY,
     DEFAULT_MAX_GROUP_SIZE,
@@ -38,7 +38,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         ),
         enforcement_level=MANDATORY,
         validate=rules.validate_ebs_encrypted_with_cmk,
-        applies_to=_of_types(rules.VOLUME, rules.LAUNCH_TEMPLATE, rules.INSTANCE),
+        applies_to=_of_types(resource_types.VOLUME, resource_types.LAUNCH_TEMPLATE, resource_types.INSTANCE),
     ),
     ResourceRule(
         name="kms-rotation-and-deletion-window",
@@ -47,7 +47,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         ),
         enforcement_level=MANDATORY,
         validate=rules.validate_kms_rotation_and_deletion_window,
-        applies_to=_of_types(rules.KMS_KEY),
+        applies_to=_of_types(resource_types.KMS_KEY),
     ),
     ResourceRule(
         name="imdsv2-required",
@@ -57,7 +57,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         ),
         enforcement_level=MANDATORY,
         validate=rules.validate_imdsv2_required,
-        applies_to=_of_types(rules.LAUNCH_TEMPLATE, rules.INSTANCE),
+        applies_to=_of_types(resource_types.LAUNCH_TEMPLATE, resource_types.INSTANCE),
     ),
     ResourceRule(
         name="no-world-open-ingress",
@@ -65,10 +65,10 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         enforcement_level=MANDATORY,
         validate=rules.validate_no_world_open_ingress,
         applies_to=_of_types(
-            rules.SECURITY_GROUP,
-            rules.DEFAULT_SECURITY_GROUP,
-            rules.SECURITY_GROUP_RULE,
-            rules.SECURITY_GROUP_INGRESS_RULE,
+            resource_types.SECURITY_GROUP,
+            resource_types.DEFAULT_SECURITY_GROUP,
+            resource_types.SECURITY_GROUP_RULE,
+            resource_types.SECURITY_GROUP_INGRESS_RULE,
         ),
     ),
     ResourceRule(
@@ -107,7 +107,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         ),
         enforcement_level=MANDATORY,
         validate=rules.validate_asg_bounded_and_rebalanced,
-        applies_to=_of_types(rules.AUTOSCALING_GROUP),
+        applies_to=_of_types(resource_types.AUTOSCALING_GROUP),
         config_schema={
             "maxGroupSize": {
                 "type": "integer",
@@ -122,7 +122,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         description="Launch templates and instances do not associate public IP addresses.",
         enforcement_level=MANDATORY,
         validate=rules.validate_no_public_ip,
-        applies_to=_of_types(rules.LAUNCH_TEMPLATE, rules.INSTANCE),
+        applies_to=_of_types(resource_types.LAUNCH_TEMPLATE, resource_types.INSTANCE),
     ),
 )
 
@@ -135,14 +135,14 @@ STACK_RULES: tuple[StackRule, ...] = (
         ),
         enforcement_level=ADVISORY,
         validate=stack_rules.validate_gpu_group_has_scale_in_path,
-        applies_to=_of_types(rules.AUTOSCALING_GROUP),
+        applies_to=_of_types(resource_types.AUTOSCALING_GROUP),
     ),
     StackRule(
         name="data-volume-retained",
         description=("EBS data volumes survive the stack: they are created with retainOnDelete or protect."),
         enforcement_level=ADVISORY,
         validate=stack_rules.validate_data_volume_retained,
-        applies_to=_of_types(rules.VOLUME),
+        applies_to=_of_types(resource_types.VOLUME),
     ),
     StackRule(
         name="asg-spot-template-rebalanced",
@@ -152,7 +152,7 @@ STACK_RULES: tuple[StackRule, ...] = (
         ),
         enforcement_level=MANDATORY,
         validate=stack_rules.validate_asg_spot_template_rebalanced,
-        applies_to=_of_types(rules.AUTOSCALING_GROUP),
+        applies_to=_of_types(resource_types.AUTOSCALING_GROUP),
     ),
 )
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .model import UNKNOWN, PlannedResource, PolicyConfig, StackReport
-from .rules import AUTOSCALING_GROUP, LAUNCH_TEMPLATE, VOLUME
+from .resource_types import AUTOSCALING_GROUP, LAUNCH_TEMPLATE, VOLUME
 from .values import as_list, as_number, entry, is_true, mappings, text
 
 SCHEDULE = "aws:autoscaling/schedule:Schedule"

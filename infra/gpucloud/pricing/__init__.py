@@ -1,4 +1,6 @@
-"""Cost of a stack before `pulumi up`: price catalog, estimate, budget checks, catalog refresh."""
+"""Cost of a stack before `pulumi up`: price catalog, estimate, budget checks, catalog refresh.
+
+The terminal table is `gpucloud.pricing.render` (it needs rich, from the `gpucloud[plan]` extra)."""
 
 from .budget import Finding, budget_findings, unpriced_finding
 from .catalog import (
@@ -13,7 +15,6 @@ from .catalog import (
 )
 from .estimate import CostEstimate, CostLine, GroupEstimate, ScenarioValues, UnpricedLine, estimate_stack
 from .refresh import RefreshResult, refresh_catalog
-from .render import estimate_table, render_estimate
 
 __all__ = [
     "DEFAULT_CATALOG_PATH",
@@ -32,9 +33,7 @@ __all__ = [
     "UnpricedLine",
     "budget_findings",
     "estimate_stack",
-    "estimate_table",
     "load_catalog",
     "refresh_catalog",
-    "render_estimate",
     "unpriced_finding",
 ]

@@ -5,21 +5,37 @@
     with moto_account("us-east-1") as account:
         deployment = run_program(my_program, account, config={"gpu-cloud:project": "demo", ...})
         volumes = account.client("ec2").describe_volumes()["Volumes"]
+
+A resource type the engine lacks fails the run (UnsupportedResourceError). Teach it one from your
+own code with `register_resource` (and data sources with `register_invoke`); see their docstrings.
 """
 
 from gpucloud.testing.account import Deployment, moto_account, run_program, run_program_file
 from gpucloud.testing.engine import AppliedResource, MotoEngine
 from gpucloud.testing.handlers.budgets import budget_subscribers
-from gpucloud.testing.registry import BrokenReferenceError, UnsupportedResourceError
+from gpucloud.testing.registry import (
+    Account,
+    BrokenReferenceError,
+    Created,
+    ResourceRequest,
+    UnsupportedResourceError,
+    register_invoke,
+    register_resource,
+)
 
 __all__ = [
+    "Account",
     "AppliedResource",
     "BrokenReferenceError",
+    "Created",
     "Deployment",
     "MotoEngine",
+    "ResourceRequest",
     "UnsupportedResourceError",
     "budget_subscribers",
     "moto_account",
+    "register_invoke",
+    "register_resource",
     "run_program",
     "run_program_file",
 ]

@@ -25,7 +25,7 @@ from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
-from gpucloud.resolve import DEEP_LEARNING_AMI_PARAMETER
+from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER
 from gpucloud.testing.engine import AppliedResource, MotoEngine, RecordingMonitor
 from gpucloud.testing.registry import Account
 
@@ -178,9 +178,13 @@ def run_program(
     project: str = "gpu-cloud",
     stack: str = "dev",
     config: Mapping[str, Any] | None = None,
+    record_unknown_types: bool = False,
 ) -> Deployment:
-    """Run a Pulumi program to completion on the engine; resources land in `account`."""
-    engine = MotoEngine(account)
+    """Run a Pulumi program to completion on the engine; resources land in `account`.
+
+    A resource type with no handler fails the run, unless `record_unknown_types` records it as
+    not validated (`Deployment.unvalidated` lists it)."""
+    engine = MotoEngine(account, record_unknown_types=record_unknown_types)
     settings.set_root_resource(None)  # type: ignore[arg-type]
     pulumi.runtime.set_all_config(_config_values({"aws:region": account.region, **(config or {})}), [])
     pulumi.runtime.set_mocks(engine, project=project, stack=stack, preview=False, monitor=RecordingMonitor(engine))

@@ -18,7 +18,15 @@ from pulumi.runtime import mocks
 from pulumi.runtime.settings import get_project, get_stack
 
 from gpucloud.testing import handlers  # noqa: F401  (registers the handlers)
-from gpucloud.testing.registry import INVOKES, RESOURCES, Account, ResourceRequest, UnsupportedResourceError, whole_numbers
+from gpucloud.testing.registry import (
+    INVOKES,
+    RESOURCES,
+    Account,
+    Created,
+    ResourceRequest,
+    UnsupportedResourceError,
+    whole_numbers,
+)
 
 
 ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
@@ -53,8 +61,10 @@ class AppliedResource:
 class MotoEngine(mocks.Mocks):
     """Applies resources and answers invokes on the moto account `account` (moto must be active)."""
 
-    def __init__(self, account: Account):
+    def __init__(self, account: Account, *, record_unknown_types: bool = False):
         self.account = account
+        self.record_unknown_types = record_unknown_types
+        """Record a resource type with no handler as not validated instead of failing the run."""
         self.resources: dict[str, AppliedResource] = {}
         self._lock = threading.RLock()
         self._registering = threading.local()
@@ -69,9 +79,11 @@ class MotoEngine(mocks.Mocks):
                 physical_id = f"{args.name}-provider"
             else:
                 handler = RESOURCES.get(args.typ)
-                if handler is None:
+                if handler is None and not self.record_unknown_types:
                     raise UnsupportedResourceError("resource type", args.typ)
-                created = handler(self.account, ResourceRequest(args.typ, args.name, whole_numbers(dict(args.inputs))))
+                created = (handler or _record_only)(
+                    self.account, ResourceRequest(args.typ, args.name, whole_numbers(dict(args.inputs)))
+                )
                 outputs = {**args.inputs, **created.outputs}
                 physical_id = created.id
                 if record:
@@ -100,6 +112,16 @@ class MotoEngine(mocks.Mocks):
         with self._lock:
             self.resources[record.urn] = record
         self._registering.urn = record.urn
+
+
+def _record_only(account: Account, request: ResourceRequest) -> Created:
+    """What an unknown type gets when the run was told to record such types: nothing is sent to
+    AWS, nothing about it is checked, and the plan says so."""
+    return Created(
+        id=f"{request.name}-unvalidated",
+        validated=False,
+        note=f"the engine has no handler for {request.type}: recorded as declared, nothing checked",
+    )
 
 
 class RecordingMonitor(mocks.MockMonitor):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +17,8 @@ class UnsupportedResourceError(Exception):
     def __init__(self, kind: str, token: str):
         super().__init__(
             f"gpucloud.testing cannot apply {kind} {token!r}: no moto mapping exists for it. "
-            "Add a handler in gpucloud/testing/handlers or keep the type out of the program."
+            "Register a handler for it (gpucloud.testing.register_resource / register_invoke), keep the "
+            "type out of the program, or plan with --record-unknown-types to record it unvalidated."
         )
         self.token = token
 
@@ -79,20 +81,49 @@ RESOURCES: dict[str, ResourceHandler] = {}
 INVOKES: dict[str, InvokeHandler] = {}
 
 
-def resource(token: str) -> Callable[[ResourceHandler], ResourceHandler]:
-    def register(handler: ResourceHandler) -> ResourceHandler:
-        RESOURCES[token] = handler
+_TOKEN = re.compile(r"[A-Za-z0-9_-]+:[A-Za-z0-9_./-]*:[A-Za-z0-9_]+")
+"""`package:module:Type` (`aws:sqs/queue:Queue`), as Pulumi spells resource types and invokes."""
+
+
+def _registrar(table: dict[str, Any], kind: str, token: str, replace: bool) -> Callable[[Any], Any]:
+    if not _TOKEN.fullmatch(token):
+        raise ValueError(f"{token!r} is not a Pulumi {kind} token such as 'aws:sqs/queue:Queue'")
+
+    def register(handler: Any) -> Any:
+        if token in table and table[token] is not handler and not replace:
+            raise ValueError(
+                f"the engine already has a handler for {kind} {token!r} ({table[token].__qualname__}); "
+                "pass replace=True to swap it"
+            )
+        table[token] = handler
         return handler
 
     return register
 
 
-def invoke(token: str) -> Callable[[InvokeHandler], InvokeHandler]:
-    def register(handler: InvokeHandler) -> InvokeHandler:
-        INVOKES[token] = handler
-        return handler
+def register_resource(token: str, *, replace: bool = False) -> Callable[[ResourceHandler], ResourceHandler]:
+    """Teach the engine a resource type, from any code (a team's conftest or a --handlers file):
 
-    return register
+        @register_resource("aws:sqs/queue:Queue")
+        def apply_queue(account: Account, request: ResourceRequest) -> Created:
+            url = account.client("sqs").create_queue(QueueName=request.physical_name())["QueueUrl"]
+            return Created(id=url, outputs={"url": url})
+
+    The handler makes the AWS calls the provider would make, through `account.client(...)`, and
+    returns the physical id and the outputs AWS answered. A type that already has a handler is
+    refused unless `replace=True`, so a plugin cannot quietly shadow a built-in check.
+    """
+    return _registrar(RESOURCES, "resource type", token, replace)
+
+
+def register_invoke(token: str, *, replace: bool = False) -> Callable[[InvokeHandler], InvokeHandler]:
+    """Teach the engine a data source (`aws:sqs/getQueue:getQueue`): the handler takes the invoke's
+    arguments and returns its result; raising ClientError or LookupError fails the invoke as AWS would."""
+    return _registrar(INVOKES, "invoke", token, replace)
+
+
+resource = register_resource
+invoke = register_invoke
 
 
 def aws_tags(tags: dict[str, str] | None, key: str = "Key", value: str = "Value") -> list[dict[str, str]]:

@@ -1,0 +1,33 @@
+"""`gpucloud backend bootstrap`: the S3 bucket and KMS key a team's Pulumi state and secrets live in.
+
+`names` checks what the user asks for before any AWS call, `documents` holds the settings the
+bucket wants, `bootstrap` reads and writes them through boto3.
+"""
+
+from gpucloud.backend.bootstrap import BootstrapResult, bootstrap_backend, format_instructions
+from gpucloud.backend.documents import state_lifecycle_rule, tls_only_statement, with_tls_only_statement
+from gpucloud.backend.names import (
+    DEFAULT_KEY_ALIAS,
+    AwsCallError,
+    BackendError,
+    validate_bucket_name,
+    validate_key_alias,
+    validate_region,
+    validate_stack_name,
+)
+
+__all__ = [
+    "DEFAULT_KEY_ALIAS",
+    "AwsCallError",
+    "BackendError",
+    "BootstrapResult",
+    "bootstrap_backend",
+    "format_instructions",
+    "state_lifecycle_rule",
+    "tls_only_statement",
+    "validate_bucket_name",
+    "validate_key_alias",
+    "validate_region",
+    "validate_stack_name",
+    "with_tls_only_statement",
+]

@@ -1,0 +1,39 @@
+"""The Pulumi components gpu-cloud is made of, one module each, named for what it provisions.
+
+`ProjectEnvironment` wires the others together for one stack; teams import any of them into their
+own programs (`from gpucloud import GpuInstanceGroup, GpuInstanceGroupArgs`).
+"""
+
+from gpucloud.components.autoscaling import GpuAutoscaling, GpuAutoscalingArgs
+from gpucloud.components.cost_budget import CostBudget, CostBudgetArgs
+from gpucloud.components.encrypted_volume import EncryptedVolume, EncryptedVolumeArgs
+from gpucloud.components.encryption_key import EncryptionKey, EncryptionKeyArgs
+from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
+from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
+from gpucloud.components.monitoring import GpuMonitoring, GpuMonitoringArgs
+from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
+from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
+from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
+
+__all__ = [
+    "CostBudget",
+    "CostBudgetArgs",
+    "EncryptedVolume",
+    "EncryptedVolumeArgs",
+    "EncryptionKey",
+    "EncryptionKeyArgs",
+    "GpuAutoscaling",
+    "GpuAutoscalingArgs",
+    "GpuInstanceGroup",
+    "GpuInstanceGroupArgs",
+    "GpuMonitoring",
+    "GpuMonitoringArgs",
+    "GpuSecurityGroup",
+    "GpuSecurityGroupArgs",
+    "ProjectEnvironment",
+    "ProjectEnvironmentArgs",
+    "S3PrefixAccess",
+    "S3PrefixAccessArgs",
+    "VolumeBackup",
+    "VolumeBackupArgs",
+]

@@ -1,0 +1,58 @@
+"""EncryptionKey: the project's customer-managed KMS key."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from gpucloud.documents import key_policy
+
+
+@dataclass(frozen=True)
+class EncryptionKeyArgs:
+    project: str
+    account_id: str
+    region: str
+    """The key's region (its policy lets EC2 and AWS Backup there use it for the account)."""
+    user_role_names: Sequence[str]
+    """Roles allowed to use the key (matched by ARN, so they may be created after the key)."""
+    tags: Mapping[str, str] = field(default_factory=dict)
+    partition: str = "aws"
+    deletion_window_days: int = 30
+
+
+class EncryptionKey(pulumi.ComponentResource):
+    """A KMS key with rotation on, a 30-day deletion window and an alias; protected from deletion."""
+
+    key_arn: pulumi.Output[str]
+    """ARN of the key, for volumes, launch templates and IAM policies."""
+    key_id: pulumi.Output[str]
+    """Key id."""
+    alias_name: pulumi.Output[str]
+    """`alias/gpu-cloud/<project>`."""
+
+    def __init__(self, name: str, args: EncryptionKeyArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-cloud:index:EncryptionKey", name, None, opts)
+        self.key = aws.kms.Key(
+            f"{name}-key",
+            description=f"gpu-cloud {args.project}: EBS volumes and node data",
+            enable_key_rotation=True,
+            deletion_window_in_days=args.deletion_window_days,
+            policy=json.dumps(key_policy(args.partition, args.account_id, args.region, args.user_role_names)),
+            tags={**args.tags, "Name": f"gpu-cloud-{args.project}"},
+            opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
+        )
+        self.alias = aws.kms.Alias(
+            f"{name}-alias",
+            name=f"alias/gpu-cloud/{args.project}",
+            target_key_id=self.key.key_id,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.key_arn = self.key.arn
+        self.key_id = self.key.key_id
+        self.alias_name = self.alias.name
+        self.register_outputs({"keyArn": self.key_arn, "keyId": self.key_id, "aliasName": self.alias_name})

@@ -1,0 +1,216 @@
+"""ProjectEnvironment: one project's whole GPU environment, built from the resolved stack config."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from gpucloud.components.autoscaling import GpuAutoscaling, GpuAutoscalingArgs
+from gpucloud.components.cost_budget import CostBudget, CostBudgetArgs
+from gpucloud.components.encrypted_volume import EncryptedVolume, EncryptedVolumeArgs
+from gpucloud.components.encryption_key import EncryptionKey, EncryptionKeyArgs
+from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
+from gpucloud.components.monitoring import GpuMonitoring, GpuMonitoringArgs
+from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
+from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
+from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
+from gpucloud.lookups import ResolvedGroup, ResolvedStack
+from gpucloud.naming import autoscaling_group_name, backup_role_name, instance_role_name
+
+
+@dataclass(frozen=True)
+class ProjectEnvironmentArgs:
+    stack: ResolvedStack
+
+
+class ProjectEnvironment(pulumi.ComponentResource):
+    """Key, node role, and per group: security group, persistent volume, instances, autoscaling."""
+
+    kms_key_arn: pulumi.Output[str]
+    """The project's customer-managed key."""
+    instance_role_arn: pulumi.Output[str]
+    """The role every node of the project runs as."""
+    alerts_topic_arn: pulumi.Output[str]
+    """SNS topic for GPU alarms and budget alerts."""
+    groups: pulumi.Output[dict]
+    """Per group: Auto Scaling group name and ARN, security group id, persistent volume id."""
+
+    def __init__(self, name: str, args: ProjectEnvironmentArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-cloud:index:ProjectEnvironment", name, None, opts)
+        stack = args.stack
+        config = stack.settings.config
+        tags = config.tags
+        child = pulumi.ResourceOptions(parent=self)
+
+        self.key = EncryptionKey(
+            f"{name}-key",
+            EncryptionKeyArgs(
+                project=config.project,
+                account_id=stack.account_id,
+                region=stack.settings.region,
+                partition=stack.partition,
+                user_role_names=[instance_role_name(config.project), backup_role_name(config.project)],
+                tags=tags,
+            ),
+            opts=child,
+        )
+        data = config.data
+        self.access = S3PrefixAccess(
+            f"{name}-access",
+            S3PrefixAccessArgs(
+                project=config.project,
+                account_id=stack.account_id,
+                region=stack.settings.region,
+                partition=stack.partition,
+                kms_key_arn=self.key.key_arn,
+                bucket=data.bucket if data else None,
+                read_prefixes=data.read_prefixes if data else (),
+                write_prefixes=data.write_prefixes if data else (),
+                session_manager=config.access.ssm,
+                tags=tags,
+            ),
+            opts=child,
+        )
+        group_outputs = {}
+        self.instance_groups: dict[str, GpuInstanceGroup] = {}
+        for group in stack.groups:
+            group_outputs[group.config.name] = self._group(name, stack, group, child)
+        self.backup = None
+        if any(group.persistent_volume_gib for group in config.groups):
+            self.backup = VolumeBackup(
+                f"{name}-backup",
+                VolumeBackupArgs(
+                    project=config.project,
+                    kms_key_arn=self.key.key_arn,
+                    retention_days=config.backup.retention_days,
+                    partition=stack.partition,
+                    tags=tags,
+                ),
+                opts=child,
+            )
+        monitoring = config.monitoring
+        self.monitoring = GpuMonitoring(
+            f"{name}-monitoring",
+            GpuMonitoringArgs(
+                project=config.project,
+                account_id=stack.account_id,
+                region=stack.settings.region,
+                owner_email=config.owner,
+                kms_key_arn=self.key.key_arn,
+                group_names=[autoscaling_group_name(config.project, group.config.name) for group in stack.groups],
+                temperature_threshold_c=monitoring.temperature_threshold_c,
+                memory_saturation_percent=monitoring.memory_saturation_percent,
+                idle_utilization_percent=monitoring.idle_utilization_percent,
+                idle_minutes=monitoring.idle_minutes,
+                dashboard=monitoring.dashboard,
+                tags=tags,
+            ),
+            opts=child,
+        )
+        self.budget = CostBudget(
+            f"{name}-budget",
+            CostBudgetArgs(
+                project=config.project,
+                monthly_usd=config.budget.monthly_usd,
+                owner_email=config.owner,
+                topic_arn=self.monitoring.topic_arn,
+                tags=tags,
+            ),
+            opts=child,
+        )
+        self.kms_key_arn = self.key.key_arn
+        self.instance_role_arn = self.access.role_arn
+        self.alerts_topic_arn = self.monitoring.topic_arn
+        self.groups = pulumi.Output.from_input(group_outputs)
+        self.register_outputs(
+            {
+                "kmsKeyArn": self.kms_key_arn,
+                "instanceRoleArn": self.instance_role_arn,
+                "alertsTopicArn": self.alerts_topic_arn,
+                "budgetName": self.budget.budget_name,
+                "groups": self.groups,
+            }
+        )
+
+    def _group(self, name: str, stack: ResolvedStack, group: ResolvedGroup, child: pulumi.ResourceOptions) -> dict:
+        config = stack.settings.config
+        settings = group.config
+        prefix = f"{name}-{settings.name}"
+        asg_name = autoscaling_group_name(config.project, settings.name)
+        tags = {**config.tags, "GpuGroup": settings.name}
+        access = config.access
+        security_group = GpuSecurityGroup(
+            f"{prefix}-net",
+            GpuSecurityGroupArgs(
+                vpc_id=stack.vpc_id,
+                description=f"gpu-cloud {config.project}/{settings.name}: GPU nodes",
+                ssh_cidrs=access.ssh_cidrs,
+                jupyter_cidrs=access.jupyter_cidrs,
+                tensorboard_cidrs=access.tensorboard_cidrs,
+                allow_within_group=settings.multi_node,
+                tags=tags,
+            ),
+            opts=child,
+        )
+        outputs: dict = {"securityGroupId": security_group.security_group_id}
+        if settings.persistent_volume_gib:
+            volume = EncryptedVolume(
+                f"{prefix}-persist",
+                EncryptedVolumeArgs(
+                    availability_zone=group.availability_zone,
+                    size_gib=settings.persistent_volume_gib,
+                    kms_key_arn=self.key.key_arn,
+                    attach_to=asg_name,
+                    backup_selection=config.project,
+                    tags=tags,
+                ),
+                opts=child,
+            )
+            outputs["persistentVolumeId"] = volume.volume_id
+        instances = GpuInstanceGroup(
+            f"{prefix}-nodes",
+            GpuInstanceGroupArgs(
+                group_name=asg_name,
+                instance_types=group.instance_types,
+                subnet_ids=[subnet.id for subnet in group.subnets],
+                ami_id=group.ami.id,
+                root_device_name=group.ami.root_device_name,
+                instance_profile_arn=self.access.instance_profile_arn,
+                kms_key_arn=self.key.key_arn,
+                security_group_id=security_group.security_group_id,
+                min_size=settings.min_size,
+                max_size=settings.max_size,
+                desired_capacity=settings.initial_capacity,
+                on_demand_base_capacity=settings.on_demand_base_capacity,
+                spot_percent=settings.spot_percent,
+                multi_node=settings.multi_node,
+                root_volume_gib=settings.root_volume_gib,
+                data_volume_gib=settings.data_volume_gib,
+                health_check_grace_period_seconds=settings.health_check_grace_period_seconds,
+                project=config.project,
+                region=stack.settings.region,
+                max_temperature_c=config.monitoring.temperature_threshold_c,
+                persistent_volume_attach_to=asg_name if settings.persistent_volume_gib else None,
+                checkpoint_bucket=config.data.bucket if config.data and config.data.write_prefixes else None,
+                checkpoint_prefix=config.data.write_prefixes[0] if config.data and config.data.write_prefixes else None,
+                checkpoint_command=settings.checkpoint.command,
+                checkpoint_directory=settings.checkpoint.directory,
+                checkpoint_timeout_seconds=settings.checkpoint.timeout_seconds,
+                tags=tags,
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.access]),
+        )
+        self.instance_groups[settings.name] = instances
+        GpuAutoscaling(
+            f"{prefix}-scaling",
+            GpuAutoscalingArgs(
+                group_name=instances.group_name,
+                scaling=settings.scaling,
+                idle_shutdown=settings.idle_shutdown,
+                tags=tags,
+            ),
+            opts=child,
+        )
+        outputs.update(autoScalingGroupName=instances.group_name, autoScalingGroupArn=instances.group_arn)
+        return outputs

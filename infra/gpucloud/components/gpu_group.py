@@ -1,0 +1,297 @@
+"""GpuInstanceGroup: launch template(s) and an Auto Scaling group over GPU instance types."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE
+from gpucloud.components.encrypted_volume import ATTACH_TAG
+from gpucloud.lookups import InstanceTypeFacts
+from gpucloud.userdata.render import (
+    NodeBootstrap,
+    instance_type_has_nvlink,
+    instance_type_has_nvswitch,
+    user_data_base64,
+)
+
+LAUNCH_HOOK_TIMEOUT_SECONDS = 900
+TERMINATE_HOOK_TIMEOUT_SECONDS = 600
+DATA_DEVICE_NAME = "/dev/sdf"
+
+
+def launch_hook_name(group_name: str) -> str:
+    return f"{group_name}-launch"
+
+
+def terminate_hook_name(group_name: str) -> str:
+    return f"{group_name}-terminate"
+
+
+@dataclass(frozen=True)
+class GpuInstanceGroupArgs:
+    group_name: str
+    """The Auto Scaling group's name (fixed, so node policies and alarms can refer to it)."""
+    instance_types: Sequence[InstanceTypeFacts]
+    subnet_ids: Sequence[str]
+    ami_id: str
+    root_device_name: str
+    instance_profile_arn: pulumi.Input[str]
+    kms_key_arn: pulumi.Input[str]
+    security_group_id: pulumi.Input[str]
+    max_size: int
+    min_size: int = 0
+    desired_capacity: int | None = None
+    on_demand_base_capacity: int = 0
+    spot_percent: int = 100
+    multi_node: bool = False
+    root_volume_gib: int = 100
+    data_volume_gib: int = 0
+    health_check_grace_period_seconds: int = 900
+    project: str = ""
+    region: str = "us-east-1"
+    max_temperature_c: int = 85
+    persistent_volume_attach_to: str | None = None
+    """`gpu-cloud:attach-to` tag value of the volume the node attaches at boot, if any."""
+    checkpoint_bucket: str | None = None
+    checkpoint_prefix: str | None = None
+    """Where the node syncs checkpoints when it is told to go (spot notice, scale-in)."""
+    checkpoint_command: Sequence[str] | None = None
+    """Runs instead of the sync (argv, no shell) when set."""
+    checkpoint_directory: str = "/scratch/checkpoints"
+    checkpoint_timeout_seconds: int = 90
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def uses_spot(self) -> bool:
+        return self.spot_percent > 0 and self.max_size > self.on_demand_base_capacity
+
+    def __post_init__(self) -> None:
+        if self.persistent_volume_attach_to and self.uses_spot:
+            raise ValueError(
+                "a group whose node attaches a persistent volume must run on-demand (spot_percent 0 or "
+                "on_demand_base_capacity >= max_size): spot capacity rebalancing would start the "
+                "replacement while the old node still holds the volume"
+            )
+
+
+def node_shape(facts: InstanceTypeFacts, multi_node: bool) -> tuple:
+    """What a launch template must know about a type: EFA cards, GPUs, NVLink, scratch disks."""
+    return (
+        facts.efa_interfaces if multi_node else 0,
+        facts.gpu_count,
+        facts.gpu_model,
+        instance_type_has_nvlink(facts.name, facts.gpu_count),
+        facts.instance_store_disks,
+        instance_type_has_nvswitch(facts.name, facts.gpu_count),
+    )
+
+
+def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> NodeBootstrap:
+    """The user data parameters for nodes of this type: what the health gate expects to find."""
+    return NodeBootstrap(
+        project=args.project,
+        group_name=args.group_name,
+        region=args.region,
+        expected_gpu_count=facts.gpu_count,
+        expected_gpu_model=facts.gpu_model,
+        launch_hook_name=launch_hook_name(args.group_name),
+        terminate_hook_name=terminate_hook_name(args.group_name),
+        max_temperature_c=args.max_temperature_c,
+        nvlink_expected=instance_type_has_nvlink(facts.name, facts.gpu_count),
+        fabric_expected=instance_type_has_nvswitch(facts.name, facts.gpu_count),
+        scratch_disk_count=facts.instance_store_disks,
+        data_disk_device=DATA_DEVICE_NAME if args.data_volume_gib else None,
+        persistent_volume_tag_key=ATTACH_TAG if args.persistent_volume_attach_to else None,
+        persistent_volume_tag_value=args.persistent_volume_attach_to,
+        checkpoint_bucket=args.checkpoint_bucket,
+        checkpoint_prefix=args.checkpoint_prefix.rstrip("/") if args.checkpoint_prefix else None,
+        checkpoint_command=tuple(args.checkpoint_command) if args.checkpoint_command else None,
+        checkpoint_dir=args.checkpoint_directory,
+        checkpoint_timeout_s=args.checkpoint_timeout_seconds,
+        cloudwatch_namespace=GPU_METRICS_NAMESPACE,
+    )
+
+
+def _network_interfaces(args: GpuInstanceGroupArgs, efa_interfaces: int) -> list[dict]:
+    """No public IP; on multi-node groups one EFA interface per network card (first `efa`, then
+    `efa-only`), each carrying the group's security group."""
+    common = {"security_groups": [args.security_group_id], "delete_on_termination": "true"}
+    if not args.multi_node:
+        return [{"device_index": 0, "associate_public_ip_address": "false", **common}]
+    return [
+        {
+            "network_card_index": card,
+            "device_index": 0 if card == 0 else 1,
+            "interface_type": "efa" if card == 0 else "efa-only",
+            **({"associate_public_ip_address": "false"} if card == 0 else {}),
+            **common,
+        }
+        for card in range(efa_interfaces)
+    ]
+
+
+def _block_devices(args: GpuInstanceGroupArgs) -> list[dict]:
+    def encrypted_gp3(size: int) -> dict:
+        return {
+            "volume_size": size,
+            "volume_type": "gp3",
+            "encrypted": "true",
+            "kms_key_id": args.kms_key_arn,
+            "delete_on_termination": "true",
+        }
+
+    devices = [{"device_name": args.root_device_name, "ebs": encrypted_gp3(args.root_volume_gib)}]
+    if args.data_volume_gib:
+        devices.append({"device_name": DATA_DEVICE_NAME, "ebs": encrypted_gp3(args.data_volume_gib)})
+    return devices
+
+
+class GpuInstanceGroup(pulumi.ComponentResource):
+    """An Auto Scaling group of GPU instances, spot and on-demand, that rolls on template changes.
+
+    The group points at the template's latest version number and refreshes instances when it
+    changes; `desiredCapacity` is set at creation only, so `pulumi up` never fights the
+    autoscaler. Launch and terminate lifecycle hooks let the node gate itself into service and
+    checkpoint before it goes.
+    """
+
+    group_name: pulumi.Output[str]
+    """Name of the Auto Scaling group."""
+    group_arn: pulumi.Output[str]
+    """ARN of the Auto Scaling group."""
+    launch_template_ids: pulumi.Output[list[str]]
+    """Ids of the group's launch templates: one per node shape (GPUs, scratch disks, EFA cards),
+    since each template's user data tells the health gate what to expect."""
+    placement_group_name: pulumi.Output[str] | None
+    """Cluster placement group of a multi-node group."""
+
+    def __init__(self, name: str, args: GpuInstanceGroupArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-cloud:index:GpuInstanceGroup", name, None, opts)
+        self.placement_group = None
+        if args.multi_node:
+            self.placement_group = aws.ec2.PlacementGroup(
+                f"{name}-placement",
+                strategy="cluster",
+                tags={**args.tags, "Name": args.group_name},
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+
+        shapes: dict[tuple, list[InstanceTypeFacts]] = {}
+        for facts in args.instance_types:
+            shapes.setdefault(node_shape(facts, args.multi_node), []).append(facts)
+        self.launch_templates: dict[tuple, aws.ec2.LaunchTemplate] = {}
+        for index, (shape, types) in enumerate(shapes.items()):
+            suffix = "" if index == 0 else "-" + types[0].name.replace(".", "-")
+            self.launch_templates[shape] = self._launch_template(f"{name}-lt{suffix}", args, types[0])
+        primary_shape = next(iter(shapes))
+        primary = self.launch_templates[primary_shape]
+
+        def template_spec(template: aws.ec2.LaunchTemplate) -> dict:
+            return {"launch_template_id": template.id, "version": template.latest_version.apply(str)}
+
+        overrides = []
+        for shape, types in shapes.items():
+            for facts in types:
+                override: dict = {"instance_type": facts.name}
+                if shape != primary_shape:
+                    override["launch_template_specification"] = template_spec(self.launch_templates[shape])
+                overrides.append(override)
+
+        desired = args.min_size if args.desired_capacity is None else args.desired_capacity
+        uses_spot = args.uses_spot
+        self.group = aws.autoscaling.Group(
+            f"{name}-asg",
+            name=args.group_name,
+            min_size=args.min_size,
+            max_size=args.max_size,
+            desired_capacity=desired,
+            vpc_zone_identifiers=list(args.subnet_ids),
+            capacity_rebalance=uses_spot,
+            health_check_type="EC2",
+            health_check_grace_period=args.health_check_grace_period_seconds,
+            placement_group=self.placement_group.name if self.placement_group else None,
+            wait_for_capacity_timeout="0",
+            mixed_instances_policy={
+                "instances_distribution": {
+                    "on_demand_base_capacity": args.on_demand_base_capacity,
+                    "on_demand_percentage_above_base_capacity": 100 - args.spot_percent if uses_spot else 100,
+                    "on_demand_allocation_strategy": "prioritized",
+                    "spot_allocation_strategy": "price-capacity-optimized",
+                },
+                "launch_template": {
+                    "launch_template_specification": template_spec(primary),
+                    "overrides": overrides,
+                },
+            },
+            instance_refresh={
+                "strategy": "Rolling",
+                "preferences": {
+                    "min_healthy_percentage": 0 if args.max_size == 1 else 90,
+                    "skip_matching": True,
+                    "instance_warmup": str(args.health_check_grace_period_seconds),
+                },
+            },
+            initial_lifecycle_hooks=[
+                {
+                    "name": launch_hook_name(args.group_name),
+                    "lifecycle_transition": "autoscaling:EC2_INSTANCE_LAUNCHING",
+                    "default_result": "ABANDON",
+                    "heartbeat_timeout": LAUNCH_HOOK_TIMEOUT_SECONDS,
+                },
+                {
+                    "name": terminate_hook_name(args.group_name),
+                    "lifecycle_transition": "autoscaling:EC2_INSTANCE_TERMINATING",
+                    "default_result": "CONTINUE",
+                    "heartbeat_timeout": TERMINATE_HOOK_TIMEOUT_SECONDS,
+                },
+            ],
+            tags=[
+                {"key": key, "value": value, "propagate_at_launch": False}
+                for key, value in {**args.tags, "Name": args.group_name}.items()
+            ],
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["desiredCapacity"]),
+        )
+        self.group_name = self.group.name
+        self.group_arn = self.group.arn
+        self.launch_template_ids = pulumi.Output.all(*[lt.id for lt in self.launch_templates.values()])
+        self.placement_group_name = self.placement_group.name if self.placement_group else None
+        self.register_outputs(
+            {
+                "groupName": self.group_name,
+                "groupArn": self.group_arn,
+                "launchTemplateIds": self.launch_template_ids,
+                "placementGroupName": self.placement_group_name,
+            }
+        )
+
+    def _launch_template(self, name: str, args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> aws.ec2.LaunchTemplate:
+        efa_interfaces = facts.efa_interfaces if args.multi_node else 0
+        instance_tags = {**args.tags, "Name": args.group_name}
+        return aws.ec2.LaunchTemplate(
+            name,
+            description=f"{args.group_name}: GPU nodes",
+            image_id=args.ami_id,
+            update_default_version=True,
+            ebs_optimized="true",
+            iam_instance_profile={"arn": args.instance_profile_arn},
+            metadata_options={
+                "http_endpoint": "enabled",
+                "http_tokens": "required",
+                "http_put_response_hop_limit": 1,
+                "instance_metadata_tags": "enabled",
+            },
+            monitoring={"enabled": True},
+            block_device_mappings=_block_devices(args),
+            network_interfaces=_network_interfaces(args, efa_interfaces),
+            user_data=user_data_base64(node_bootstrap(args, facts)),
+            tag_specifications=[
+                {"resource_type": kind, "tags": instance_tags}
+                for kind in ("instance", "volume", "network-interface")
+            ],
+            tags={**args.tags, "Name": name},
+            opts=pulumi.ResourceOptions(parent=self),
+        )

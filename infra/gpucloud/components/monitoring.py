@@ -1,0 +1,197 @@
+"""GpuMonitoring: the project's alerts topic, GPU alarms per group, and a GPU dashboard."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE, GPU_UTILIZATION_METRIC
+from gpucloud.documents import alerts_topic_policy
+
+GPU_TEMPERATURE_METRIC = "nvidia_smi_temperature_gpu"
+GPU_MEMORY_USED_METRIC = "nvidia_smi_memory_used"
+GPU_MEMORY_TOTAL_METRIC = "nvidia_smi_memory_total"
+GPU_POWER_METRIC = "nvidia_smi_power_draw"
+ALARM_PERIOD_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class GpuMonitoringArgs:
+    project: str
+    account_id: str
+    region: str
+    owner_email: str
+    kms_key_arn: pulumi.Input[str]
+    group_names: Sequence[str]
+    """Auto Scaling group names; the CloudWatch agent aggregates GPU metrics per group."""
+    temperature_threshold_c: int = 85
+    memory_saturation_percent: float = 95
+    idle_utilization_percent: float = 5
+    idle_minutes: int = 60
+    dashboard: bool = True
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+
+def _by_group(group_name: str) -> dict[str, str]:
+    return {"AutoScalingGroupName": group_name}
+
+
+def dashboard_body(region: str, group_names: Sequence[str]) -> str:
+    """One row of GPU widgets per group: utilisation, memory, temperature, power."""
+    widgets = []
+    for row, group in enumerate(group_names):
+        for column, (title, metric, stat) in enumerate(
+            (
+                ("GPU utilisation %", GPU_UTILIZATION_METRIC, "Average"),
+                ("GPU memory used MiB", GPU_MEMORY_USED_METRIC, "Average"),
+                ("GPU temperature °C", GPU_TEMPERATURE_METRIC, "Maximum"),
+                ("GPU power W", GPU_POWER_METRIC, "Average"),
+            )
+        ):
+            widgets.append(
+                {
+                    "type": "metric",
+                    "x": column * 6,
+                    "y": row * 6,
+                    "width": 6,
+                    "height": 6,
+                    "properties": {
+                        "title": f"{group}: {title}",
+                        "region": region,
+                        "stat": stat,
+                        "period": 60,
+                        "metrics": [[GPU_METRICS_NAMESPACE, metric, "AutoScalingGroupName", group]],
+                    },
+                }
+            )
+    return json.dumps({"widgets": widgets})
+
+
+class GpuMonitoring(pulumi.ComponentResource):
+    """Alarms on GPU temperature, GPU memory saturation and idle GPUs, all to one SNS topic."""
+
+    topic_arn: pulumi.Output[str]
+    """The project's alerts topic (owner subscribed by e-mail; budgets publish here too)."""
+    idle_alarm_arns: dict[str, pulumi.Output[str]]
+    """Per group, the idle alarm (other components hang scale-to-zero actions on it)."""
+    dashboard_name: pulumi.Output[str] | None
+    """The CloudWatch dashboard, when enabled."""
+
+    def __init__(self, name: str, args: GpuMonitoringArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("gpu-cloud:index:GpuMonitoring", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.topic = aws.sns.Topic(
+            f"{name}-alerts",
+            name=f"gpu-cloud-{args.project}-alerts",
+            kms_master_key_id=args.kms_key_arn,
+            tags={**args.tags, "Name": f"gpu-cloud-{args.project}-alerts"},
+            opts=child,
+        )
+        aws.sns.TopicPolicy(
+            f"{name}-alerts-policy",
+            arn=self.topic.arn,
+            policy=self.topic.arn.apply(lambda arn: json.dumps(alerts_topic_policy(arn, args.account_id))),
+            opts=pulumi.ResourceOptions(parent=self.topic),
+        )
+        aws.sns.TopicSubscription(
+            f"{name}-owner-email",
+            topic=self.topic.arn,
+            protocol="email",
+            endpoint=args.owner_email,
+            opts=pulumi.ResourceOptions(parent=self.topic),
+        )
+        notify = [self.topic.arn]
+        self.alarms: list[aws.cloudwatch.MetricAlarm] = []
+        self.idle_alarm_arns = {}
+        for group in args.group_names:
+            self.alarms.append(
+                aws.cloudwatch.MetricAlarm(
+                    f"{name}-{group}-gpu-hot",
+                    alarm_description=f"{group}: a GPU is above {args.temperature_threshold_c} °C",
+                    namespace=GPU_METRICS_NAMESPACE,
+                    metric_name=GPU_TEMPERATURE_METRIC,
+                    dimensions=_by_group(group),
+                    statistic="Maximum",
+                    period=60,
+                    evaluation_periods=3,
+                    threshold=args.temperature_threshold_c,
+                    comparison_operator="GreaterThanThreshold",
+                    treat_missing_data="notBreaching",
+                    alarm_actions=notify,
+                    ok_actions=notify,
+                    tags=dict(args.tags),
+                    opts=child,
+                )
+            )
+            self.alarms.append(
+                aws.cloudwatch.MetricAlarm(
+                    f"{name}-{group}-gpu-memory-full",
+                    alarm_description=f"{group}: GPU memory above {args.memory_saturation_percent}% used",
+                    metric_queries=[
+                        {
+                            "id": "used",
+                            "metric": {
+                                "namespace": GPU_METRICS_NAMESPACE,
+                                "metric_name": GPU_MEMORY_USED_METRIC,
+                                "dimensions": _by_group(group),
+                                "stat": "Maximum",
+                                "period": ALARM_PERIOD_SECONDS,
+                            },
+                        },
+                        {
+                            "id": "total",
+                            "metric": {
+                                "namespace": GPU_METRICS_NAMESPACE,
+                                "metric_name": GPU_MEMORY_TOTAL_METRIC,
+                                "dimensions": _by_group(group),
+                                "stat": "Maximum",
+                                "period": ALARM_PERIOD_SECONDS,
+                            },
+                        },
+                        {"id": "saturation", "expression": "100 * used / total", "label": "GPU memory used %", "return_data": True},
+                    ],
+                    evaluation_periods=3,
+                    threshold=args.memory_saturation_percent,
+                    comparison_operator="GreaterThanThreshold",
+                    treat_missing_data="notBreaching",
+                    alarm_actions=notify,
+                    tags=dict(args.tags),
+                    opts=child,
+                )
+            )
+            idle = aws.cloudwatch.MetricAlarm(
+                f"{name}-{group}-gpu-idle",
+                alarm_description=(
+                    f"{group}: average GPU utilisation under {args.idle_utilization_percent}% "
+                    f"for {args.idle_minutes} minutes"
+                ),
+                namespace=GPU_METRICS_NAMESPACE,
+                metric_name=GPU_UTILIZATION_METRIC,
+                dimensions=_by_group(group),
+                statistic="Average",
+                period=ALARM_PERIOD_SECONDS,
+                evaluation_periods=max(1, args.idle_minutes * 60 // ALARM_PERIOD_SECONDS),
+                threshold=args.idle_utilization_percent,
+                comparison_operator="LessThanThreshold",
+                treat_missing_data="notBreaching",
+                alarm_actions=notify,
+                tags=dict(args.tags),
+                opts=child,
+            )
+            self.alarms.append(idle)
+            self.idle_alarm_arns[group] = idle.arn
+        self.dashboard = None
+        if args.dashboard:
+            self.dashboard = aws.cloudwatch.Dashboard(
+                f"{name}-dashboard",
+                dashboard_name=f"gpu-cloud-{args.project}",
+                dashboard_body=dashboard_body(args.region, args.group_names),
+                opts=child,
+            )
+        self.topic_arn = self.topic.arn
+        self.dashboard_name = self.dashboard.dashboard_name if self.dashboard else None
+        self.register_outputs({"topicArn": self.topic_arn, "dashboardName": self.dashboard_name})

@@ -1,0 +1,47 @@
+"""Typed stack configuration: parsed once, at the edge, from Pulumi config or a stack file.
+
+The models are split by section of the stack file; rules that need no AWS lookup live on them,
+one named validator each. Rules that need AWS facts (GPU types, EFA, subnets) are in
+`gpucloud.lookups`.
+"""
+
+from gpucloud.config.access import IAM_ROLE_POLICY_LIMIT, AccessConfig, DataConfig, NetworkConfig
+from gpucloud.config.errors import NAMESPACE, ConfigError
+from gpucloud.config.groups import CHECKPOINT_TIMEOUT_LIMIT_SECONDS, CheckpointConfig, GroupConfig
+from gpucloud.config.operations import BackupConfig, BudgetConfig, MonitoringConfig
+from gpucloud.config.scaling import (
+    GpuIdleScaleIn,
+    IdleShutdown,
+    ScalingConfig,
+    Schedule,
+    StepScaling,
+    TargetTracking,
+)
+from gpucloud.config.stack import StackConfig, StackSettings, parse_stack_config, split_namespace
+from gpucloud.config.stack_file import load_stack_file
+
+__all__ = [
+    "CHECKPOINT_TIMEOUT_LIMIT_SECONDS",
+    "IAM_ROLE_POLICY_LIMIT",
+    "NAMESPACE",
+    "AccessConfig",
+    "BackupConfig",
+    "BudgetConfig",
+    "CheckpointConfig",
+    "ConfigError",
+    "DataConfig",
+    "GpuIdleScaleIn",
+    "GroupConfig",
+    "IdleShutdown",
+    "MonitoringConfig",
+    "NetworkConfig",
+    "ScalingConfig",
+    "Schedule",
+    "StackConfig",
+    "StackSettings",
+    "StepScaling",
+    "TargetTracking",
+    "load_stack_file",
+    "parse_stack_config",
+    "split_namespace",
+]

@@ -1,0 +1,116 @@
+"""How a group grows and shrinks: target tracking, step scaling, schedules and GPU-idle rules."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import Field, field_validator, model_validator
+
+from gpucloud.config.fields import (
+    CRON_FIELD,
+    ConfigModel,
+    DimensionName,
+    DimensionValue,
+    MetricName,
+    Namespace,
+    ResourceName,
+    Statistic,
+    iana_time_zones,
+    unique_names,
+)
+
+
+class TargetTracking(ConfigModel):
+    """Keep a custom metric (e.g. queue backlog per instance) at a target value."""
+
+    metric_name: MetricName
+    namespace: Namespace
+    target_value: float = Field(gt=0)
+    statistic: Statistic = "Average"
+    dimensions: dict[DimensionName, DimensionValue] = Field(default_factory=dict)
+    disable_scale_in: bool = False
+
+
+class StepScaling(ConfigModel):
+    """Add `scaleOutBy` instances when a metric passes `threshold`."""
+
+    metric_name: MetricName
+    namespace: Namespace
+    threshold: float
+    scale_out_by: int = Field(ge=1, le=100)
+    statistic: Statistic = "Average"
+    dimensions: dict[DimensionName, DimensionValue] = Field(default_factory=dict)
+    period_seconds: int = Field(default=60, ge=10, le=86400)
+    evaluation_periods: int = Field(default=2, ge=1, le=100)
+    cooldown_seconds: int = Field(default=300, ge=0, le=86400)
+
+
+class Schedule(ConfigModel):
+    """A recurring resize, e.g. scale to zero at night."""
+
+    name: ResourceName
+    recurrence: str
+    min_size: int | None = Field(default=None, ge=0)
+    max_size: int | None = Field(default=None, ge=0)
+    desired_capacity: int | None = Field(default=None, ge=0)
+    time_zone: str = "UTC"
+
+    @field_validator("recurrence")
+    @classmethod
+    def recurrence_is_cron(cls, recurrence: str) -> str:
+        fields = recurrence.split(" ")
+        if len(fields) != 5 or not all(re.fullmatch(CRON_FIELD, field) for field in fields):
+            raise ValueError(
+                f"{recurrence!r} is not a 5-field cron expression (minute hour day month weekday)"
+            )
+        if len(recurrence) > 255:
+            raise ValueError(f"is {len(recurrence)} characters long; Auto Scaling takes a recurrence of at most 255")
+        return recurrence
+
+    @field_validator("time_zone")
+    @classmethod
+    def time_zone_is_known(cls, time_zone: str) -> str:
+        if time_zone not in iana_time_zones():
+            raise ValueError(f"{time_zone!r} is not an IANA time zone (e.g. Europe/Paris)")
+        return time_zone
+
+    @model_validator(mode="after")
+    def sets_some_size_consistently(self) -> Schedule:
+        if self.min_size is None and self.max_size is None and self.desired_capacity is None:
+            raise ValueError("sets none of minSize, maxSize, desiredCapacity")
+        low = self.min_size if self.min_size is not None else 0
+        if self.max_size is not None and low > self.max_size:
+            raise ValueError(f"minSize {low} is above maxSize {self.max_size}")
+        if self.desired_capacity is not None:
+            if self.desired_capacity < low or (
+                self.max_size is not None and self.desired_capacity > self.max_size
+            ):
+                raise ValueError("desiredCapacity is outside minSize..maxSize")
+        return self
+
+
+class GpuIdleScaleIn(ConfigModel):
+    """Remove instances while average GPU utilisation stays under `utilizationPercent`."""
+
+    utilization_percent: float = Field(gt=0, le=100)
+    minutes: int = Field(default=60, ge=5, le=1440)
+    scale_in_by: int = Field(default=1, ge=1, le=100)
+
+
+class IdleShutdown(ConfigModel):
+    """Scale the group to zero once its GPUs have been idle this long (an idle fleet costs only its volumes)."""
+
+    utilization_percent: float = Field(default=5, gt=0, le=100)
+    minutes: int = Field(default=60, ge=10, le=1440)
+
+
+class ScalingConfig(ConfigModel):
+    target_tracking: TargetTracking | None = None
+    step_scaling: list[StepScaling] = Field(default_factory=list)
+    schedules: list[Schedule] = Field(default_factory=list)
+    gpu_idle_scale_in: GpuIdleScaleIn | None = None
+
+    @field_validator("schedules")
+    @classmethod
+    def schedule_names_are_unique(cls, schedules: list[Schedule]) -> list[Schedule]:
+        return unique_names(schedules, "schedule")

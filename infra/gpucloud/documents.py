@@ -1,0 +1,317 @@
+"""IAM and KMS policy documents as small pure functions, so they are tested without any engine.
+
+`Resource: "*"` appears only where AWS offers no resource-level permission for the action; each
+such statement says so in its Sid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from gpucloud.naming import autoscaling_group_name, autoscaling_service_role_arn, role_arn
+
+Document = dict[str, Any]
+
+KEY_USE_ACTIONS = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"]
+KEY_ADMIN_ACTIONS = [
+    "kms:CancelKeyDeletion",
+    "kms:Create*",
+    "kms:Delete*",
+    "kms:Describe*",
+    "kms:Disable*",
+    "kms:Enable*",
+    "kms:Get*",
+    "kms:List*",
+    "kms:Put*",
+    "kms:Revoke*",
+    "kms:RotateKeyOnDemand",
+    "kms:ScheduleKeyDeletion",
+    "kms:TagResource",
+    "kms:UntagResource",
+    "kms:Update*",
+]
+
+
+def backup_assume_role_policy() -> Document:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Principal": {"Service": "backup.amazonaws.com"}, "Action": "sts:AssumeRole"}
+        ],
+    }
+
+
+KEY_USE_THROUGH_SERVICES_ACTIONS = [
+    "kms:CreateGrant",
+    "kms:Decrypt",
+    "kms:DescribeKey",
+    "kms:GenerateDataKey*",
+    "kms:ReEncrypt*",
+    "kms:RetireGrant",
+]
+"""What the principal running `pulumi up` needs to create an encrypted EBS volume (EBS user guide,
+"Requirements for Amazon EBS encryption") and a backup vault (AWS Backup developer guide, "Backup
+vault creation and deletion") under the key; both pages read on 2026-11-23."""
+
+
+def key_policy(partition: str, account_id: str, region: str, user_role_names: Sequence[str]) -> Document:
+    """Key policy: the account administers the key; only the named roles and Auto Scaling use it
+    directly, and the account's principals use it only through EC2 and AWS Backup.
+
+    In a key policy `Resource: "*"` means "this key". The instance roles are matched on
+    `aws:PrincipalArn` under the account principal, so the key can be created before the roles;
+    the Auto Scaling service-linked role is named directly, as EBS encryption at launch requires.
+    Whoever runs `pulumi up` creates the persistent volumes and the backup vault, and EC2 and
+    Backup make KMS calls on their behalf: the statement for that is AWS's own `aws/ebs` key
+    policy, held to EC2 and Backup in this region and to callers of this account (they still need
+    an IAM policy that allows it). Nobody but the named roles can decrypt with the key directly.
+    """
+    root = f"arn:{partition}:iam::{account_id}:root"
+    user_arns = [role_arn(partition, account_id, name) for name in user_role_names]
+    autoscaling = autoscaling_service_role_arn(partition, account_id)
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AccountAdministersKey",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": KEY_ADMIN_ACTIONS,
+                "Resource": "*",
+            },
+            {
+                "Sid": "ProjectInstanceRolesUseKey",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": KEY_USE_ACTIONS,
+                "Resource": "*",
+                "Condition": {"ArnEquals": {"aws:PrincipalArn": user_arns}},
+            },
+            {
+                "Sid": "ProjectInstanceRolesAttachEncryptedVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": "kms:CreateGrant",
+                "Resource": "*",
+                "Condition": {
+                    "ArnEquals": {"aws:PrincipalArn": user_arns},
+                    "Bool": {"kms:GrantIsForAWSResource": "true"},
+                },
+            },
+            {
+                "Sid": "AccountUsesKeyOnlyThroughEc2AndBackup",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": KEY_USE_THROUGH_SERVICES_ACTIONS,
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {
+                        "kms:CallerAccount": account_id,
+                        "kms:ViaService": [f"ec2.{region}.amazonaws.com", f"backup.{region}.amazonaws.com"],
+                    }
+                },
+            },
+            {
+                "Sid": "AutoScalingLaunchesEncryptedVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": autoscaling},
+                "Action": KEY_USE_ACTIONS,
+                "Resource": "*",
+            },
+            {
+                "Sid": "AlarmAndBudgetServicesPublishToEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+            },
+            {
+                "Sid": "AutoScalingAttachesEncryptedVolumes",
+                "Effect": "Allow",
+                "Principal": {"AWS": autoscaling},
+                "Action": "kms:CreateGrant",
+                "Resource": "*",
+                "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+            },
+        ],
+    }
+
+
+def ec2_assume_role_policy() -> Document:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "ec2.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+            }
+        ],
+    }
+
+
+def s3_prefix_statements(partition: str, bucket: str, read_prefixes: Sequence[str], write_prefixes: Sequence[str]) -> list[Document]:
+    """Read on read prefixes, read/write on write prefixes, listing only under those prefixes."""
+    bucket_arn = f"arn:{partition}:s3:::{bucket}"
+    readable = sorted(set(read_prefixes) | set(write_prefixes))
+    statements: list[Document] = [
+        {
+            "Sid": "ListOnlyGrantedPrefixes",
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": bucket_arn,
+            "Condition": {"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in readable]}},
+        },
+        {
+            "Sid": "ReadGrantedPrefixes",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion"],
+            "Resource": [f"{bucket_arn}/{prefix}*" for prefix in readable],
+        },
+    ]
+    if write_prefixes:
+        statements.append(
+            {
+                "Sid": "WriteGrantedPrefixes",
+                "Effect": "Allow",
+                "Action": [
+                    "s3:AbortMultipartUpload",
+                    "s3:DeleteObject",
+                    "s3:ListMultipartUploadParts",
+                    "s3:PutObject",
+                    "s3:PutObjectTagging",
+                ],
+                "Resource": [f"{bucket_arn}/{prefix}*" for prefix in sorted(write_prefixes)],
+            }
+        )
+    return statements
+
+
+def node_statements(
+    partition: str, region: str, account_id: str, project: str, key_arn: str, session_manager: bool = True
+) -> list[Document]:
+    """What the node needs besides data: the project key, Session Manager (unless SSH replaces it),
+    the CloudWatch agent, its own Auto Scaling lifecycle, and attaching the group's persistent volume."""
+    instances = f"arn:{partition}:ec2:{region}:{account_id}:instance/*"
+    volumes = f"arn:{partition}:ec2:{region}:{account_id}:volume/*"
+    groups = (
+        f"arn:{partition}:autoscaling:{region}:{account_id}:autoScalingGroup:*:"
+        f"autoScalingGroupName/{autoscaling_group_name(project, '')}*"
+    )
+    log_groups = f"arn:{partition}:logs:{region}:{account_id}:log-group:/gpu-cloud/{project}/*"
+    project_tag = {"StringEquals": {"aws:ResourceTag/Project": project}}
+    statements = [
+        {"Sid": "UseProjectKey", "Effect": "Allow", "Action": KEY_USE_ACTIONS, "Resource": key_arn},
+        {
+            "Sid": "AttachEncryptedVolumesWithProjectKey",
+            "Effect": "Allow",
+            "Action": "kms:CreateGrant",
+            "Resource": key_arn,
+            "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
+        },
+        {
+            "Sid": "SessionManagerRegistersOwnInstance",
+            "Effect": "Allow",
+            "Action": "ssm:UpdateInstanceInformation",
+            "Resource": instances,
+        },
+        {
+            "Sid": "SessionManagerChannelsHaveNoResourceLevelPermissions",
+            "Effect": "Allow",
+            "Action": [
+                "ec2messages:AcknowledgeMessage",
+                "ec2messages:DeleteMessage",
+                "ec2messages:FailMessage",
+                "ec2messages:GetEndpoint",
+                "ec2messages:GetMessages",
+                "ec2messages:SendReply",
+                "ssmmessages:CreateControlChannel",
+                "ssmmessages:CreateDataChannel",
+                "ssmmessages:OpenControlChannel",
+                "ssmmessages:OpenDataChannel",
+            ],
+            "Resource": "*",
+        },
+        {
+            "Sid": "CloudWatchAgentMetricsHaveNoResourceLevelPermissions",
+            "Effect": "Allow",
+            "Action": "cloudwatch:PutMetricData",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"cloudwatch:namespace": "CWAgent"}},
+        },
+        {
+            "Sid": "DescribeCallsHaveNoResourceLevelPermissions",
+            "Effect": "Allow",
+            "Action": [
+                "autoscaling:DescribeAutoScalingInstances",
+                "autoscaling:DescribeLifecycleHooks",
+                "ec2:DescribeInstances",
+                "ec2:DescribeTags",
+                "ec2:DescribeVolumes",
+            ],
+            "Resource": "*",
+        },
+        {
+            "Sid": "CloudWatchAgentLogsUnderProjectPrefix",
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
+            "Resource": [log_groups, f"{log_groups}:log-stream:*"],
+        },
+        {
+            "Sid": "NodeCompletesOwnLifecycle",
+            "Effect": "Allow",
+            "Action": [
+                "autoscaling:CompleteLifecycleAction",
+                "autoscaling:RecordLifecycleActionHeartbeat",
+                "autoscaling:SetInstanceHealth",
+            ],
+            "Resource": groups,
+        },
+        {
+            "Sid": "NodeAttachesProjectPersistentVolume",
+            "Effect": "Allow",
+            "Action": "ec2:AttachVolume",
+            "Resource": [instances, volumes],
+            "Condition": project_tag,
+        },
+    ]
+    if not session_manager:
+        statements = [s for s in statements if not s["Sid"].startswith("SessionManager")]
+    return statements
+
+
+def instance_role_policy(
+    *,
+    partition: str,
+    region: str,
+    account_id: str,
+    project: str,
+    key_arn: str,
+    bucket: str | None,
+    read_prefixes: Sequence[str],
+    write_prefixes: Sequence[str],
+    session_manager: bool = True,
+) -> Document:
+    statements = node_statements(partition, region, account_id, project, key_arn, session_manager)
+    if bucket:
+        statements = s3_prefix_statements(partition, bucket, read_prefixes, write_prefixes) + statements
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def alerts_topic_policy(topic_arn: str, account_id: str) -> Document:
+    """Only CloudWatch alarms and AWS Budgets of this account may publish to the alerts topic."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AlarmsAndBudgetsOfThisAccountPublish",
+                "Effect": "Allow",
+                "Principal": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
+                "Action": "sns:Publish",
+                "Resource": topic_arn,
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+            }
+        ],
+    }

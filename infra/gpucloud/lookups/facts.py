@@ -1,0 +1,67 @@
+"""The AWS facts a stack config needs, as plain values, and the protocol that answers them.
+
+The real answer comes from pulumi-aws data sources (`pulumi_aws.PulumiAwsLookups`), so `pulumi
+preview` checks the real account; any stand-in with the same methods works too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+DEEP_LEARNING_AMI_PARAMETER = (
+    "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id"
+)
+
+
+@dataclass(frozen=True)
+class InstanceTypeFacts:
+    """What EC2 says about one instance type (from DescribeInstanceTypes)."""
+
+    name: str
+    gpu_count: int
+    gpu_model: str
+    gpu_memory_mib: int
+    efa_supported: bool
+    efa_max_interfaces: int
+    network_cards: int
+    instance_store_disks: int
+    architectures: tuple[str, ...]
+
+    @property
+    def efa_interfaces(self) -> int:
+        """How many EFA interfaces a multi-node launch template gives this type: one per card."""
+        return min(self.efa_max_interfaces, self.network_cards)
+
+
+@dataclass(frozen=True)
+class Subnet:
+    id: str
+    availability_zone: str
+    vpc_id: str
+
+
+@dataclass(frozen=True)
+class Ami:
+    id: str
+    root_device_name: str
+    architecture: str
+
+
+class LookupUnavailable(Exception):
+    """An AWS lookup failed for a reason other than the thing not existing (credentials,
+    throttling, an outage): no rule can be checked, and saying "does not exist" would mislead."""
+
+
+class AwsLookups(Protocol):
+    """AWS facts; each lookup answers None when the thing does not exist and raises
+    `LookupUnavailable` when AWS could not be asked."""
+
+
+    def account_id(self) -> str: ...
+    def partition(self) -> str: ...
+    def instance_type(self, name: str) -> InstanceTypeFacts | None: ...
+    def default_subnets(self) -> list[Subnet]: ...
+    def subnet(self, subnet_id: str) -> Subnet | None: ...
+    def parameter(self, name: str) -> str | None: ...
+    def ami(self, ami_id: str) -> Ami | None: ...

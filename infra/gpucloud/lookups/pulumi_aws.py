@@ -1,0 +1,99 @@
+"""AWS facts through pulumi-aws data sources: the same invokes run against the real provider
+during `pulumi preview/up` and against moto under `gpucloud.testing`."""
+
+from __future__ import annotations
+
+import functools
+
+import pulumi_aws as aws
+
+from gpucloud.lookups.facts import Ami, InstanceTypeFacts, LookupUnavailable, Subnet
+
+NOT_FOUND_MARKERS = (
+    "InvalidInstanceType",
+    "InvalidSubnetID.NotFound",
+    "InvalidAMIID",
+    "ParameterNotFound",
+    "no matching EC2",
+    "Your query returned no results",
+)
+"""How the provider (and the engine) word a failed invoke whose object does not exist: AWS's
+error codes, and the provider's own words for singular data sources that match nothing."""
+
+
+def _absent(error: Exception) -> None:
+    """None for a lookup of something that does not exist; any other failure is raised."""
+    if any(marker in str(error) for marker in NOT_FOUND_MARKERS):
+        return None
+    raise LookupUnavailable(str(error)) from error
+
+
+class PulumiAwsLookups:
+    """Answers `gpucloud.lookups.facts.AwsLookups` with synchronous pulumi-aws invokes."""
+
+    @functools.cache
+    def account_id(self) -> str:
+        return aws.get_caller_identity().account_id
+
+    @functools.cache
+    def partition(self) -> str:
+        return aws.get_partition().partition
+
+    @functools.cache
+    def instance_type(self, name: str) -> InstanceTypeFacts | None:
+        try:
+            found = aws.ec2.get_instance_type(instance_type=name)
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            return _absent(error)
+        gpus = found.gpuses or []
+        return InstanceTypeFacts(
+            name=name,
+            gpu_count=sum(gpu.count for gpu in gpus),
+            gpu_model=gpus[0].name if gpus else "",
+            gpu_memory_mib=sum(gpu.count * gpu.memory_size for gpu in gpus),
+            efa_supported=bool(found.efa_supported),
+            efa_max_interfaces=found.efa_maximum_interfaces or 0,
+            network_cards=found.maximum_network_cards or 1,
+            instance_store_disks=sum(disk.count for disk in (found.instance_disks or [])),
+            architectures=tuple(found.supported_architectures or ()),
+        )
+
+    def default_subnets(self) -> list[Subnet]:
+        try:
+            vpc = aws.ec2.get_vpc(default=True)
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            _absent(error)
+            return []
+        found = aws.ec2.get_subnets(
+            filters=[
+                aws.ec2.GetSubnetsFilterArgs(name="vpc-id", values=[vpc.id]),
+                aws.ec2.GetSubnetsFilterArgs(name="default-for-az", values=["true"]),
+            ]
+        )
+        return [subnet for subnet in map(self.subnet, found.ids) if subnet is not None]
+
+    @functools.cache
+    def subnet(self, subnet_id: str) -> Subnet | None:
+        try:
+            found = aws.ec2.get_subnet(id=subnet_id)
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            return _absent(error)
+        return Subnet(id=found.id, availability_zone=found.availability_zone, vpc_id=found.vpc_id)
+
+    @functools.cache
+    def parameter(self, name: str) -> str | None:
+        try:
+            return aws.ssm.get_parameter(name=name).value
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            return _absent(error)
+
+    @functools.cache
+    def ami(self, ami_id: str) -> Ami | None:
+        try:
+            found = aws.ec2.get_ami(
+                filters=[aws.ec2.GetAmiFilterArgs(name="image-id", values=[ami_id])],
+                most_recent=True,
+            )
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            return _absent(error)
+        return Ami(id=found.id, root_device_name=found.root_device_name, architecture=found.architecture)

@@ -1,0 +1,28 @@
+"""The offline plan (`gpucloud plan`): a program run on the moto engine, checked and priced.
+
+`preview` runs a stack or any program, `findings` holds the checks beside the policies, `model`
+what a plan holds, `view` how a reviewer reads it, `program_source` how a program on disk is
+found and configured the way the Pulumi CLI does it. Needs the `gpucloud[plan]` extra.
+"""
+
+from gpucloud.plan.findings import accepted_lint_findings, check_policies, cost_findings, spot_capacity_findings
+from gpucloud.plan.model import POLICY_PACK, PROJECT, Plan, PlanFinding, dumps
+from gpucloud.plan.preview import plan_program, plan_program_file, plan_stack
+from gpucloud.plan.program_source import ProgramError, ProgramFailed
+
+__all__ = [
+    "POLICY_PACK",
+    "PROJECT",
+    "Plan",
+    "PlanFinding",
+    "ProgramError",
+    "ProgramFailed",
+    "accepted_lint_findings",
+    "check_policies",
+    "cost_findings",
+    "dumps",
+    "plan_program",
+    "plan_program_file",
+    "plan_stack",
+    "spot_capacity_findings",
+]

@@ -1,0 +1,113 @@
+"""What an offline plan holds: the resources a stack would create and what the checks found,
+in the layout `pulumi preview --json` prints."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpucloud.policy import Violation, enforcement_levels
+from gpucloud.pricing import CostEstimate
+from gpucloud.testing import AppliedResource
+
+PROJECT = "gpu-cloud"
+POLICY_PACK = "gpu-cloud"
+"""The pack in policies/ (PulumiPolicy.yaml), whose rules the plan runs."""
+
+
+@dataclass(frozen=True)
+class PlanFinding:
+    """Something the plan found besides the resources: a budget check, a policy violation, a warning."""
+
+    source: str
+    severity: str
+    """`failure` makes the plan exit 1; `warning` and `info` are printed only."""
+    rule: str
+    message: str
+    urn: str | None = None
+
+
+@dataclass
+class Plan:
+    """What a stack would create, with everything later checks attach to it."""
+
+    project: str
+    stack: str
+    region: str
+    resources: list[AppliedResource]
+    outputs: dict[str, Any]
+    findings: list[PlanFinding] = field(default_factory=list)
+    cost_estimate: CostEstimate | None = None
+    policy_violations: list[Violation] = field(default_factory=list)
+    policy_levels: dict[str, str] = field(default_factory=enforcement_levels)
+    """Each policy of the pack and its enforcement level in this plan (disabled ones did not run)."""
+
+    @property
+    def policies_run(self) -> list[str]:
+        return [name for name, level in self.policy_levels.items() if level != "disabled"]
+
+    @property
+    def failed(self) -> bool:
+        """A mandatory policy violation or a failed budget check."""
+        return any(finding.severity == "failure" for finding in self.findings) or any(
+            violation.mandatory for violation in self.policy_violations
+        )
+
+    @property
+    def stack_urn(self) -> str:
+        return f"urn:pulumi:{self.stack}::{self.project}::pulumi:pulumi:Stack::{self.project}-{self.stack}"
+
+    def to_preview_json(self) -> dict[str, Any]:
+        """The layout of `pulumi preview --json`, so scripts work on both."""
+        steps = [
+            {
+                "op": "create",
+                "urn": self.stack_urn,
+                "newState": {"urn": self.stack_urn, "type": "pulumi:pulumi:Stack", "custom": False, "inputs": {}, "outputs": {}},
+            }
+        ]
+        for resource in self.resources:
+            state: dict[str, Any] = {
+                "urn": resource.urn,
+                "custom": resource.custom,
+                "type": resource.type,
+                "parent": resource.parent or self.stack_urn,
+                "inputs": resource.inputs,
+                "outputs": resource.state if resource.custom else {},
+            }
+            if resource.id:
+                state["id"] = resource.id
+            if resource.protect:
+                state["protect"] = True
+            if resource.retain_on_delete:
+                state["retainOnDelete"] = True
+            if resource.ignore_changes:
+                state["ignoreChanges"] = list(resource.ignore_changes)
+            if not resource.validated:
+                state["gpucloudNotValidated"] = resource.note
+            steps.append({"op": "create", "urn": resource.urn, "newState": state})
+        document: dict[str, Any] = {
+            "steps": steps,
+            "changeSummary": {"create": len(steps)},
+            "outputs": self.outputs,
+            "findings": [
+                {key: value for key, value in vars(finding).items() if value is not None} for finding in self.findings
+            ],
+        }
+        document["policyViolations"] = [
+            {
+                "policyName": violation.policy_name,
+                "enforcementLevel": violation.enforcement_level,
+                "urn": violation.urn,
+                "message": violation.message,
+            }
+            for violation in self.policy_violations
+        ]
+        if self.cost_estimate:
+            document["costEstimate"] = self.cost_estimate.to_dict()
+        return document
+
+
+def dumps(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, sort_keys=False, default=str)

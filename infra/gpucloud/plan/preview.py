@@ -1,0 +1,141 @@
+"""`gpucloud plan`: the offline preview. Runs the program on the moto engine and reports what
+it would create, as a tree like `pulumi preview` or as `pulumi preview --json`."""
+
+from __future__ import annotations
+
+import runpy
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from gpucloud.config import ConfigError, StackSettings
+from gpucloud.plan.findings import accepted_lint_findings, check_policies, cost_findings, spot_capacity_findings
+from gpucloud.plan.model import PROJECT, Plan
+from gpucloud.plan.program_source import (
+    ProgramFailed,
+    load_engine_handlers,
+    locate,
+    program_environment,
+    read_stack_config,
+)
+from gpucloud.policy import PackConfig, PolicyConfig, enforcement_levels
+from gpucloud.testing import Deployment, moto_account, run_program
+
+
+def _from_deployment(
+    deployment: Deployment, region: str, policy_config: PolicyConfig | PackConfig | None
+) -> Plan:
+    """The plan of a deployment whose moto account is still open (the spot rule asks it for zones)."""
+    subnets = deployment.client("ec2").describe_subnets()["Subnets"]
+    subnet_zones = {subnet["SubnetId"]: subnet["AvailabilityZone"] for subnet in subnets}
+    plan = Plan(
+        project=deployment.project,
+        stack=deployment.stack,
+        region=region,
+        resources=deployment.resources,
+        outputs=deployment.outputs,
+        policy_violations=check_policies(deployment.resources, policy_config),
+        policy_levels=enforcement_levels(policy_config),
+        findings=spot_capacity_findings(deployment.resources, subnet_zones),
+    )
+    if "iam-least-privilege" in plan.policies_run:
+        plan.findings.extend(accepted_lint_findings(deployment.resources))
+    return plan
+
+
+def plan_stack(settings: StackSettings, policy_config: PolicyConfig | PackConfig | None = None) -> Plan:
+    """Run the gpu-cloud program for one stack on a fresh moto account, check the policies, price it."""
+    from gpucloud.program import build
+
+    with moto_account(settings.region) as account:
+        deployment = run_program(lambda: build(settings), account, project=PROJECT, stack=settings.stack)
+        plan = _from_deployment(deployment, settings.region, policy_config)
+    plan.cost_estimate, budget = cost_findings(settings)
+    plan.findings.extend(budget)
+    return plan
+
+
+def plan_program(
+    program: Callable[[], None],
+    *,
+    stack: str = "dev",
+    region: str = "us-east-1",
+    config: Mapping[str, Any] | None = None,
+    project: str = PROJECT,
+    policy_config: PolicyConfig | PackConfig | None = None,
+    record_unknown_types: bool = False,
+) -> Plan:
+    """Run any Pulumi program (a team's own, say) through the same offline plan and policy checks.
+
+    A program that raises is reported as ProgramFailed (the original error is its cause), except
+    gpu-cloud's own ConfigError, which stays a config error. A resource type the engine lacks
+    fails the plan unless `record_unknown_types` records it as not validated.
+    """
+    with moto_account(region) as account:
+        try:
+            deployment = run_program(
+                program,
+                account,
+                project=project,
+                stack=stack,
+                config=config,
+                record_unknown_types=record_unknown_types,
+            )
+        except ConfigError:
+            raise
+        except Exception as error:
+            raise ProgramFailed(getattr(program, "__qualname__", repr(program)), error) from error
+        return _from_deployment(deployment, region, policy_config)
+
+
+def plan_program_file(
+    path: str | Path,
+    *,
+    config_file: str | Path | None = None,
+    stack: str | None = None,
+    region: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    policy_config: PolicyConfig | PackConfig | None = None,
+    handlers: Sequence[str | Path] = (),
+    record_unknown_types: bool = False,
+) -> Plan:
+    """`plan_program` for a program on disk, run as `pulumi preview` runs it.
+
+    ``path`` is a program file or a folder (its Pulumi.yaml `main`, else its `__main__.py`).
+    ``config_file`` is a `Pulumi.<stack>.yaml` whose `config:` map reaches the program as under
+    Pulumi (bare keys in the project's namespace) and whose name gives the stack, unless ``stack``
+    is given; ``config`` adds values on top. The region is ``region``, else `aws:region`, else
+    us-east-1. ``handlers`` are files that register engine handlers, run first. Raises ProgramError
+    when the program cannot be found or configured, and ProgramFailed (a ProgramError) when it raises.
+    """
+    source = locate(path)
+    load_engine_handlers(handlers)
+    project = source.project or PROJECT
+    values = dict(source.config_defaults)
+    stack_name = "dev"
+    if config_file is not None:
+        stack_name, stack_values = read_stack_config(config_file, project)
+        values.update(stack_values)
+    values.update(config or {})
+    region = region or (values.get("aws:region") if isinstance(values.get("aws:region"), str) else None) or "us-east-1"
+    values["aws:region"] = region
+    entry = str(source.entry.resolve())
+
+    def program() -> None:
+        runpy.run_path(entry, run_name="__main__")
+
+    with program_environment(source):
+        try:
+            return plan_program(
+                program,
+                stack=stack or stack_name,
+                region=region,
+                config=values,
+                project=project,
+                policy_config=policy_config,
+                record_unknown_types=record_unknown_types,
+            )
+        except ProgramFailed as failed:
+            raise ProgramFailed(str(path), failed.error) from failed.error
+
+

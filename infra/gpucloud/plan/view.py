@@ -1,0 +1,251 @@
+"""The plan as a reviewer reads it: a resource tree with the few properties that matter."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gpucloud.plan.model import POLICY_PACK, Plan
+from gpucloud.pricing.render import render_estimate
+from gpucloud.testing import AppliedResource
+
+Summary = Callable[[dict[str, Any]], str]
+
+
+def _on(value: Any) -> bool:
+    return str(value).lower() == "true"
+
+
+def _key(state: dict[str, Any]) -> str:
+    rotation = "rotation on" if state.get("enableKeyRotation") else "ROTATION OFF"
+    return f"{rotation}, deletion window {state.get('deletionWindowInDays', 30)} days"
+
+
+def _role_policy(state: dict[str, Any]) -> str:
+    document = json.loads(state.get("policy") or "{}")
+    return f"{len(document.get('Statement', []))} statements"
+
+
+def _rule(state: dict[str, Any]) -> str:
+    protocol = state.get("ipProtocol")
+    what = "all traffic" if protocol in ("-1", "all") else f"{protocol} {state.get('fromPort')}"
+    peer = state.get("cidrIpv4") or state.get("cidrIpv6") or (
+        "members of this group" if state.get("referencedSecurityGroupId") else "?"
+    )
+    return f"{what} {'to' if 'egress' in state.get('description', '') else 'from'} {peer}"
+
+
+def _volume(state: dict[str, Any]) -> str:
+    encryption = "encrypted (project key)" if state.get("encrypted") and state.get("kmsKeyId") else "NOT ENCRYPTED WITH A CMK"
+    return f"{state.get('type')} {state.get('size')} GiB in {state.get('availabilityZone')}, {encryption}"
+
+
+def _launch_template(state: dict[str, Any]) -> str:
+    metadata = state.get("metadataOptions") or {}
+    imds = "IMDSv2 required" if metadata.get("httpTokens") == "required" else "IMDSv2 NOT REQUIRED"
+    disks = [
+        f"{(mapping.get('ebs') or {}).get('volumeSize')} GiB{' encrypted' if _on((mapping.get('ebs') or {}).get('encrypted')) else ' UNENCRYPTED'}"
+        for mapping in state.get("blockDeviceMappings", [])
+    ]
+    interfaces = state.get("networkInterfaces", [])
+    efa = sum(1 for interface in interfaces if str(interface.get("interfaceType", "")).startswith("efa"))
+    public = any(_on(interface.get("associatePublicIpAddress")) for interface in interfaces)
+    parts = [f"{imds} (hop {metadata.get('httpPutResponseHopLimit')})", "disks " + " + ".join(disks) if disks else "no block devices"]
+    if efa:
+        parts.append(f"{efa} EFA interfaces")
+    parts.append("PUBLIC IP" if public else "no public IP")
+    return ", ".join(parts)
+
+
+def _group(state: dict[str, Any]) -> str:
+    policy = state.get("mixedInstancesPolicy") or {}
+    types = [override.get("instanceType") for override in (policy.get("launchTemplate") or {}).get("overrides", [])]
+    distribution = policy.get("instancesDistribution") or {}
+    spot = 100 - int(distribution.get("onDemandPercentageAboveBaseCapacity", 100))
+    parts = [
+        ", ".join(types),
+        f"size {state.get('minSize')}..{state.get('maxSize')} (desired {state.get('desiredCapacity')})",
+        f"on-demand base {distribution.get('onDemandBaseCapacity', 0)}, spot {spot}% above",
+        f"rebalance {'on' if state.get('capacityRebalance') else 'off'}",
+        f"{len(state.get('vpcZoneIdentifiers', []))} subnet(s)",
+    ]
+    if state.get("placementGroup"):
+        parts.append("cluster placement")
+    return "; ".join(parts)
+
+
+def _scaling_policy(state: dict[str, Any]) -> str:
+    if state.get("policyType") == "TargetTrackingScaling":
+        tracking = state.get("targetTrackingConfiguration") or {}
+        metric = (tracking.get("customizedMetricSpecification") or {}).get("metricName")
+        return f"target tracking {metric} at {tracking.get('targetValue')}"
+    adjustment_type = state.get("adjustmentType") or "ChangeInCapacity"
+    steps = state.get("stepAdjustments") or []
+    if not steps and state.get("scalingAdjustment") is not None:
+        return f"simple: {_adjustment(adjustment_type, state['scalingAdjustment'])}"
+    return "step: " + ", ".join(_adjustment(adjustment_type, step["scalingAdjustment"]) for step in steps)
+
+
+def _adjustment(adjustment_type: str, value: Any) -> str:
+    """What one scaling adjustment does, in words: ExactCapacity 0 is a scale to zero, not a "+0" step."""
+    amount = int(value)
+    if adjustment_type == "ExactCapacity":
+        return f"set capacity to {amount}"
+    if adjustment_type == "PercentChangeInCapacity":
+        return f"{amount:+d}% capacity"
+    return f"{amount:+d} instance{'' if abs(amount) == 1 else 's'}"
+
+
+def _schedule(state: dict[str, Any]) -> str:
+    sizes = ", ".join(
+        f"{label} {state[key]}" for key, label in (("minSize", "min"), ("maxSize", "max"), ("desiredCapacity", "desired"))
+        if state.get(key, -1) >= 0
+    )
+    return f"'{state.get('recurrence')}' {state.get('timeZone', 'UTC')}: {sizes}"
+
+
+def _alarm(state: dict[str, Any]) -> str:
+    if state.get("metricQueries"):
+        expression = next(q.get("expression") for q in state["metricQueries"] if q.get("expression"))
+        return f"{expression} > {state.get('threshold')} for {state.get('evaluationPeriods')} periods"
+    operator = {"GreaterThanOrEqualToThreshold": ">=", "LessThanThreshold": "<", "GreaterThanThreshold": ">"}.get(
+        state.get("comparisonOperator", ""), state.get("comparisonOperator")
+    )
+    return (
+        f"{state.get('metricName')} {operator} {state.get('threshold')} "
+        f"for {state.get('evaluationPeriods')}x{state.get('period')}s"
+    )
+
+
+SUMMARIES: dict[str, Summary] = {
+    "aws:kms/key:Key": _key,
+    "aws:kms/alias:Alias": lambda state: str(state.get("name")),
+    "aws:iam/role:Role": lambda state: str(state.get("name")),
+    "aws:iam/rolePolicy:RolePolicy": _role_policy,
+    "aws:iam/instanceProfile:InstanceProfile": lambda state: str(state.get("name")),
+    "aws:ec2/securityGroup:SecurityGroup": lambda state: f"in {state.get('vpcId')}",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _rule,
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": _rule,
+    "aws:ebs/volume:Volume": _volume,
+    "aws:ec2/placementGroup:PlacementGroup": lambda state: f"strategy {state.get('strategy')}",
+    "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
+    "aws:autoscaling/group:Group": _group,
+    "aws:autoscaling/policy:Policy": _scaling_policy,
+    "aws:autoscaling/schedule:Schedule": _schedule,
+    "aws:cloudwatch/metricAlarm:MetricAlarm": _alarm,
+    "aws:cloudwatch/dashboard:Dashboard": lambda state: str(state.get("dashboardName")),
+    "aws:sns/topic:Topic": lambda state: f"{state.get('name')}, encrypted with the project key" if state.get("kmsMasterKeyId") else str(state.get("name")),
+    "aws:sns/topicSubscription:TopicSubscription": lambda state: f"{state.get('protocol')} {state.get('endpoint')}",
+    "aws:sns/topicPolicy:TopicPolicy": lambda state: "publish: CloudWatch alarms and AWS Budgets of this account",
+    "aws:backup/vault:Vault": lambda state: f"{state.get('name')}, encrypted with the project key",
+    "aws:backup/plan:Plan": lambda state: "; ".join(
+        f"{rule.get('schedule')}, kept {(rule.get('lifecycle') or {}).get('deleteAfter')} days" for rule in state.get("rules", [])
+    ),
+    "aws:backup/selection:Selection": lambda state: ", ".join(
+        f"{tag.get('key')}={tag.get('value')}" for tag in state.get("selectionTags", [])
+    ),
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": lambda state: str(state.get("policyArn")),
+    "aws:budgets/budget:Budget": lambda state: (
+        f"{state.get('limitAmount')} {state.get('limitUnit')}/month on "
+        + ", ".join(v for f in state.get("costFilters", []) for v in f.get("values", []))
+        + f"; {len(state.get('notifications', []))} alerts"
+    ),
+}
+
+
+def describe(resource: AppliedResource) -> str:
+    summary = SUMMARIES.get(resource.type)
+    info = summary(resource.state) if summary and resource.custom else ""
+    flags = [flag for flag, on in (("protected", resource.protect), ("retained on delete", resource.retain_on_delete)) if on]
+    if not resource.validated:
+        flags.append("not validated by moto")
+    return "; ".join(part for part in (info, ", ".join(flags)) if part)
+
+
+def _tree_rows(plan: Plan) -> list[tuple[str, AppliedResource]]:
+    children: dict[str, list[AppliedResource]] = {}
+    for resource in plan.resources:
+        children.setdefault(resource.parent or plan.stack_urn, []).append(resource)
+    rows: list[tuple[str, AppliedResource]] = []
+
+    def walk(parent: str, indent: str) -> None:
+        siblings = sorted(children.get(parent, []), key=lambda resource: (resource.custom, resource.name))
+        for index, resource in enumerate(siblings):
+            last = index == len(siblings) - 1
+            rows.append((f"{indent}{'└─ ' if last else '├─ '}", resource))
+            walk(resource.urn, indent + ("   " if last else "│  "))
+
+    walk(plan.stack_urn, "")
+    return rows
+
+
+def policy_summary(plan: Plan) -> str:
+    """One line on the policy check, printed even when nothing was found."""
+    disabled = len(plan.policy_levels) - len(plan.policies_run)
+    run = f"{len(plan.policies_run)} run" + (f" ({disabled} disabled by the policy config)" if disabled else "")
+    count = len(plan.policy_violations)
+    violations = f"{count} violation{'' if count == 1 else 's'}"
+    if count:
+        mandatory = sum(1 for violation in plan.policy_violations if violation.mandatory)
+        violations += f": {mandatory} mandatory, {count - mandatory} advisory"
+    return f"Policies: {run}, {violations} ({POLICY_PACK} pack)"
+
+
+def render(plan: Plan, console: Console) -> None:
+    console.print(
+        f"Previewing update ([bold]{plan.stack}[/bold]) on the moto engine: offline, {plan.region}, nothing is deployed\n"
+    )
+    table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
+    for column in ("", "Type", "Name", "Plan"):
+        table.add_column(column, no_wrap=True, min_width=len(column) or 1)
+    table.columns[3].min_width = len("create")
+    table.add_column("Info", overflow="fold", min_width=30)
+    table.add_row("+", "pulumi:pulumi:Stack", f"{plan.project}-{plan.stack}", "create", "")
+    for prefix, resource in _tree_rows(plan):
+        table.add_row(
+            Text("+", style="green"),
+            Text(prefix + resource.type),
+            resource.name,
+            Text("create", style="green"),
+            describe(resource),
+        )
+    console.print(table)
+    if plan.outputs:
+        console.print("\nOutputs:")
+        for name, value in plan.outputs.items():
+            console.print(f"    {name}: {json.dumps(value, default=str)}", soft_wrap=True)
+    console.print(f"\nResources:\n    + {len(plan.resources) + 1} to create")
+    unvalidated = [resource for resource in plan.resources if not resource.validated]
+    if unvalidated:
+        console.print(f"    ({len(unvalidated)} recorded without moto validation: {', '.join(r.type for r in unvalidated)})")
+    console.print(f"\n{policy_summary(plan)}")
+    if plan.policy_violations:
+        console.print("\nPolicy Violations:")
+        names = {resource.urn: f"{resource.type}: {resource.name}" for resource in plan.resources}
+        for violation in plan.policy_violations:
+            style = "bold red" if violation.mandatory else "yellow"
+            console.print(
+                Text(f"    [{violation.enforcement_level}]  {violation.policy_name}", style=style)
+                + Text(f"  ({names.get(violation.urn, 'stack')})"),
+                soft_wrap=True,
+            )
+            if violation.urn:
+                console.print(f"    {violation.urn}", soft_wrap=True)
+            console.print(f"    {violation.message}\n", soft_wrap=True)
+    if plan.cost_estimate:
+        console.print()
+        render_estimate(plan.cost_estimate, console)
+    if plan.findings:
+        console.print("\nFindings:")
+        for finding in plan.findings:
+            style = {"failure": "bold red", "warning": "yellow"}.get(finding.severity, "")
+            where = f" {finding.urn}" if finding.urn else ""
+            console.print(
+                Text(f"    {finding.severity} [{finding.source}: {finding.rule}]{where}: ", style=style) + Text(finding.message),
+                soft_wrap=True,
+            )

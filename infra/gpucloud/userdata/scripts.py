@@ -1,0 +1,223 @@
+"""The fixed text the user data writes: the agent's launcher and installer, the storage and
+CloudWatch set-up scripts and the systemd units. No value of a stack reaches them; those travel in
+the data files `render` writes."""
+
+from __future__ import annotations
+
+from gpucloud.userdata.layout import (
+    AGENT_COMMAND_PATH,
+    CLOUDWATCH_SCRIPT_PATH,
+    GATE_TIMEOUT_SECONDS,
+    INSTALL_SCRIPT_PATH,
+    STORAGE_SCRIPT_PATH,
+    STORAGE_TIMEOUT_SECONDS,
+)
+
+AGENT_COMMAND = """\
+#!/bin/sh
+# The gpu-cloud node agent, written from user data to /opt/gpucloud/lib.
+PYTHONPATH=/opt/gpucloud/lib${PYTHONPATH:+:$PYTHONPATH}
+export PYTHONPATH
+exec python3 -m gpucloud.node "$@"
+"""
+
+INSTALL_SCRIPT = """\
+#!/bin/bash
+# Checks the node agent written from user data; fetches boto3 only if the image lacks it.
+set -euo pipefail
+lib=/opt/gpucloud/lib
+if ! python3 -c 'import boto3' >/dev/null 2>&1; then
+  python3 -m pip install --quiet --target "$lib" boto3 ||
+    { command -v apt-get >/dev/null && apt-get update -q && apt-get install -y -q python3-boto3; } ||
+    { command -v dnf >/dev/null && dnf install -y -q python3-boto3; }
+fi
+PYTHONPATH="$lib" python3 -c 'import boto3, gpucloud.node.cli'
+"""
+
+STORAGE_SCRIPT = """\
+#!/bin/bash
+# Prepares /scratch (instance store), /data (per-instance EBS) and /persist (the group's
+# EBS volume). Runs at every boot; a disk that already holds anything is never formatted.
+set -uo pipefail
+# shellcheck source=/dev/null
+. "${GPUCLOUD_BOOTSTRAP_ENV:-/etc/gpucloud/bootstrap.env}"
+
+log() { echo "gpucloud-storage: $*" >&2; }
+
+format_if_blank() {
+  # Formats only what is certainly blank: a block device where blkid -p finds no signature AND
+  # whose first MiB reads back as zeros. blkid also exits 2 when it cannot open or probe the
+  # device, so a transient read error must not be taken for a blank disk.
+  [ -b "$1" ] || { log "$1 is not a block device; leaving it alone"; return 1; }
+  local status=0
+  blkid -p "$1" >/dev/null 2>&1 || status=$?
+  case "$status" in
+    0) log "$1 already holds a filesystem or partition table; not formatting"; return 0 ;;
+    2) ;;
+    *) log "cannot probe $1 (blkid exit $status); leaving it alone"; return 1 ;;
+  esac
+  if ! cmp -s -n 1048576 "$1" /dev/zero; then
+    log "$1 shows no signature, but its first MiB is not all zeros or cannot be read; leaving it alone"
+    return 1
+  fi
+  log "formatting blank $1 as ext4"
+  mkfs.ext4 -q -L "$2" "$1"
+}
+
+settle() {
+  udevadm settle --timeout=60 || log "udev events still pending after 60 s"
+}
+
+mount_at() {
+  mkdir -p "$2" || return 1
+  if mountpoint -q "$2"; then
+    log "$2 is already mounted"
+    return 0
+  fi
+  mount -o defaults,noatime "$1" "$2" || return 1
+  log "mounted $1 at $2"
+}
+
+instance_store_disks() {
+  settle
+  lsblk -dnpo NAME,MODEL | awk '/Amazon EC2 NVMe Instance Storage/ {print $1}'
+}
+
+setup_scratch() {
+  [ "$SCRATCH_DISK_COUNT" -gt 0 ] || return 0
+  mountpoint -q /scratch && return 0
+  local disks=() waited=0 device
+  while :; do
+    mapfile -t disks < <(instance_store_disks)
+    [ "${#disks[@]}" -ge "$SCRATCH_DISK_COUNT" ] && break
+    if [ "$waited" -ge 120 ]; then
+      log "found ${#disks[@]} of $SCRATCH_DISK_COUNT instance-store disks"
+      return 1
+    fi
+    sleep 2
+    waited=$((waited + 2))
+  done
+  if [ "${#disks[@]}" -eq 1 ]; then
+    device=${disks[0]}
+  else
+    device=$(lsblk -nrpo NAME,TYPE "${disks[0]}" | awk '$2 == "raid0" {print $1; exit}')
+    if [ -z "$device" ]; then
+      device=/dev/md/scratch
+      if mdadm --examine "${disks[0]}" >/dev/null 2>&1; then
+        mdadm --assemble "$device" "${disks[@]}" || return 1
+      else
+        mdadm --create "$device" --name=scratch --level=0 --run \\
+          --raid-devices="${#disks[@]}" "${disks[@]}" || return 1
+      fi
+      settle
+    fi
+  fi
+  format_if_blank "$device" scratch || return 1
+  mount_at "$device" /scratch
+}
+
+setup_data() {
+  [ -n "$DATA_DISK_DEVICE" ] || return 0
+  local device
+  device=$(gpucloud-node ebs-device "$DATA_DISK_DEVICE") || return 1
+  format_if_blank "$device" data || return 1
+  mount_at "$device" /data
+}
+
+setup_persist() {
+  [ -n "$PERSIST_TAG_KEY" ] || return 0
+  local device
+  device=$(gpucloud-node attach-volume) || return 1
+  format_if_blank "$device" persist || return 1
+  mount_at "$device" /persist
+}
+
+failed=0
+setup_scratch || { log "scratch setup failed"; failed=1; }
+setup_data || { log "data disk setup failed"; failed=1; }
+setup_persist || { log "persistent volume setup failed"; failed=1; }
+mkdir -p "$CHECKPOINT_DIR" || failed=1
+exit "$failed"
+"""
+
+CLOUDWATCH_SCRIPT = """\
+#!/bin/bash
+# Installs the CloudWatch agent when the image lacks it, then starts it with gpu-cloud's config.
+set -uo pipefail
+# shellcheck source=/dev/null
+. "${GPUCLOUD_BOOTSTRAP_ENV:-/etc/gpucloud/bootstrap.env}"
+ctl=/opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl
+if [ ! -x "$ctl" ]; then
+  if command -v dnf >/dev/null; then
+    dnf install -y -q amazon-cloudwatch-agent
+  elif command -v dpkg >/dev/null; then
+    arch=$(dpkg --print-architecture)
+    package=$(mktemp --suffix=.deb)
+    curl -fsSL -o "$package" \\
+      "https://amazoncloudwatch-agent-$REGION.s3.$REGION.amazonaws.com/ubuntu/$arch/latest/amazon-cloudwatch-agent.deb" &&
+      dpkg -i "$package"
+    rm -f "$package"
+  fi
+fi
+if [ ! -x "$ctl" ]; then
+  echo "gpucloud-cloudwatch: CloudWatch agent not installed; no GPU metrics" >&2
+  exit 1
+fi
+exec "$ctl" -a fetch-config -m ec2 -s -c file:/opt/aws/amazon-cloudwatch-agent/etc/gpucloud.json
+"""
+
+STORAGE_UNIT_TEXT = f"""\
+[Unit]
+Description=gpu-cloud storage: /scratch, /data and /persist
+Wants=network-online.target
+After=network-online.target local-fs.target
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/sbin/gpucloud-storage
+TimeoutStartSec={STORAGE_TIMEOUT_SECONDS}
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+GATE_UNIT_TEXT = f"""\
+[Unit]
+Description=gpu-cloud health gate: take work only with healthy GPUs
+Wants=network-online.target gpucloud-storage.service
+After=network-online.target gpucloud-storage.service nvidia-persistenced.service nvidia-fabricmanager.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/bin/gpucloud-node gate
+TimeoutStartSec={GATE_TIMEOUT_SECONDS}
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+DRAIN_UNIT_TEXT = """\
+[Unit]
+Description=gpu-cloud drain: checkpoint, then release on spot interruption or scale-in
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=simple
+ExecStart=/usr/local/bin/gpucloud-node drain
+Restart=on-failure
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+SCRIPTS = {
+    AGENT_COMMAND_PATH: AGENT_COMMAND,
+    INSTALL_SCRIPT_PATH: INSTALL_SCRIPT,
+    STORAGE_SCRIPT_PATH: STORAGE_SCRIPT,
+    CLOUDWATCH_SCRIPT_PATH: CLOUDWATCH_SCRIPT,
+}
+"""The executables the user data writes, by path."""

@@ -1,0 +1,115 @@
+"""The policy document builders, as pure functions: who may use the key, and how, and what S3 access the node gets."""
+
+from __future__ import annotations
+
+from gpucloud.documents import key_policy, s3_prefix_statements
+
+ACCOUNT = "111122223333"
+ROOT = f"arn:aws:iam::{ACCOUNT}:root"
+NODE_ROLE = f"arn:aws:iam::{ACCOUNT}:role/gpu-cloud-ml-node"
+BACKUP_ROLE = f"arn:aws:iam::{ACCOUNT}:role/gpu-cloud-ml-backup"
+AUTOSCALING = f"arn:aws:iam::{ACCOUNT}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+DIRECT_USE = {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*", "kms:ReEncrypt*"}
+
+
+def statements_by_sid(document: dict) -> dict[str, dict]:
+    return {statement["Sid"]: statement for statement in document["Statement"]}
+
+
+def actions(statement: dict) -> set[str]:
+    listed = statement["Action"]
+    return {listed} if isinstance(listed, str) else set(listed)
+
+
+def test_key_policy_has_exactly_its_statements_and_principals():
+    policy = statements_by_sid(key_policy("aws", ACCOUNT, "eu-west-1", ["gpu-cloud-ml-node", "gpu-cloud-ml-backup"]))
+
+    assert {sid: statement["Principal"] for sid, statement in policy.items()} == {
+        "AccountAdministersKey": {"AWS": ROOT},
+        "ProjectInstanceRolesUseKey": {"AWS": ROOT},
+        "ProjectInstanceRolesAttachEncryptedVolumes": {"AWS": ROOT},
+        "AccountUsesKeyOnlyThroughEc2AndBackup": {"AWS": ROOT},
+        "AutoScalingLaunchesEncryptedVolumes": {"AWS": AUTOSCALING},
+        "AlarmAndBudgetServicesPublishToEncryptedTopic": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
+        "AutoScalingAttachesEncryptedVolumes": {"AWS": AUTOSCALING},
+    }
+    assert all(statement["Effect"] == "Allow" and statement["Resource"] == "*" for statement in policy.values())
+    assert all("kms:*" not in actions(statement) for statement in policy.values())
+
+
+def test_only_the_named_roles_and_autoscaling_decrypt_directly():
+    policy = statements_by_sid(key_policy("aws", ACCOUNT, "eu-west-1", ["gpu-cloud-ml-node", "gpu-cloud-ml-backup"]))
+
+    assert actions(policy["AccountAdministersKey"]) & DIRECT_USE == set()
+    assert policy["ProjectInstanceRolesUseKey"]["Condition"] == {"ArnEquals": {"aws:PrincipalArn": [NODE_ROLE, BACKUP_ROLE]}}
+    assert DIRECT_USE <= actions(policy["AutoScalingLaunchesEncryptedVolumes"])
+    services = policy["AlarmAndBudgetServicesPublishToEncryptedTopic"]
+    assert services["Condition"] == {"StringEquals": {"aws:SourceAccount": ACCOUNT}}
+    assert actions(services) == {"kms:Decrypt", "kms:GenerateDataKey*"}
+
+
+def test_deployers_use_the_key_only_through_ec2_and_backup_in_its_region():
+    """Creating the persistent volume and the backup vault needs these calls of whoever runs `pulumi up`."""
+    through_services = statements_by_sid(key_policy("aws", ACCOUNT, "eu-west-1", ["gpu-cloud-ml-node"]))[
+        "AccountUsesKeyOnlyThroughEc2AndBackup"
+    ]
+
+    assert actions(through_services) == {
+        "kms:CreateGrant",
+        "kms:Decrypt",
+        "kms:DescribeKey",
+        "kms:GenerateDataKey*",
+        "kms:ReEncrypt*",
+        "kms:RetireGrant",
+    }
+    assert through_services["Condition"] == {
+        "StringEquals": {
+            "kms:CallerAccount": ACCOUNT,
+            "kms:ViaService": ["ec2.eu-west-1.amazonaws.com", "backup.eu-west-1.amazonaws.com"],
+        }
+    }
+
+
+def test_grants_are_only_for_aws_resources():
+    policy = statements_by_sid(key_policy("aws", ACCOUNT, "us-east-1", ["gpu-cloud-ml-node"]))
+
+    for sid in ("ProjectInstanceRolesAttachEncryptedVolumes", "AutoScalingAttachesEncryptedVolumes"):
+        assert actions(policy[sid]) == {"kms:CreateGrant"}
+        assert policy[sid]["Condition"]["Bool"] == {"kms:GrantIsForAWSResource": "true"}
+
+
+def test_key_policy_names_the_partition_of_its_account():
+    policy = statements_by_sid(key_policy("aws-cn", ACCOUNT, "cn-north-1", ["gpu-cloud-ml-node"]))
+
+    assert policy["AccountAdministersKey"]["Principal"] == {"AWS": f"arn:aws-cn:iam::{ACCOUNT}:root"}
+    assert policy["AccountUsesKeyOnlyThroughEc2AndBackup"]["Condition"]["StringEquals"]["kms:ViaService"] == [
+        "ec2.cn-north-1.amazonaws.com",
+        "backup.cn-north-1.amazonaws.com",
+    ]
+
+
+def test_prefix_access_lists_reads_and_writes_only_under_its_prefixes():
+    statements = statements_by_sid(
+        {"Statement": s3_prefix_statements("aws", "ml-data", ["datasets/"], ["runs/ml/", "models/"])}
+    )
+
+    assert statements["ListOnlyGrantedPrefixes"] == {
+        "Sid": "ListOnlyGrantedPrefixes",
+        "Effect": "Allow",
+        "Action": "s3:ListBucket",
+        "Resource": "arn:aws:s3:::ml-data",
+        "Condition": {"StringLike": {"s3:prefix": ["datasets/*", "models/*", "runs/ml/*"]}},
+    }
+    assert statements["ReadGrantedPrefixes"]["Resource"] == [
+        "arn:aws:s3:::ml-data/datasets/*",
+        "arn:aws:s3:::ml-data/models/*",
+        "arn:aws:s3:::ml-data/runs/ml/*",
+    ]
+    assert statements["WriteGrantedPrefixes"]["Resource"] == ["arn:aws:s3:::ml-data/models/*", "arn:aws:s3:::ml-data/runs/ml/*"]
+    assert all(action.startswith("s3:") and "*" not in action for s in statements.values() for action in actions(s))
+
+
+def test_read_only_access_has_no_write_statement():
+    statements = s3_prefix_statements("aws", "ml-data", ["datasets/"], [])
+
+    assert [statement["Sid"] for statement in statements] == ["ListOnlyGrantedPrefixes", "ReadGrantedPrefixes"]

@@ -1,0 +1,144 @@
+"""Rules checked against AWS facts fail before any resource is declared, naming the key."""
+
+from __future__ import annotations
+
+import pulumi
+import pytest
+from botocore.exceptions import ClientError
+
+from gpucloud.config import ConfigError
+from gpucloud.plan import PROJECT
+from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER, LookupUnavailable
+from gpucloud.testing import registry, run_program_file
+from support import ROOT, deploy, minimal_config, settings_for
+
+
+def group(**changes):
+    return {"name": "workers", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 2, **changes}
+
+
+def refused(account, values, key: str, reason: str) -> None:
+    settings = settings_for(values)
+    with pytest.raises(ConfigError) as error:
+        deploy(settings, account)
+    assert any(named == key and reason in why for named, why in error.value.problems), error.value.problems
+    assert account.client("kms").list_keys()["Keys"] == [], "nothing may be created for a bad config"
+    assert account.client("iam").list_roles()["Roles"] == []
+
+
+def test_instance_type_without_gpu_is_refused(account):
+    refused(account, minimal_config(groups=[group(instanceTypes=["g5.xlarge", "m5.large"])]), "gpu-cloud:groups[0].instanceTypes[1]", "m5.large has no GPU")
+
+
+def test_unknown_instance_type_is_refused(account):
+    refused(account, minimal_config(groups=[group(instanceTypes=["g99.huge"])]), "gpu-cloud:groups[0].instanceTypes[0]", "not an instance type offered")
+
+
+def test_multi_node_group_needs_efa_types(account):
+    refused(account, minimal_config(groups=[group(instanceTypes=["p4d.24xlarge", "g5.xlarge"], multiNode=True)]), "gpu-cloud:groups[0].instanceTypes[1]", "does not support EFA")
+
+
+def test_unknown_subnet_is_refused(account):
+    refused(account, minimal_config(network={"subnetIds": ["subnet-0123456789abcdef0"]}), "gpu-cloud:network.subnetIds[0]", "does not exist")
+
+
+def test_unknown_ami_is_refused(account):
+    refused(account, minimal_config(groups=[group(amiId="ami-0123456789abcdef0")]), "gpu-cloud:groups[0].amiId", "does not exist")
+
+
+def test_every_problem_is_reported_at_once(account):
+    values = minimal_config(groups=[group(instanceTypes=["m5.large"]), group(name="second", instanceTypes=["t3.micro"])])
+    with pytest.raises(ConfigError) as error:
+        deploy(settings_for(values), account)
+    assert [key for key, _ in error.value.problems] == ["gpu-cloud:groups[0].instanceTypes[0]", "gpu-cloud:groups[1].instanceTypes[0]"]
+
+
+def test_explicit_subnets_are_used(account):
+    ec2 = account.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.20.{index}.0/24", AvailabilityZone=f"us-east-1{zone}")["Subnet"]["SubnetId"]
+        for index, zone in enumerate("ab")
+    ]
+    deployment = deploy(settings_for(minimal_config(network={"subnetIds": subnets})), account)
+    group_record = account.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"][0]
+    assert sorted(group_record["VPCZoneIdentifier"].split(",")) == sorted(subnets)
+    security_group = deployment.of_type("aws:ec2/securityGroup:SecurityGroup")[0]
+    assert security_group.inputs["vpcId"] == vpc
+
+
+def vpc_with_subnets(account, cidr: str, zones: str) -> list[str]:
+    ec2 = account.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock=cidr)["Vpc"]["VpcId"]
+    prefix = cidr.rsplit(".", 2)[0]
+    return [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"{prefix}.{index}.0/24", AvailabilityZone=f"us-east-1{zone}")["Subnet"]["SubnetId"]
+        for index, zone in enumerate(zones)
+    ]
+
+
+def test_subnets_of_several_vpcs_are_refused(account):
+    first, second = vpc_with_subnets(account, "10.20.0.0/16", "a") + vpc_with_subnets(account, "10.30.0.0/16", "b")
+    refused(account, minimal_config(network={"subnetIds": [first, second]}), "gpu-cloud:network.subnetIds", "spans several VPCs")
+
+
+def test_region_without_a_default_vpc_needs_subnets(account):
+    ec2 = account.client("ec2")
+    [default_vpc] = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"]
+    for subnet in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [default_vpc["VpcId"]]}])["Subnets"]:
+        ec2.delete_subnet(SubnetId=subnet["SubnetId"])
+    ec2.delete_vpc(VpcId=default_vpc["VpcId"])
+
+    refused(account, minimal_config(), "gpu-cloud:network.subnetIds", "is not set and us-east-1 has no default VPC subnets")
+
+
+def test_ami_of_another_architecture_is_refused(account):
+    arm_image = account.client("ec2").describe_images(
+        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["arm64"]}, {"Name": "name", "Values": ["al2023-ami-2023*"]}]
+    )["Images"][0]["ImageId"]
+
+    refused(account, minimal_config(groups=[group(amiId=arm_image)]), "gpu-cloud:groups[0].instanceTypes", f"g5.xlarge does not run arm64 AMIs such as {arm_image}")
+
+
+def test_missing_deep_learning_ami_parameter_is_named(account):
+    account.client("ssm").delete_parameter(Name=DEEP_LEARNING_AMI_PARAMETER)
+
+    refused(account, minimal_config(), "gpu-cloud:groups[0].amiId", f"the public parameter {DEEP_LEARNING_AMI_PARAMETER} is missing")
+
+
+def test_persistent_volume_follows_the_first_subnet_listed_not_the_first_zone(account):
+    late_zone, early_zone = vpc_with_subnets(account, "10.40.0.0/16", "ca")
+    notebook = group(maxSize=1, persistentVolumeGiB=100, spotPercent=0)
+
+    deploy(settings_for(minimal_config(network={"subnetIds": [late_zone, early_zone]}, groups=[notebook])), account)
+
+    [volume] = [v for v in account.client("ec2").describe_volumes()["Volumes"] if v.get("Tags")]
+    assert volume["AvailabilityZone"] == "us-east-1c"
+    [asg] = account.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert asg["VPCZoneIdentifier"] == late_zone
+
+
+@pytest.fixture
+def throttled_instance_types(monkeypatch):
+    """EC2 answers DescribeInstanceTypes with throttling, as it does under load."""
+
+    def throttled(account, args):
+        raise ClientError({"Error": {"Code": "RequestLimitExceeded", "Message": "Request limit exceeded."}}, "DescribeInstanceTypes")
+
+    monkeypatch.setitem(registry.INVOKES, "aws:ec2/getInstanceType:getInstanceType", throttled)
+
+
+def test_failed_lookup_is_reported_as_such_not_as_a_missing_type(account, throttled_instance_types):
+    with pytest.raises(LookupUnavailable, match="RequestLimitExceeded"):
+        deploy(settings_for(minimal_config()), account)
+    assert account.client("kms").list_keys()["Keys"] == []
+
+
+def test_program_says_a_failed_lookup_is_not_a_config_problem(account, throttled_instance_types):
+    config = {f"gpu-cloud:{key}": value for key, value in minimal_config().items()}
+
+    with pytest.raises(pulumi.RunError) as failed:
+        run_program_file(ROOT / "infra" / "__main__.py", account, project=PROJECT, stack="demo", config=config)
+
+    assert "not a config problem" in str(failed.value) and "RequestLimitExceeded" in str(failed.value)
+    assert "is not an instance type offered" not in str(failed.value)
