@@ -326,7 +326,7 @@ def test_policy_project_file_runs_python_in_a_managed_virtualenv():
     assert project["runtime"] == {"name": "python", "options": {"virtualenv": "venv"}}
     assert project["version"]
     requirements = (PACK_DIR / "requirements.txt").read_text().splitlines()
-    assert "-e .." in requirements
+    assert "-e ..[policy]" in requirements
     assert any(line.startswith("pulumi-policy") for line in requirements)
 
 
