@@ -1,0 +1,94 @@
+"""The README's "Using the components in your own program" examples, run exactly as written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from support import ROOT
+
+SECTION = "## Using the components in your own program"
+
+
+def readme_python_blocks() -> list[str]:
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index(SECTION) :]
+    section = section[: section.index("\n## ", len(SECTION))]
+    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+
+
+PROGRAM, ENGINE_TEST, HANDLERS = readme_python_blocks()
+
+QUEUE_LINES = '''
+jobs = aws.sqs.Queue("jobs", tags=tags)
+pulumi.export("jobsQueueUrl", jobs.url)
+'''
+
+
+@pytest.fixture
+def team(tmp_path):
+    (tmp_path / "team").mkdir()
+    (tmp_path / "team" / "__main__.py").write_text(PROGRAM)
+    (tmp_path / "team_engine.py").write_text(HANDLERS)
+    return tmp_path
+
+
+def gpucloud(*arguments: str, cwd) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-c", "import sys; from gpucloud.cli import main; sys.exit(main())", *arguments]
+    return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_the_readme_program_plans_with_no_policy_violation(team):
+    result = gpucloud("plan", "--program", "team/", "--width", "200", cwd=team)
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Policies: " in result.stdout and " run, 0 violations" in result.stdout
+    assert "gpu-cloud:index:EncryptedVolume" in result.stdout
+    assert "error" not in result.stderr.lower()
+
+
+def test_the_readme_engine_test_runs_as_written(team, monkeypatch):
+    monkeypatch.chdir(team)
+
+    exec(compile(ENGINE_TEST, "README.md", "exec"), {})
+
+
+def test_a_program_with_a_type_the_engine_lacks_fails_naming_it(team):
+    (team / "team" / "__main__.py").write_text(PROGRAM + QUEUE_LINES)
+
+    result = gpucloud("plan", "--program", "team/", cwd=team)
+
+    assert result.returncode == 2
+    assert "aws:sqs/queue:Queue" in result.stderr
+    assert "never retrieved" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_readme_handlers_file_lets_that_program_plan_validated(team):
+    (team / "team" / "__main__.py").write_text(PROGRAM + QUEUE_LINES)
+
+    result = gpucloud("plan", "--program", "team/", "--handlers", "team_engine.py", "--json", cwd=team)
+
+    assert result.returncode == 0, result.stderr
+    plan = __import__("json").loads(result.stdout)
+    (queue,) = [step for step in plan["steps"] if step["newState"]["type"] == "aws:sqs/queue:Queue"]
+    assert queue["newState"]["id"].startswith("https://") and "gpucloudNotValidated" not in queue["newState"]
+    assert plan["policyViolations"] == []
+
+
+def test_recording_unknown_types_plans_and_says_what_was_not_checked(team):
+    (team / "team" / "__main__.py").write_text(PROGRAM + QUEUE_LINES)
+
+    result = gpucloud("plan", "--program", "team/", "--record-unknown-types", "--width", "200", cwd=team)
+
+    assert result.returncode == 0, result.stderr
+    assert "recorded without moto validation: aws:sqs/queue:Queue" in result.stdout
+
+
+def test_program_only_flags_are_refused_for_a_stack(team):
+    result = gpucloud("plan", "--stack", "notebooks", "--record-unknown-types", "--handlers", "x.py", cwd=ROOT)
+
+    assert result.returncode == 2
+    assert "--handlers, --record-unknown-types go with --program" in result.stderr
