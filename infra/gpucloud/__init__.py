@@ -13,6 +13,7 @@ models), `gpucloud.lookups` (the AWS facts a config needs), `gpucloud.components
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -20,41 +21,11 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from gpucloud.components import *  # noqa: F403
 
-_COMPONENT_NAMES = frozenset(
-    {
-        "CostBudget",
-        "CostBudgetArgs",
-        "EncryptedVolume",
-        "EncryptedVolumeArgs",
-        "EncryptionKey",
-        "EncryptionKeyArgs",
-        "GpuAutoscaling",
-        "GpuAutoscalingArgs",
-        "GpuInstanceGroup",
-        "GpuInstanceGroupArgs",
-        "GpuMonitoring",
-        "GpuMonitoringArgs",
-        "GpuSecurityGroup",
-        "GpuSecurityGroupArgs",
-        "ProjectEnvironment",
-        "ProjectEnvironmentArgs",
-        "S3PrefixAccess",
-        "S3PrefixAccessArgs",
-        "VolumeBackup",
-        "VolumeBackupArgs",
-    }
-)
-
-__all__ = sorted(_COMPONENT_NAMES)
-
 
 def __getattr__(name: str) -> Any:
-    if name in _COMPONENT_NAMES:
-        from gpucloud import components
-
-        return getattr(components, name)
+    """`gpucloud.GpuInstanceGroup` and the like: `gpucloud.components` loads on first use."""
+    if not name.startswith("_"):
+        components = importlib.import_module("gpucloud.components")
+        if name in components.__all__:
+            return getattr(components, name)
     raise AttributeError(f"module 'gpucloud' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_COMPONENT_NAMES})
