@@ -16,6 +16,10 @@ URL forms (Pulumi docs):
   `pulumi login 's3://<bucket-name>?region=us-east-1&awssdk=v2&profile=<profile-name>'`
 - secrets provider: `pulumi stack init` reference:
   `pulumi stack init --secrets-provider="awskms://alias/ExampleAlias?region=us-east-1"`
+
+One module, about 400 lines, on purpose: it is one read-compare-write sequence over one bucket and
+one key, each `_ensure_*` step reading what the step before left; the names it refuses and the
+documents it writes live in `names` and `documents`.
 """
 
 from __future__ import annotations
