@@ -204,18 +204,22 @@ def run_program(
 
 
 def _report_unretrieved_without_traceback(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    """Log a failed run's leftover futures in one line each, without formatting their traceback.
+    """Keep a failed run's leftover futures out of the output: the run already raised their error.
 
-    A failed program leaves futures whose exception nobody retrieved (the run raised it already),
-    kept alive through its traceback until the collector reaps them at some arbitrary moment.
-    Their finalizers then log the exception through the loop's handler, and on Python 3.11
-    formatting a traceback calls `ast.parse`. When that finalizer runs inside another AST
-    conversion (pytest rewriting a module it imports, say), it clobbers CPython 3.11's shared
-    recursion counter and that conversion fails with "AST constructor recursion depth mismatch".
+    When a resource fails, every future that depends on it (its URN, id and outputs, its
+    children's) holds the same exception, and nobody retrieves it: `run_program` has raised the
+    first one already. The collector reaps those futures at some arbitrary later moment and asyncio
+    logs each one, hundreds for a program of a few dozen resources, in the middle of whatever runs
+    next (a test report, the next plan). They go to the debug log, in one line each.
+
+    Formatting their traceback is also avoided for a second reason: on Python 3.11 it calls
+    `ast.parse`, and when the finalizer runs inside another AST conversion (pytest rewriting a
+    module it imports, say) it clobbers CPython 3.11's shared recursion counter, and that
+    conversion fails with "AST constructor recursion depth mismatch".
     """
     exception = context.get("exception")
     if exception is not None and str(context.get("message", "")).endswith("never retrieved"):
-        logging.getLogger("asyncio").error("%s: %s: %s", context["message"], type(exception).__name__, exception)
+        logging.getLogger(__name__).debug("%s: %s: %s", context["message"], type(exception).__name__, exception)
         return
     loop.default_exception_handler(context)
 
