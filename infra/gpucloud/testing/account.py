@@ -65,6 +65,32 @@ class Deployment:
         return [resource for resource in self.resources if not resource.validated]
 
 
+def _load_well_known_images(account: Account) -> None:
+    """moto's catalog of well-known public images (its amis.json: Ubuntu, Amazon Linux, Windows,
+    RHEL, SUSE, Deep Learning AMIs), without the thousands of per-region "latest" and ECS-optimized
+    images moto adds by default: building those took a second of every account's set-up (a volume
+    and a snapshot with random ids each), and nothing the engine runs looks for them."""
+    from moto.core.parse import default_timestamp_parser
+    from moto.ec2.models import ec2_backends
+    from moto.ec2.models.amis import AMIS, Ami
+
+    saved = os.environ.get("MOTO_EC2_LOAD_DEFAULT_AMIS")
+    os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
+    try:
+        backend = ec2_backends[account.account_id][account.region]
+    finally:
+        if saved is None:
+            os.environ.pop("MOTO_EC2_LOAD_DEFAULT_AMIS", None)
+        else:
+            os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = saved
+    for image in AMIS:
+        created = image.get("creation_date")
+        fields = {**image, "owner_alias": "amazon"}
+        if isinstance(created, str):
+            fields["creation_date"] = default_timestamp_parser(created)
+        backend.amis.setdefault(image["ami_id"], Ami(backend, **fields))
+
+
 def _seed_public_parameters(account: Account) -> None:
     """Publish the Deep Learning AMI parameter AWS provides in every region, pointing at an
     Ubuntu x86_64 image from moto's catalog (moto ships AWS's other public parameters, not this one)."""
@@ -128,11 +154,50 @@ def _collector_tuned() -> Iterator[None]:
             gc.unfreeze()
 
 
-@functools.cache
-def _service_models() -> botocore.loaders.Loader:
-    """One loader of AWS's service models for every account's session: a new botocore session
+class _FilesParsedOnce(botocore.loaders.JSONFileLoader):
+    """botocore's loader caches a model per call signature, and a client and `get_available_regions`
+    ask for EC2's with different ones: the file is parsed once here instead. Loaders merge the
+    sdk-extras into the model they get, which is the same merge again on a second call."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, Any] = {}
+
+    def load_file(self, file_path: str) -> Any:
+        if file_path not in self._parsed:
+            self._parsed[file_path] = super().load_file(file_path)
+        return self._parsed[file_path]
+
+
+def _service_models(search_path_string: str | None = None) -> botocore.loaders.Loader:
+    """One loader of AWS's service models per data path (AWS_DATA_PATH): a new botocore session
     parses the large JSON models again (EC2's alone takes a tenth of a second)."""
-    return botocore.loaders.create_loader()
+    return _loader_for(search_path_string or "")
+
+
+@functools.cache
+def _loader_for(search_path_string: str) -> botocore.loaders.Loader:
+    loader = _create_loader(search_path_string or None)
+    loader.file_loader = _FilesParsedOnce()
+    return loader
+
+
+_create_loader = botocore.loaders.create_loader
+
+
+@contextlib.contextmanager
+def _models_parsed_once() -> Iterator[None]:
+    """Every botocore session made while an account is open reads the service models through the
+    shared loader: the engine's own, and the ones moto makes for itself (listing EC2's regions when
+    it first builds an EC2 backend made four sessions that each parsed EC2's model and the endpoint
+    list, some 0.6 s of a plan). moto's own loader, which merges moto's extras into the models,
+    is a different one and stays apart."""
+    botocore.session.create_loader = _service_models
+    try:
+        yield
+    finally:
+        botocore.session.create_loader = _create_loader
+        loader = _service_models()
+        loader.search_paths[:] = list(dict.fromkeys(loader.search_paths))
 
 
 def _session(region: str) -> boto3.Session:
@@ -153,9 +218,10 @@ def moto_account(region: str = "us-east-1") -> Iterator[Account]:
     os.environ.update(FAKE_CREDENTIALS, AWS_DEFAULT_REGION=region)
     os.environ.pop("AWS_PROFILE", None)
     try:
-        with mock_aws():
+        with _models_parsed_once(), mock_aws():
             with _collector_tuned():
                 account = Account(region=region, session=_session(region))
+                _load_well_known_images(account)
                 _seed_public_parameters(account)
             yield account
     finally:
