@@ -4,6 +4,7 @@ docstrings, comments, annotations or optional spaces, and scripts without commen
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 import io
 import tokenize
@@ -36,7 +37,9 @@ def shippable_source(source: str) -> str:
     space a level. The agent never evaluates its function annotations (`from __future__ import
     annotations`); dataclass field annotations stay. Built from tokens, with f-strings copied as
     written, so that every Python the package supports ships the same bytes."""
-    dropped, placeholders = _docstring_and_annotation_spans(source)
+    spans, placeholders = _docstring_and_annotation_spans(source)
+    dropped = sorted(spans)
+    dropped_starts = [low for low, _ in dropped]
     lines = source.splitlines(keepends=True)
     rows: list[str | None] = [""] * len(lines)
     depth, parts, start, previous = 0, [""], (0, 0), (0, "")
@@ -54,7 +57,7 @@ def shippable_source(source: str) -> str:
                 folded = statement.count("\n")
                 rows[start[0] : start[0] + folded] = [None] * folded
             parts, previous = [""], (0, "")
-        elif kind in _LAYOUT_TOKENS or text == "->" or _inside(token.start, token.end, dropped):
+        elif kind in _LAYOUT_TOKENS or text == "->" or _inside(token.start, token.end, dropped, dropped_starts):
             if token.start in placeholders:
                 parts, start = ['""'], (token.start[0], depth)
         else:
@@ -98,8 +101,11 @@ def _source_between(lines: list[str], start: tuple[int, int], end: tuple[int, in
 Position = tuple[int, int]
 
 
-def _inside(start: Position, end: Position, spans: list[tuple[Position, Position]]) -> bool:
-    return any(low <= start and end <= high for low, high in spans)
+def _inside(start: Position, end: Position, spans: list[tuple[Position, Position]], starts: list[Position]) -> bool:
+    """Whether a token lies within one of the sorted, disjoint spans (the last one starting at or
+    before it is the only candidate): a scan of every span per token took a third of a second."""
+    index = bisect.bisect_right(starts, start) - 1
+    return index >= 0 and end <= spans[index][1]
 
 
 def _docstring_and_annotation_spans(source: str) -> tuple[list[tuple[Position, Position]], set[Position]]:
