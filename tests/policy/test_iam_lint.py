@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 from gpucloud.policy import iam_lint
 from policy_cases import ACCOUNT, CMK_ARN, NODE_POLICY, document
@@ -99,3 +101,24 @@ def test_rule_fails_closed_when_parliament_is_missing(monkeypatch):
         PolicyConfig(),
     )
     assert len(messages) == 1 and "could not be linted" in messages[0]
+
+
+def test_parliament_lints_where_setuptools_ships_no_pkg_resources():
+    """setuptools 82 removed pkg_resources, which parliament 1.6.4 imports for its data files."""
+    code = """
+import importlib.abc, json, sys
+
+class NoPkgResources(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "pkg_resources":
+            raise ModuleNotFoundError("No module named 'pkg_resources'")
+
+sys.meta_path.insert(0, NoPkgResources())
+from gpucloud.policy import iam_lint
+findings = iam_lint.lint_policy({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
+print(iam_lint.has_medium_or_worse(findings), "pkg_resources" in sys.modules)
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["True", "False"]

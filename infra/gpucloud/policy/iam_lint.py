@@ -18,8 +18,8 @@ Parliament quirks worth knowing (parliament 1.6.4):
 * ``analyze_policy_string`` leaves ``Finding.severity`` empty (its CLI fills it
   in from config.yaml); severities are read here from the same files without
   touching parliament's global config.
-* It imports ``pkg_resources``, which setuptools removed in 82.0, so
-  ``setuptools<82`` must be installed next to it.
+* It imports ``pkg_resources`` (gone from setuptools 82) just to find its data
+  files; ``_parliament`` answers that from importlib.resources while it imports.
 * Resource policies (KMS key policies) are not linted here: the default key
   policy's ``kms:*`` for the account root is a PERMISSIONS_MANAGEMENT finding by
   design.  ``iam_documents.key_policy_problems`` checks those.
@@ -27,10 +27,14 @@ Parliament quirks worth knowing (parliament 1.6.4):
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib.resources
 import json
+import sys
+import types
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,16 +115,33 @@ def _rank(severity: str) -> int:
 @functools.lru_cache(maxsize=1)
 def _parliament() -> Any:
     try:
-        with warnings.catch_warnings():
-            # parliament leaves its data files open and uses the deprecated pkg_resources.
-            warnings.simplefilter("ignore")
+        with warnings.catch_warnings(), _resource_files_for_parliament():
+            warnings.simplefilter("ignore")  # parliament leaves its data files open
             import parliament
     except ImportError as error:
         raise LinterUnavailableError(
-            f"parliament is not importable ({error}); install gpucloud's dependencies "
-            "(parliament>=1.6.4 with setuptools<82)"
+            f"parliament is not importable ({error}); install gpucloud's policy extra: pip install 'gpucloud[policy]'"
         ) from error
     return parliament
+
+
+@contextlib.contextmanager
+def _resource_files_for_parliament() -> Iterator[None]:
+    """parliament 1.6.4 imports pkg_resources only to find its two data files. pkg_resources is
+    gone from setuptools 82, and importing it scans every installed distribution (a fifth of a
+    second of each plan); while parliament imports, a module of that name answers
+    `resource_filename` from importlib.resources instead, unless the real one is loaded already."""
+    if "pkg_resources" in sys.modules:
+        yield
+        return
+    stand_in = types.ModuleType("pkg_resources")
+    stand_in.resource_filename = lambda package, name: str(importlib.resources.files(package).joinpath(name))  # type: ignore[attr-defined]
+    sys.modules["pkg_resources"] = stand_in
+    try:
+        yield
+    finally:
+        if sys.modules.get("pkg_resources") is stand_in:
+            del sys.modules["pkg_resources"]
 
 
 @functools.lru_cache(maxsize=1)
