@@ -94,7 +94,7 @@ def test_region_without_a_default_vpc_needs_subnets(account):
 
 def test_ami_of_another_architecture_is_refused(account):
     arm_image = account.client("ec2").describe_images(
-        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["arm64"]}, {"Name": "name", "Values": ["al2023-ami-2023*"]}]
+        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["arm64"]}, {"Name": "name", "Values": ["al2022-ami-*"]}]
     )["Images"][0]["ImageId"]
 
     refused(account, minimal_config(groups=[group(amiId=arm_image)]), "gpu-cloud:groups[0].instanceTypes", f"g5.xlarge does not run arm64 AMIs such as {arm_image}")
