@@ -49,3 +49,7 @@ class ExampleStack:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.deployment, name)
+
+
+def assert_cents(actual, expected):
+    assert round(actual, 2) == round(expected, 2), f"{actual!r} != {expected!r} to the cent"

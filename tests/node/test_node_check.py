@@ -18,6 +18,7 @@ from gpucloud.node.nvidia import (
     Expectations,
     check_gpus,
     model_matches,
+    parse_fabric,
     parse_gpu_query,
     parse_nvlink_status,
     parse_topology,
@@ -484,3 +485,40 @@ def test_python_dash_m_runs_the_agent():
 
     assert result.returncode == 0
     assert "--expect-model" in result.stdout
+
+
+def test_gpu_whose_nvlink_links_are_all_down_lists_none_and_is_unhealthy():
+    status = (
+        "GPU 0: NVIDIA H200 (UUID: GPU-e7ac267e-d08b-31b1-1018-449d742ffe14)\n"
+        "\t NVML: Unable to retrieve NVLink information as all links are inActive\n"
+        "GPU 1: NVIDIA H200 (UUID: GPU-4c31adc7-9481-6665-4b8e-e3c6bb35b3cf)\n"
+        "\t Link 0: 26.562 GB/s\n"
+    )
+
+    report = check_gpus(TWO_H200_NVLINK, run=two_h200(nvlink=Reply(stdout=status)))
+
+    assert report.nvlink == {0: {}, 1: {0: True}}
+    assert report.problems == ["GPU 0: no active NVLink links"]
+
+
+def test_interconnect_is_checked_when_fewer_gpus_show_than_expected():
+    nvidia_smi = two_h200("synthetic/missing_gpu.csv")
+
+    report = check_gpus(TWO_H200_NVLINK, run=nvidia_smi)
+
+    assert nvidia_smi.kinds_called() == ["query", "nvlink", "topology"]
+    assert report.nvlink is not None and report.topology is not None
+
+
+def test_fabric_state_is_read_from_the_fabric_section_only():
+    details = (
+        "GPU 00000000:00:06.0\n"
+        "    Fabric\n"
+        "        State                                          : In Progress\n"
+        "        Status                                         : N/A\n"
+        "    Other Section\n"
+        "        State                                          : Completed\n"
+        "        Status                                         : Success\n"
+    )
+
+    assert parse_fabric(details) == {"00000000:00:06.0": {"state": "In Progress", "status": "N/A"}}

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from gpucloud.policy import iam_lint
 from policy_cases import ACCOUNT, CMK_ARN, NODE_POLICY, document
 
@@ -122,3 +124,43 @@ print(iam_lint.has_medium_or_worse(findings), "pkg_resources" in sys.modules)
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "False"]
+
+
+def test_accepted_finding_is_listed_for_reviewers_and_does_not_count():
+    findings = iam_lint.lint_policy(
+        document({"Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"})
+    )
+    [exposure] = [finding for finding in findings if finding.issue == "CREDENTIALS_EXPOSURE"]
+    assert exposure.accepted and not exposure.counts
+
+
+def test_unaccepted_medium_finding_counts_and_is_not_listed_as_accepted():
+    finding = iam_lint.IamFinding("CREDENTIALS_EXPOSURE", "MEDIUM", "Credentials exposure", "", frozenset())
+    assert finding.counts and not finding.accepted
+
+
+def test_finding_of_unknown_severity_counts_as_the_worst():
+    finding = iam_lint.IamFinding("NEW_ISSUE", "SEVERE", "Something new", "", frozenset({"iam:passrole"}))
+    assert finding.counts
+
+
+def test_community_auditor_findings_carry_their_configured_severity():
+    findings = iam_lint.lint_policy(SERVICE_WILDCARD_POLICY)
+    severities = {finding.issue: finding.severity for finding in findings}
+    assert severities["PRIVILEGE_ESCALATION"] == "HIGH"
+    assert severities["CREDENTIALS_EXPOSURE"] == "MEDIUM"
+
+
+def test_linter_that_cannot_be_imported_fails_closed(monkeypatch):
+    monkeypatch.setitem(sys.modules, "parliament", None)  # makes `import parliament` raise ImportError
+    with pytest.raises(iam_lint.LinterUnavailableError, match="parliament is not importable"):
+        iam_lint._parliament.__wrapped__()
+
+
+def test_core_finding_names_the_actions_listed_in_its_detail():
+    findings = iam_lint.lint_policy(
+        document({"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::acme-datasets"})
+    )
+    [mismatch] = [finding for finding in findings if finding.issue == "RESOURCE_MISMATCH"]
+    assert mismatch.actions == frozenset({"s3:getobject"})
+    assert mismatch.counts

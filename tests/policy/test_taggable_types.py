@@ -6,7 +6,8 @@ import time
 
 import pytest
 
-from gpucloud.policy.taggable import is_taggable
+from gpucloud.policy import taggable
+from gpucloud.policy.taggable import SdkUnavailableError, is_taggable
 
 
 @pytest.mark.parametrize(
@@ -49,3 +50,19 @@ def test_repeated_lookups_are_cached():
     for _ in range(10_000):
         is_taggable("aws:ec2/instance:Instance")
     assert time.perf_counter() - started < 0.5
+
+
+def test_renamed_type_missing_from_the_registry_is_located_by_its_token():
+    assert "aws:s3/BucketObject:BucketObject" not in taggable._registered_classes()  # an alias of aws:s3/bucketObject
+    assert is_taggable("aws:s3/BucketObject:BucketObject")
+
+
+def test_aws_token_that_names_no_module_and_class_is_not_taggable():
+    assert not is_taggable("aws:malformed")
+
+
+def test_missing_sdk_is_an_error_not_a_guess(monkeypatch):
+    monkeypatch.setattr(taggable.importlib.util, "find_spec", lambda name: None)
+
+    with pytest.raises(SdkUnavailableError, match="pulumi_aws is not installed"):
+        taggable._registered_classes.__wrapped__()

@@ -45,7 +45,3 @@ def stack_config():
         return parse_stack_config(values, stack="dev", source="Pulumi.dev.yaml", region=region).config
 
     return build
-
-
-def assert_cents(actual, expected):
-    assert round(actual, 2) == round(expected, 2), f"{actual!r} != {expected!r} to the cent"

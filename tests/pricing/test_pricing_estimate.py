@@ -1,9 +1,9 @@
 import pytest
 
 from gpucloud.pricing import PriceNotFound, budget_findings, estimate_stack, load_catalog, unpriced_finding
-from gpucloud.pricing.estimate import gp3_volume_month
+from gpucloud.pricing.estimate import gp3_volume_month, purchase_split
 
-from conftest import assert_cents
+from support import assert_cents
 
 HOURS = 730
 
@@ -296,3 +296,55 @@ def test_gp3_iops_and_throughput_above_the_free_baseline_are_charged(rows):
     assert (row["baselineIops"], row["baselineMibps"]) == (3000, 125)
     assert_cents(monthly, 1000 * row["usdPerGbMonth"] + 3000 * row["usdPerIopsMonth"] + 125 * row["usdPerMibpsMonth"])
     assert_cents(gp3_volume_month(price, 1000), 1000 * rows.gp3_per_gb_month("ap-northeast-1"))
+
+
+def test_iops_and_throughput_below_the_free_baseline_cost_nothing_extra():
+    price = load_catalog().gp3("us-east-1")
+
+    assert gp3_volume_month(price, 100, iops=2000, throughput_mibps=100) == 100 * price.usd_per_gb_month
+
+
+def test_any_fraction_of_an_on_demand_instance_rounds_up_to_a_whole_one():
+    assert purchase_split(1, on_demand_base=0, spot_percent=99) == (1, 0)
+    assert purchase_split(3, on_demand_base=0, spot_percent=50) == (2, 1)
+    assert purchase_split(4, on_demand_base=1, spot_percent=100) == (1, 3)
+
+
+def test_stack_key_is_one_key_month_in_every_scenario(stack_config, rows):
+    estimate = estimate_stack(stack_config({"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 1}), "us-east-1")
+
+    [key] = [line for line in estimate.lines if line.unit == "key-months"]
+    assert (key.quantity.min, key.quantity.desired, key.quantity.max) == (1, 1, 1)
+    assert (key.monthly.min, key.monthly.desired, key.monthly.max) == (rows.kms_key_month("us-east-1"),) * 3
+
+
+def test_unpriced_key_makes_every_scenario_a_lower_bound(stack_config):
+    packaged = load_catalog()
+    catalog = packaged.model_copy(update={"kms": [row for row in packaged.kms if row.region != "us-east-1"]})
+    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 1})
+
+    estimate = estimate_stack(config, "us-east-1", catalog)
+
+    [key] = estimate.unpriced
+    assert key.unit == "key-months" and (key.quantity.min, key.quantity.desired, key.quantity.max) == (1, 1, 1)
+    assert all(estimate.partial_in(scenario) for scenario in ("min", "desired", "max"))
+
+
+def test_gpu_share_is_instance_time_over_the_monthly_total(stack_config, rows):
+    config = stack_config({"name": "serve", "instanceTypes": ["g5.xlarge"], "minSize": 1, "maxSize": 1,
+                           "spotPercent": 0, "rootVolumeGiB": 100})
+
+    share = estimate_stack(config, "us-east-1").gpu_compute_share
+
+    compute = HOURS * rows.hourly("g5.xlarge", "us-east-1")
+    total = compute + 100 * rows.gp3_per_gb_month("us-east-1") + rows.kms_key_month("us-east-1")
+    for scenario in ("min", "desired", "max"):
+        assert share.get(scenario) == pytest.approx(compute / total)
+
+
+def test_gpu_share_of_a_stack_with_no_priced_cost_is_zero(stack_config):
+    config = stack_config({"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 1}, region="sa-east-1")
+
+    share = estimate_stack(config, "sa-east-1").gpu_compute_share
+
+    assert (share.min, share.desired, share.max) == (0.0, 0.0, 0.0)

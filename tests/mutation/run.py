@@ -1,0 +1,221 @@
+"""Sampled mutation testing: do the tests of a module fail when its rules break?
+
+For each module of modules.toml, cosmic-ray enumerates its mutants (the operators in OPERATORS),
+a seeded sample of them is drawn, and each sampled mutant runs against that module's own test
+files. The mutated module lives in a temporary copy of the package that shadows the installed
+one through PYTHONPATH, so the working tree is never written. See README.md beside this file.
+
+    python tests/mutation/run.py [--sample 40] [--seed 1] [--jobs 2] [module ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import parso
+from cosmic_ray.ast import ast_nodes, get_ast
+from cosmic_ray.mutating import mutate_code
+from cosmic_ray.operators.operator import Operator
+from cosmic_ray.plugins import get_operator
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "infra" / "gpucloud"
+MODULES = Path(__file__).with_name("modules.toml")
+PYTEST_ARGS = (
+    "-x", "-q", "-o", "addopts=", "-p", "no:xdist", "-p", "no:hypothesispytest", "-p", "no:cacheprovider",
+)
+
+
+class ReplaceInWithNotIn(Operator):
+    """``in`` <-> ``not in``: membership tests decide many verdicts; cosmic-ray has no operator for them."""
+
+    @staticmethod
+    def _points(node):
+        return [i for i, op in enumerate(node.children) if i % 2 and op.get_code().strip() in ("in", "not in")]
+
+    def mutation_positions(self, node):
+        if node.type == "comparison":
+            for i in self._points(node):
+                yield node.children[i].start_pos, node.children[i].end_pos
+
+    def mutate(self, node, index):
+        i = self._points(node)[index]
+        node.children[i] = parso.parse(" in" if "not" in node.children[i].get_code() else " not in")
+        return node
+
+    @classmethod
+    def examples(cls):
+        return ()
+
+
+class ReplaceReturnValueWithNone(Operator):
+    """``return x`` -> ``return None``, which cosmic-ray does not provide."""
+
+    def mutation_positions(self, node):
+        if node.type == "return_stmt" and node.children[1].get_code().strip() != "None":
+            yield node.start_pos, node.end_pos
+
+    def mutate(self, node, index):
+        node.children[1] = parso.parse(" None")
+        return node
+
+    @classmethod
+    def examples(cls):
+        return ()
+
+
+def _core(*names: str) -> list[tuple[str, Operator]]:
+    return [(f"core/{name}", get_operator(f"core/{name}")()) for name in names]
+
+
+# Flipped comparisons (negation and boundary), and/or, negated conditions, constants +-1, returns
+# replaced by None, the natural arithmetic swap of each operator, and loops, handlers and
+# decorators removed. cosmic-ray's other replacements (== to <, + to <<, ...) multiply the
+# mutants of one line tenfold without testing anything new, so they are left out.
+OPERATORS: list[tuple[str, Operator]] = [
+    *_core(*(f"ReplaceComparisonOperator_{a}_{b}" for a, b in (
+        ("Eq", "NotEq"), ("NotEq", "Eq"), ("Is", "IsNot"), ("IsNot", "Is"),
+        ("Lt", "GtE"), ("Lt", "LtE"), ("LtE", "Gt"), ("LtE", "Lt"),
+        ("Gt", "LtE"), ("Gt", "GtE"), ("GtE", "Lt"), ("GtE", "Gt"),
+    ))),
+    ("in/ReplaceInWithNotIn", ReplaceInWithNotIn()),
+    *_core("ReplaceAndWithOr", "ReplaceOrWithAnd", "AddNot", "ReplaceUnaryOperator_Delete_Not",
+           "ReplaceTrueWithFalse", "ReplaceFalseWithTrue", "NumberReplacer", "ReplaceUnaryOperator_USub_UAdd"),
+    ("return/ReplaceReturnValueWithNone", ReplaceReturnValueWithNone()),
+    *_core(*(f"ReplaceBinaryOperator_{a}_{b}" for a, b in (
+        ("Add", "Sub"), ("Sub", "Add"), ("Mul", "Div"), ("Div", "Mul"), ("FloorDiv", "Div"),
+        ("Mod", "Div"), ("Pow", "Mul"), ("BitOr", "BitAnd"), ("BitAnd", "BitOr"),
+    ))),
+    *_core("ZeroIterationForLoop", "ReplaceContinueWithBreak", "ReplaceBreakWithContinue",
+           "ExceptionReplacer", "RemoveDecorator"),
+]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str
+    operator: str
+    occurrence: int
+    line: int
+
+    def code(self) -> str:
+        source = (PACKAGE / self.module).read_text(encoding="utf-8")
+        return mutate_code(source, dict(OPERATORS)[self.operator], self.occurrence)
+
+    def change(self) -> tuple[str, str]:
+        """The mutated line(s), before and after."""
+        old = (PACKAGE / self.module).read_text(encoding="utf-8").splitlines()
+        new = self.code().splitlines()
+        _, i1, i2, j1, j2 = next(op for op in difflib.SequenceMatcher(None, old, new).get_opcodes() if op[0] != "equal")
+        return _shown(old[i1:i2]), _shown(new[j1:j2])
+
+
+def _shown(lines: list[str], width: int = 100) -> str:
+    joined = " / ".join(line.strip() for line in lines if line.strip())
+    return joined if len(joined) <= width else joined[: width - 3] + "..."
+
+
+def _in_annotation(node) -> bool:
+    """Annotations are never evaluated (``from __future__ import annotations``): mutants there are equivalent."""
+    while node.parent is not None:
+        siblings = node.parent.children
+        position = siblings.index(node)
+        previous = siblings[position - 1].get_code().strip() if position else ""
+        if (node.parent.type, previous) in {("tfpdef", ":"), ("annassign", ":"), ("funcdef", "->")}:
+            return True
+        node = node.parent
+    return False
+
+
+def mutants(module: str) -> list[Mutant]:
+    """Every mutant of one module, in a stable order (operator, then position)."""
+    nodes = list(ast_nodes(get_ast((PACKAGE / module).read_text(encoding="utf-8"))))
+    found = []
+    for name, operator in OPERATORS:
+        points = [(node, start) for node in nodes for start, _end in operator.mutation_positions(node)]
+        found += [Mutant(module, name, occurrence, start[0])
+                  for occurrence, (node, start) in enumerate(points) if not _in_annotation(node)]
+    return found
+
+
+def run_tests(tests: list[str], timeout: float, mutant: Mutant | None = None) -> tuple[str, float]:
+    """'killed', 'survived' or 'timeout', and the seconds the tests took."""
+    with tempfile.TemporaryDirectory(prefix="gpucloud-mutant-") as copy:
+        shutil.copytree(PACKAGE, Path(copy) / "gpucloud", ignore=shutil.ignore_patterns("__pycache__"))
+        if mutant is not None:
+            (Path(copy) / "gpucloud" / mutant.module).write_text(mutant.code(), encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [copy, os.environ.get("PYTHONPATH")])),
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        started = time.monotonic()
+        try:
+            result = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests], cwd=ROOT, env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "timeout", time.monotonic() - started
+        return ("survived" if result.returncode == 0 else "killed"), time.monotonic() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("modules", nargs="*", help="paths under infra/gpucloud/ (default: all of modules.toml)")
+    parser.add_argument("--sample", type=int, default=40, help="mutants per module (all when fewer)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    args = parser.parse_args()
+
+    table: dict[str, list[str]] = {}
+    for pattern, tests in tomllib.loads(MODULES.read_text(encoding="utf-8"))["modules"].items():
+        for path in sorted(PACKAGE.glob(pattern)):
+            table[path.relative_to(PACKAGE).as_posix()] = tests
+    selected = args.modules or list(table)
+    unknown = [module for module in selected if module not in table]
+    if unknown:
+        parser.error(f"not in {MODULES.name}: {', '.join(unknown)}")
+
+    started = time.monotonic()
+    rows, survivors = [], []
+    print(f"seed {args.seed}, up to {args.sample} mutants per module, {args.jobs} jobs", flush=True)
+    for module in selected:
+        tests = table[module]
+        outcome, baseline = run_tests(tests, timeout=600)
+        if outcome != "survived":
+            print(f"{module}: its tests fail without any mutant ({' '.join(tests)})", file=sys.stderr)
+            return 2
+        everything = mutants(module)
+        sample = sorted(random.Random(f"{args.seed}:{module}").sample(everything, min(args.sample, len(everything))),
+                        key=lambda mutant: (mutant.line, mutant.operator))
+        timeout = 4 * baseline + 30
+        with ThreadPoolExecutor(args.jobs) as pool:
+            outcomes = list(pool.map(lambda mutant: run_tests(tests, timeout, mutant)[0], sample))
+        counts = {kind: outcomes.count(kind) for kind in ("killed", "survived", "timeout")}
+        score = (counts["killed"] + counts["timeout"]) / len(sample) if sample else 1.0
+        rows.append((module, len(everything), len(sample), *counts.values(), f"{score:.0%}"))
+        survivors += [mutant for mutant, outcome in zip(sample, outcomes) if outcome == "survived"]
+        print(f"{module}: {counts['survived']} of {len(sample)} survived", file=sys.stderr, flush=True)
+
+    header = ("module", "mutants", "sampled", "killed", "survived", "timeout", "score")
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(cell).ljust(width) if i == 0 else str(cell).rjust(width)
+                        for i, (cell, width) in enumerate(zip(row, widths))))
+    for mutant in survivors:
+        before, after = mutant.change()
+        print(f"\nsurvived: infra/gpucloud/{mutant.module}:{mutant.line}  {mutant.operator}\n  - {before}\n  + {after}")
+    print(f"\n{len(survivors)} survived; {time.monotonic() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""The plain least-privilege rules on IAM documents, called directly: what each one reports and what it lets through."""
+
+from __future__ import annotations
+
+from gpucloud.policy.iam_documents import (
+    identity_policy_problems,
+    key_policy_problems,
+    parse_document,
+    resource_policy_problems,
+)
+from policy_cases import ACCOUNT, CMK_ARN, TOPIC_ARN, document
+
+ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/vision-gpu-node"
+ROOT_ARN = f"arn:aws:iam::{ACCOUNT}:root"
+
+
+def identity_problems(*statements: dict) -> list[str]:
+    return identity_policy_problems(parse_document(document(*statements)))
+
+
+def test_kms_wildcard_key_arn_counts_as_unscoped():
+    problems = identity_problems({"Effect": "Allow", "Action": "kms:Decrypt", "Resource": "arn:aws:kms:*:*:key/*"})
+
+    assert len(problems) == 1 and "'arn:aws:kms:*:*:key/*'" in problems[0] and "S3 and KMS" in problems[0]
+
+
+def test_kms_alias_pattern_that_names_the_alias_is_scoped():
+    assert identity_problems(
+        {"Effect": "Allow", "Action": "kms:Decrypt", "Resource": f"arn:aws:kms:us-east-1:{ACCOUNT}:alias/*/vision"}
+    ) == []
+
+
+def test_only_s3_object_actions_must_be_scoped_to_a_key_prefix():
+    assert identity_problems(
+        {
+            "Effect": "Allow",
+            "Action": ["s3:ListBucket", "kms:Decrypt"],
+            "Resource": ["arn:aws:s3:::acme-datasets", "arn:aws:s3:::acme-datasets/*", CMK_ARN],
+        }
+    ) == []
+
+
+def test_object_actions_next_to_a_key_arn_are_judged_on_the_s3_resources_only():
+    assert identity_problems(
+        {
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "kms:Decrypt"],
+            "Resource": ["arn:aws:s3:::acme-datasets/projects/vision/*", CMK_ARN],
+        }
+    ) == []
+
+
+def test_not_action_and_not_resource_with_allow_are_reported():
+    problems = identity_problems({"Effect": "Allow", "NotAction": "iam:*", "NotResource": CMK_ARN})
+
+    assert any("NotAction with Allow" in problem for problem in problems)
+    assert any("NotResource with Allow" in problem for problem in problems)
+
+
+def test_policy_given_as_a_mapping_is_judged_like_its_json():
+    statements = parse_document(document({"Effect": "Allow", "Action": "*", "Resource": "*"}))
+
+    assert any("every action" in problem for problem in identity_policy_problems(statements))
+
+
+def test_not_principal_with_allow_in_a_resource_policy_is_reported():
+    statement = {"Effect": "Allow", "NotPrincipal": {"AWS": ROLE_ARN}, "Action": "sns:Publish", "Resource": TOPIC_ARN}
+
+    problems = resource_policy_problems(parse_document(document(statement)))
+
+    assert len(problems) == 1 and "NotPrincipal with Allow" in problems[0]
+
+
+def test_key_policy_reports_problems_after_a_not_principal_statement():
+    key_policy = document(
+        {"Effect": "Allow", "NotPrincipal": {"AWS": ROOT_ARN}, "Action": "kms:Decrypt", "Resource": "*"},
+        {"Effect": "Allow", "Principal": {"AWS": ROLE_ARN}, "Action": "kms:*", "Resource": "*"},
+    )
+
+    problems = key_policy_problems(parse_document(key_policy))
+
+    assert len(problems) == 2
+    assert "NotPrincipal with Allow" in problems[0]
+    assert "'kms:*' to " + ROLE_ARN in problems[1]
