@@ -117,7 +117,8 @@ class NoPkgResources(importlib.abc.MetaPathFinder):
 
 sys.meta_path.insert(0, NoPkgResources())
 from gpucloud.policy import iam_lint
-findings = iam_lint.lint_policy({"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]})
+statement = {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::acme-datasets"}
+findings = iam_lint.lint_policy({"Version": "2012-10-17", "Statement": [statement]})
 print(iam_lint.has_medium_or_worse(findings), "pkg_resources" in sys.modules)
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
