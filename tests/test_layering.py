@@ -16,11 +16,13 @@ PACKAGE = ROOT / "infra" / "gpucloud"
 LATER = ("gpucloud.program", "gpucloud.testing", "gpucloud.plan", "gpucloud.cli")
 EVERYTHING = (
     "gpucloud.config", "gpucloud.lookups", "gpucloud.components", "gpucloud.documents", "gpucloud.naming",
+    "gpucloud.limits",
     "gpucloud.userdata", "gpucloud.policy", "gpucloud.pricing", "gpucloud.backend", "gpucloud.node", *LATER,
 )
 
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "gpucloud.naming": EVERYTHING,
+    "gpucloud.limits": EVERYTHING,
     "gpucloud.documents": tuple(name for name in EVERYTHING if name != "gpucloud.naming"),
     "gpucloud.config": ("gpucloud.lookups", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",
                         "gpucloud.pricing", "gpucloud.backend", "gpucloud.node", *LATER),

@@ -6,6 +6,7 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
+from gpucloud.limits import alarm_period_problem, alarm_window_problem
 from gpucloud.config.fields import (
     CRON_FIELD,
     ConfigModel,
@@ -43,6 +44,21 @@ class StepScaling(ConfigModel):
     period_seconds: int = Field(default=60, ge=10, le=86400)
     evaluation_periods: int = Field(default=2, ge=1, le=100)
     cooldown_seconds: int = Field(default=300, ge=0, le=86400)
+
+    @field_validator("period_seconds")
+    @classmethod
+    def period_is_one_cloudwatch_takes(cls, period_seconds: int) -> int:
+        problem = alarm_period_problem(period_seconds)
+        if problem:
+            raise ValueError(problem)
+        return period_seconds
+
+    @model_validator(mode="after")
+    def alarm_window_fits(self) -> StepScaling:
+        problem = alarm_window_problem(self.period_seconds, self.evaluation_periods)
+        if problem:
+            raise ValueError(f"periodSeconds x evaluationPeriods: {problem}")
+        return self
 
 
 class Schedule(ConfigModel):

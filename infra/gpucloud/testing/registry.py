@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
+from botocore.exceptions import ClientError
 
 
 class UnsupportedResourceError(Exception):
@@ -25,6 +26,12 @@ class UnsupportedResourceError(Exception):
 
 class BrokenReferenceError(Exception):
     """An input names an AWS object that does not exist in the account (what AWS would refuse)."""
+
+
+def refused(operation: str, code: str, message: str) -> ClientError:
+    """The error AWS answers a call with that moto would accept: the engine raises it where it
+    checks a rule moto does not (each caller cites the AWS documentation of its rule)."""
+    return ClientError({"Error": {"Code": code, "Message": message}}, operation)
 
 
 @dataclass

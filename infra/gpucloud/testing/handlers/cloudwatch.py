@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, resource
+from gpucloud.limits import alarm_window_problem
+from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, refused, resource
 
 
 @resource("aws:cloudwatch/metricAlarm:MetricAlarm")
@@ -10,6 +11,11 @@ def put_metric_alarm(account: Account, request: ResourceRequest) -> Created:
     cloudwatch = account.client("cloudwatch")
     inputs = request.inputs
     name = request.physical_name()
+    for period in [inputs.get("period")] + [query["metric"]["period"] for query in inputs.get("metricQueries", [])
+                                             if query.get("metric")]:
+        problem = period is not None and alarm_window_problem(period, inputs["evaluationPeriods"])
+        if problem:
+            raise refused("PutMetricAlarm", "ValidationError", f"alarm {name}: {problem}")
     cloudwatch.put_metric_alarm(
         **drop_none(
             {
