@@ -42,8 +42,8 @@ def test_other_periods_are_refused_naming_the_key(period):
 def test_a_window_over_a_day_with_periods_under_an_hour_is_refused():
     found = problems(minimal_config(groups=[scaled_group(step(periodSeconds=1800, evaluationPeriods=100))]))
     assert found == [("gpu-cloud:groups[0].scaling.stepScaling[0]",
-                      "periodSeconds x evaluationPeriods: 100 periods of 1800 s make 180000 s, above the "
-                      "86400 s CloudWatch allows an alarm whose period is under an hour")]
+                      ("periodSeconds x evaluationPeriods: 100 periods of 1800 s make 180000 s, above the "
+                       "86400 s CloudWatch allows an alarm whose period is under an hour"))]
 
 
 def test_a_day_of_short_periods_and_a_week_of_hourly_ones_are_the_limits():

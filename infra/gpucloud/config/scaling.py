@@ -6,7 +6,6 @@ import re
 
 from pydantic import Field, field_validator, model_validator
 
-from gpucloud.limits import alarm_period_problem, alarm_window_problem
 from gpucloud.config.fields import (
     CRON_FIELD,
     ConfigModel,
@@ -19,6 +18,7 @@ from gpucloud.config.fields import (
     iana_time_zones,
     unique_names,
 )
+from gpucloud.limits import alarm_period_problem, alarm_window_problem
 
 
 class TargetTracking(ConfigModel):
