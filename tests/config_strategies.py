@@ -296,13 +296,15 @@ def step_scaling(draw) -> dict[str, Any]:
         "threshold": draw(st.floats(-1e6, 1e6)),
         "scaleOutBy": draw(st.integers(1, 100)),
     }
+    period = draw(st.sampled_from([10, 20, 30]) | st.integers(1, 1440).map(lambda minutes: minutes * 60))
+    window = 86_400 if period < 3600 else 604_800
     values |= optional_keys(
         draw,
         {
             "statistic": draw(st.sampled_from(STATISTICS)),
             "dimensions": draw(dimensions()),
-            "periodSeconds": draw(st.integers(10, 86400)),
-            "evaluationPeriods": draw(st.integers(1, 100)),
+            "periodSeconds": period,
+            "evaluationPeriods": draw(st.integers(1, max(1, min(100, window // period)))),
             "cooldownSeconds": draw(st.integers(0, 86400)),
         },
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gpucloud.naming import autoscaling_group_name, autoscaling_service_role_arn, role_arn
+from gpucloud.naming import STACK_TAG, autoscaling_group_name, autoscaling_service_role_arn, role_arn
 
 Document = dict[str, Any]
 
@@ -201,7 +201,7 @@ def node_statements(
         f"autoScalingGroupName/{autoscaling_group_name(project, '')}*"
     )
     log_groups = f"arn:{partition}:logs:{region}:{account_id}:log-group:/gpu-cloud/{project}/*"
-    project_tag = {"StringEquals": {"aws:ResourceTag/Project": project}}
+    own_stack = {"StringEquals": {f"aws:ResourceTag/{STACK_TAG}": project}}
     statements = [
         {"Sid": "UseProjectKey", "Effect": "Allow", "Action": KEY_USE_ACTIONS, "Resource": key_arn},
         {
@@ -274,7 +274,7 @@ def node_statements(
             "Effect": "Allow",
             "Action": "ec2:AttachVolume",
             "Resource": [instances, volumes],
-            "Condition": project_tag,
+            "Condition": own_stack,
         },
     ]
     if not session_manager:

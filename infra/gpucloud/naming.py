@@ -3,14 +3,31 @@ before the thing exists."""
 
 from __future__ import annotations
 
+STACK_TAG = "gpu-cloud:stack"
+"""Carries a stack's name base on everything it creates: what a node may touch is scoped by it,
+while the `Project` tag stays the project's, for budgets and cost reports."""
 
-def instance_role_name(project: str) -> str:
+NAME_BASE_MAX_LENGTH = 40
+"""The longest base every name below takes: AWS Backup vault names are 2-50 characters
+(https://docs.aws.amazon.com/aws-backup/latest/devguide/API_CreateBackupVault.html, read
+2026-11-24), and the vault is `gpu-cloud-<base>`."""
+
+
+def name_base(project: str, stack: str) -> str:
+    """What every name AWS wants unique per account or region starts from, so that two stacks of
+    one project never share a role, budget or dashboard: the project alone for the stack named
+    after it, else `<project>_<stack>` (a project name holds no `_`, so no two stacks meet)."""
+    return project if stack == project else f"{project}_{stack}"
+
+
+
+def instance_role_name(base: str) -> str:
     """The node role's fixed name, so the key policy can name it before the role exists."""
-    return f"gpu-cloud-{project}-node"
+    return f"gpu-cloud-{base}-node"
 
 
-def backup_role_name(project: str) -> str:
-    return f"gpu-cloud-{project}-backup"
+def backup_role_name(base: str) -> str:
+    return f"gpu-cloud-{base}-backup"
 
 
 def role_arn(partition: str, account_id: str, name: str) -> str:
@@ -24,5 +41,5 @@ def autoscaling_service_role_arn(partition: str, account_id: str) -> str:
     )
 
 
-def autoscaling_group_name(project: str, group: str) -> str:
-    return f"gpu-cloud-{project}-{group}"
+def autoscaling_group_name(base: str, group: str) -> str:
+    return f"gpu-cloud-{base}-{group}"

@@ -65,7 +65,7 @@ def check_user_data(resource, settings, group_config) -> None:
     files = {entry["path"]: entry["content"] for entry in document["write_files"]}
     node = json.loads(files["/etc/gpucloud/node.json"])
     assert node["project"] == config.project
-    assert node["group_name"] == f"gpu-cloud-{config.project}-{group_config.name}"
+    assert node["group_name"] == f"gpu-cloud-{settings.name_base}-{group_config.name}"
     assert node["region"] == settings.region
     writes = config.data.write_prefixes if config.data else []
     assert node["checkpoint_bucket"] == (config.data.bucket if writes else None)
@@ -172,7 +172,7 @@ def test_valid_config_plans_clean_and_reaches_aws_verbatim(shape, data):
                 json.loads(resource.inputs[key])
         if resource.type == "aws:autoscaling/schedule:Schedule":
             scheduled = {
-                (f"gpu-cloud-{config.project}-{g.name}", s.name): s for g in config.groups for s in g.scaling.schedules
+                (f"gpu-cloud-{settings.name_base}-{g.name}", s.name): s for g in config.groups for s in g.scaling.schedules
             }[resource.inputs["autoscalingGroupName"], resource.inputs["scheduledActionName"]]
             assert resource.inputs["recurrence"] == scheduled.recurrence
             assert resource.inputs["timeZone"] == scheduled.time_zone

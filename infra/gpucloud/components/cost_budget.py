@@ -19,10 +19,13 @@ ALERTS = (
 @dataclass(frozen=True)
 class CostBudgetArgs:
     project: str
+    """The `Project` tag the budget filters on."""
     monthly_usd: float
     owner_email: str
     topic_arn: pulumi.Input[str]
     tags: Mapping[str, str] = field(default_factory=dict)
+    name_base: str | None = None
+    """What the budget's name is built from (unique per account); the project when not given."""
 
 
 class CostBudget(pulumi.ComponentResource):
@@ -39,7 +42,7 @@ class CostBudget(pulumi.ComponentResource):
         super().__init__("gpu-cloud:index:CostBudget", name, None, opts)
         self.budget = aws.budgets.Budget(
             f"{name}-monthly",
-            name=f"gpu-cloud-{args.project}-monthly",
+            name=f"gpu-cloud-{args.name_base or args.project}-monthly",
             budget_type="COST",
             time_unit="MONTHLY",
             limit_amount=f"{args.monthly_usd:.2f}",

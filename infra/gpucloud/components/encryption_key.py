@@ -15,6 +15,8 @@ from gpucloud.documents import key_policy
 @dataclass(frozen=True)
 class EncryptionKeyArgs:
     project: str
+    """What the names AWS wants unique are built from: the project, or for one of several stacks of a
+    project in one account, the stack's name base (`gpucloud.naming.name_base`, as ProjectEnvironment passes)."""
     account_id: str
     region: str
     """The key's region (its policy lets EC2 and AWS Backup there use it for the account)."""

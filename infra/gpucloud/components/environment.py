@@ -40,17 +40,18 @@ class ProjectEnvironment(pulumi.ComponentResource):
         super().__init__("gpu-cloud:index:ProjectEnvironment", name, None, opts)
         stack = args.stack
         config = stack.settings.config
-        tags = config.tags
+        base = stack.settings.name_base
+        tags = stack.settings.tags
         child = pulumi.ResourceOptions(parent=self)
 
         self.key = EncryptionKey(
             f"{name}-key",
             EncryptionKeyArgs(
-                project=config.project,
+                project=base,
                 account_id=stack.account_id,
                 region=stack.settings.region,
                 partition=stack.partition,
-                user_role_names=[instance_role_name(config.project), backup_role_name(config.project)],
+                user_role_names=[instance_role_name(base), backup_role_name(base)],
                 tags=tags,
             ),
             opts=child,
@@ -59,7 +60,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
         self.access = S3PrefixAccess(
             f"{name}-access",
             S3PrefixAccessArgs(
-                project=config.project,
+                project=base,
                 account_id=stack.account_id,
                 region=stack.settings.region,
                 partition=stack.partition,
@@ -81,7 +82,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
             self.backup = VolumeBackup(
                 f"{name}-backup",
                 VolumeBackupArgs(
-                    project=config.project,
+                    project=base,
                     kms_key_arn=self.key.key_arn,
                     retention_days=config.backup.retention_days,
                     partition=stack.partition,
@@ -93,12 +94,12 @@ class ProjectEnvironment(pulumi.ComponentResource):
         self.monitoring = GpuMonitoring(
             f"{name}-monitoring",
             GpuMonitoringArgs(
-                project=config.project,
+                project=base,
                 account_id=stack.account_id,
                 region=stack.settings.region,
                 owner_email=config.owner,
                 kms_key_arn=self.key.key_arn,
-                group_names=[autoscaling_group_name(config.project, group.config.name) for group in stack.groups],
+                group_names=[autoscaling_group_name(base, group.config.name) for group in stack.groups],
                 temperature_threshold_c=monitoring.temperature_threshold_c,
                 memory_saturation_percent=monitoring.memory_saturation_percent,
                 idle_utilization_percent=monitoring.idle_utilization_percent,
@@ -116,6 +117,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 owner_email=config.owner,
                 topic_arn=self.monitoring.topic_arn,
                 tags=tags,
+                name_base=base,
             ),
             opts=child,
         )
@@ -137,8 +139,9 @@ class ProjectEnvironment(pulumi.ComponentResource):
         config = stack.settings.config
         settings = group.config
         prefix = f"{name}-{settings.name}"
-        asg_name = autoscaling_group_name(config.project, settings.name)
-        tags = {**config.tags, "GpuGroup": settings.name}
+        base = stack.settings.name_base
+        asg_name = autoscaling_group_name(base, settings.name)
+        tags = {**stack.settings.tags, "GpuGroup": settings.name}
         access = config.access
         security_group = GpuSecurityGroup(
             f"{prefix}-net",
@@ -162,7 +165,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                     size_gib=settings.persistent_volume_gib,
                     kms_key_arn=self.key.key_arn,
                     attach_to=asg_name,
-                    backup_selection=config.project,
+                    backup_selection=base,
                     tags=tags,
                 ),
                 opts=child,

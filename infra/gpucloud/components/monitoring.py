@@ -22,6 +22,8 @@ ALARM_PERIOD_SECONDS = 300
 @dataclass(frozen=True)
 class GpuMonitoringArgs:
     project: str
+    """What the names AWS wants unique are built from: the project, or for one of several stacks of a
+    project in one account, the stack's name base (`gpucloud.naming.name_base`, as ProjectEnvironment passes)."""
     account_id: str
     region: str
     owner_email: str

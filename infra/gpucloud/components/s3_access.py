@@ -16,6 +16,8 @@ from gpucloud.naming import instance_role_name
 @dataclass(frozen=True)
 class S3PrefixAccessArgs:
     project: str
+    """What the names AWS wants unique are built from: the project, or for one of several stacks of a
+    project in one account, the stack's name base (`gpucloud.naming.name_base`, as ProjectEnvironment passes)."""
     account_id: str
     region: str
     kms_key_arn: pulumi.Input[str]

@@ -20,6 +20,8 @@ DAILY_AT_3_UTC = "cron(0 3 * * ? *)"
 @dataclass(frozen=True)
 class VolumeBackupArgs:
     project: str
+    """What the names AWS wants unique are built from: the project, or for one of several stacks of a
+    project in one account, the stack's name base (`gpucloud.naming.name_base`, as ProjectEnvironment passes)."""
     kms_key_arn: pulumi.Input[str]
     retention_days: int = 7
     partition: str = "aws"

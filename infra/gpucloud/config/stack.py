@@ -13,6 +13,7 @@ from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.fields import ConfigModel, Email, ResourceName, TagValue, unique_names
 from gpucloud.config.groups import GroupConfig
 from gpucloud.config.operations import BackupConfig, BudgetConfig, MonitoringConfig
+from gpucloud.naming import NAME_BASE_MAX_LENGTH, STACK_TAG, name_base
 
 
 class StackConfig(ConfigModel):
@@ -55,6 +56,16 @@ class StackSettings(BaseModel):
     region: str
     config: StackConfig
 
+    @property
+    def name_base(self) -> str:
+        """What the names AWS wants unique per account start from (`gpucloud.naming.name_base`)."""
+        return name_base(self.config.project, self.stack)
+
+    @property
+    def tags(self) -> dict[str, str]:
+        """The config's tags plus the stack's own, which scopes what its nodes may touch."""
+        return {**self.config.tags, STACK_TAG: self.name_base}
+
 
 def _key_path(location: tuple[Any, ...]) -> str:
     """`gpu-cloud:groups[0].scaling`; a key that is not a plain word shows as its repr in
@@ -93,7 +104,25 @@ def parse_stack_config(values: Mapping[str, Any], *, stack: str, source: str, re
         raise ConfigError(f"stack {stack!r} ({source})", _problems(error)) from None
     if not isinstance(region, str) or not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region):
         raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", f"{region!r} is not an AWS region")])
+    _check_stack_name(stack, config.project, source)
     return StackSettings(stack=stack, source=source, region=region, config=config)
+
+
+def _check_stack_name(stack: str, project: str, source: str) -> None:
+    """Pulumi stack names may hold `.`, which KMS aliases, SNS topics, dashboards and Backup vaults
+    refuse; and the names built from it must stay within the shortest limit."""
+    problems = []
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", stack):
+        problems.append(("stack name", "may hold only letters, digits, '-' and '_' (the names of its "
+                                       "resources are built from it, and KMS aliases, SNS topics and "
+                                       "dashboards take no other characters)"))
+    elif len(name_base(project, stack)) > NAME_BASE_MAX_LENGTH:
+        problems.append(("stack name", f"with project {project!r} makes names from {name_base(project, stack)!r}, "
+                                       f"longer than the {NAME_BASE_MAX_LENGTH} characters every name "
+                                       "it builds fits in (AWS Backup vault names end at 50); use a shorter "
+                                       "stack name, or name the stack after the project"))
+    if problems:
+        raise ConfigError(f"stack {stack!r} ({source})", problems)
 
 
 def split_namespace(raw: Mapping[str, Any], *, stack: str, source: str) -> tuple[dict[str, Any], str | None]:
