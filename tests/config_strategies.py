@@ -420,6 +420,10 @@ def stack_values(
             "backup": {"retentionDays": draw(st.integers(1, 3650))},
         },
     )
+    if engine:
+        values["account"] = {"createServiceLinkedRole": True}
+    elif draw(st.booleans()):
+        values["account"] = {"createServiceLinkedRole": draw(st.booleans())}
     if not engine and draw(st.booleans()):
         values["network"] = {"subnetIds": draw(st.lists(subnet_ids, min_size=1, max_size=3, unique=True))}
     if not engine and draw(st.booleans()):
@@ -583,6 +587,8 @@ FIELDS: dict[str, Field] = {
     "monitoring.dashboard": _f("bool"),
     "backup": _f("object"),
     "backup.retentionDays": _f("int", 1, 3650),
+    "account": _f("object"),
+    "account.createServiceLinkedRole": _f("bool"),
     "groups": _f("list", required=True),
     "groups.*": _f("object"),
     "groups.*.name": _f("name", required=True),

@@ -19,6 +19,7 @@ MINIMAL_CONFIG: dict[str, Any] = {
     "owner": "ml-team@example.com",
     "costCenter": "cc-42",
     "budget": {"monthlyUsd": 5000},
+    "account": {"createServiceLinkedRole": True},
     "data": {"bucket": "demo-data", "readPrefixes": ["datasets/"], "writePrefixes": ["runs/"]},
     "groups": [{"name": "workers", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 2}],
 }

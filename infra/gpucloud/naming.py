@@ -34,11 +34,12 @@ def role_arn(partition: str, account_id: str, name: str) -> str:
     return f"arn:{partition}:iam::{account_id}:role/{name}"
 
 
+AUTOSCALING_SERVICE_ROLE = "AWSServiceRoleForAutoScaling"
+AUTOSCALING_SERVICE = "autoscaling.amazonaws.com"
+
+
 def autoscaling_service_role_arn(partition: str, account_id: str) -> str:
-    return (
-        f"arn:{partition}:iam::{account_id}:role/aws-service-role/autoscaling.amazonaws.com/"
-        "AWSServiceRoleForAutoScaling"
-    )
+    return f"arn:{partition}:iam::{account_id}:role/aws-service-role/{AUTOSCALING_SERVICE}/{AUTOSCALING_SERVICE_ROLE}"
 
 
 def autoscaling_group_name(base: str, group: str) -> str:

@@ -7,8 +7,6 @@ them these tests skip, except under CI=true, where a missing tool is a failure.
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 

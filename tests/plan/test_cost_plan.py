@@ -83,6 +83,7 @@ def write_stack(tmp_path, budget: float, min_size: int, desired: int, types: str
     path.write_text(
         f"config:\n  aws:region: {region}\n  gpu-cloud:project: pricey\n  gpu-cloud:owner: a@example.com\n"
         f"  gpu-cloud:costCenter: cc\n  gpu-cloud:budget: {{monthlyUsd: {budget}}}\n"
+        "  gpu-cloud:account: {createServiceLinkedRole: true}\n"
         "  gpu-cloud:groups:\n"
         f"    - {{name: big, instanceTypes: [{types}], minSize: {min_size}, desiredCapacity: {desired}, maxSize: 4,"
         " onDemandBaseCapacity: 4, spotPercent: 0}\n"

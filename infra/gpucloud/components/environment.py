@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_aws as aws
 
 from gpucloud.components.autoscaling import GpuAutoscaling, GpuAutoscalingArgs
 from gpucloud.components.cost_budget import CostBudget, CostBudgetArgs
@@ -16,7 +17,7 @@ from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
 from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
 from gpucloud.lookups import ResolvedGroup, ResolvedStack
-from gpucloud.naming import autoscaling_group_name, backup_role_name, instance_role_name
+from gpucloud.naming import AUTOSCALING_SERVICE, autoscaling_group_name, backup_role_name, instance_role_name
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,10 @@ class ProjectEnvironmentArgs:
 
 
 class ProjectEnvironment(pulumi.ComponentResource):
-    """Key, node role, and per group: security group, persistent volume, instances, autoscaling."""
+    """Key, node role, and per group: security group, persistent volume, instances, autoscaling.
+
+    Where the account lacks the Auto Scaling service-linked role and the config allows it, the
+    role is created first (and kept on destroy: the account's other groups use it too)."""
 
     kms_key_arn: pulumi.Output[str]
     """The project's customer-managed key."""
@@ -44,6 +48,15 @@ class ProjectEnvironment(pulumi.ComponentResource):
         tags = stack.settings.tags
         child = pulumi.ResourceOptions(parent=self)
 
+        self.service_linked_role = None
+        if stack.create_service_linked_role:
+            self.service_linked_role = aws.iam.ServiceLinkedRole(
+                f"{name}-autoscaling-service-role",
+                aws_service_name=AUTOSCALING_SERVICE,
+                description="Auto Scaling's service-linked role (created by gpu-cloud; shared by the account)",
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+            )
         self.key = EncryptionKey(
             f"{name}-key",
             EncryptionKeyArgs(
@@ -53,6 +66,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 partition=stack.partition,
                 user_role_names=[instance_role_name(base), backup_role_name(base)],
                 tags=tags,
+                waits_for=[self.service_linked_role] if self.service_linked_role else [],
             ),
             opts=child,
         )

@@ -8,7 +8,7 @@ one named validator each. Rules that need AWS facts (GPU types, EFA, subnets) ar
 from gpucloud.config.access import IAM_ROLE_POLICY_LIMIT, AccessConfig, DataConfig, NetworkConfig
 from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.groups import CHECKPOINT_TIMEOUT_LIMIT_SECONDS, CheckpointConfig, GroupConfig
-from gpucloud.config.operations import BackupConfig, BudgetConfig, MonitoringConfig
+from gpucloud.config.operations import AccountConfig, BackupConfig, BudgetConfig, MonitoringConfig
 from gpucloud.config.scaling import (
     GpuIdleScaleIn,
     IdleShutdown,
@@ -25,6 +25,7 @@ __all__ = [
     "IAM_ROLE_POLICY_LIMIT",
     "NAMESPACE",
     "AccessConfig",
+    "AccountConfig",
     "BackupConfig",
     "BudgetConfig",
     "CheckpointConfig",

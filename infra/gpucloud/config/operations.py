@@ -1,4 +1,5 @@
-"""What watches the fleet and its money: GPU alarms, the monthly budget and volume backups."""
+"""What watches the fleet and its money (GPU alarms, the monthly budget, volume backups), and what
+the stack may set up in the account."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ class BackupConfig(ConfigModel):
     """AWS Backup of persistent volumes: daily, kept this many days."""
 
     retention_days: int = Field(default=7, ge=1, le=3650)
+
+
+class AccountConfig(ConfigModel):
+    """What the stack may set up in the account that other stacks share."""
+
+    create_service_linked_role: bool = False
+    """Create the Auto Scaling service-linked role when the account has none (kept on destroy:
+    every Auto Scaling group of the account uses it). Off: a missing role is a config error."""
 
 
 class BudgetConfig(ConfigModel):

@@ -12,7 +12,7 @@ from gpucloud.config.access import AccessConfig, DataConfig, NetworkConfig
 from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.fields import ConfigModel, Email, ResourceName, TagValue, unique_names
 from gpucloud.config.groups import GroupConfig
-from gpucloud.config.operations import BackupConfig, BudgetConfig, MonitoringConfig
+from gpucloud.config.operations import AccountConfig, BackupConfig, BudgetConfig, MonitoringConfig
 from gpucloud.naming import NAME_BASE_MAX_LENGTH, STACK_TAG, name_base
 
 
@@ -28,6 +28,7 @@ class StackConfig(ConfigModel):
     monitoring: MonitoringConfig = Field(default_factory=MonitoringConfig)
     budget: BudgetConfig
     backup: BackupConfig = Field(default_factory=BackupConfig)
+    account: AccountConfig = Field(default_factory=AccountConfig)
     groups: list[GroupConfig] = Field(min_length=1, max_length=50)
 
     @field_validator("groups")

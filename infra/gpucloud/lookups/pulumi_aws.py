@@ -16,6 +16,7 @@ NOT_FOUND_MARKERS = (
     "ParameterNotFound",
     "no matching EC2",
     "Your query returned no results",
+    "NoSuchEntity",
 )
 """How the provider (and the engine) word a failed invoke whose object does not exist: AWS's
 error codes, and the provider's own words for singular data sources that match nothing."""
@@ -97,3 +98,12 @@ class PulumiAwsLookups:
         except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
             return _absent(error)
         return Ami(id=found.id, root_device_name=found.root_device_name, architecture=found.architecture)
+
+    @functools.cache
+    def role_exists(self, name: str) -> bool:
+        try:
+            aws.iam.get_role(name=name)
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            _absent(error)
+            return False
+        return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpucloud.config import ConfigError, GroupConfig, StackSettings
+from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE
 from gpucloud.lookups.facts import DEEP_LEARNING_AMI_PARAMETER, Ami, AwsLookups, InstanceTypeFacts, Subnet
 
 
@@ -35,6 +36,8 @@ class ResolvedStack:
     partition: str
     vpc_id: str
     groups: tuple[ResolvedGroup, ...]
+    create_service_linked_role: bool = False
+    """The account lacks the Auto Scaling service-linked role and the config asks the stack to create it."""
 
 
 class _Problems:
@@ -115,9 +118,29 @@ def _group_ami(group: GroupConfig, key: str, lookups: AwsLookups, problems: _Pro
     return ami
 
 
+def _service_linked_role_missing(settings: StackSettings, lookups: AwsLookups, problems: _Problems) -> bool:
+    """The project key's policy names the Auto Scaling service-linked role (EBS encryption at launch
+    needs it), and KMS refuses a key policy naming a principal that does not exist
+    (https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html, `Policy`: "the
+    principals in the key policy must exist and be visible to AWS KMS", read 2026-11-24). The role
+    appears with an account's first Auto Scaling group, so a new account has none."""
+    if lookups.role_exists(AUTOSCALING_SERVICE_ROLE):
+        return False
+    if not settings.config.account.create_service_linked_role:
+        problems.add(
+            "account.createServiceLinkedRole",
+            f"is false and the account has no {AUTOSCALING_SERVICE_ROLE}, which the project key's policy "
+            "names (KMS refuses a policy naming a role that does not exist): create it once with "
+            f"`aws iam create-service-linked-role --aws-service-name {AUTOSCALING_SERVICE}`, "
+            "or set account.createServiceLinkedRole: true",
+        )
+    return True
+
+
 def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack:
     """Check every rule that needs AWS facts; raise one ConfigError listing every problem."""
     problems = _Problems(settings)
+    create_service_linked_role = _service_linked_role_missing(settings, lookups, problems)
     subnets = _stack_subnets(settings, lookups, problems)
     resolved = []
     for index, group in enumerate(settings.config.groups):
@@ -147,4 +170,5 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
         partition=lookups.partition(),
         vpc_id=subnets[0].vpc_id,
         groups=tuple(resolved),
+        create_service_linked_role=create_service_linked_role,
     )

@@ -88,3 +88,23 @@ def attach_role_policy(account: Account, request: ResourceRequest) -> Created:
     _publish_aws_managed_policy(account, policy_arn)
     account.client("iam").attach_role_policy(RoleName=role, PolicyArn=policy_arn)
     return Created(id=f"{role}-{policy_arn}")
+
+
+@resource("aws:iam/serviceLinkedRole:ServiceLinkedRole")
+def create_service_linked_role(account: Account, request: ResourceRequest) -> Created:
+    inputs = request.inputs
+    role = account.client("iam").create_service_linked_role(
+        **drop_none(
+            {
+                "AWSServiceName": inputs["awsServiceName"],
+                "Description": inputs.get("description"),
+                "CustomSuffix": inputs.get("customSuffix"),
+            }
+        )
+    )["Role"]
+    if inputs.get("tags"):
+        account.client("iam").tag_role(RoleName=role["RoleName"], Tags=aws_tags(inputs["tags"]))
+    return Created(
+        id=role["Arn"],
+        outputs={"arn": role["Arn"], "name": role["RoleName"], "path": role["Path"], "uniqueId": role["RoleId"]},
+    )

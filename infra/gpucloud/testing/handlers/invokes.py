@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gpucloud.testing.registry import Account, invoke
@@ -127,4 +128,18 @@ def ami(account: Account, args: dict[str, Any]) -> dict[str, Any]:
         "rootDeviceName": found["RootDeviceName"],
         "rootDeviceType": found.get("RootDeviceType"),
         "ownerId": found.get("OwnerId"),
+    }
+
+
+@invoke("aws:iam/getRole:getRole")
+def role(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    found = account.client("iam").get_role(RoleName=args["name"])["Role"]
+    return {
+        "id": found["RoleName"],
+        "name": found["RoleName"],
+        "arn": found["Arn"],
+        "path": found["Path"],
+        "uniqueId": found["RoleId"],
+        "assumeRolePolicy": json.dumps(found.get("AssumeRolePolicyDocument", {})),
+        "maxSessionDuration": found.get("MaxSessionDuration", 3600),
     }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from gpucloud.testing.registry import (
     Account,
     BrokenReferenceError,
@@ -9,14 +11,46 @@ from gpucloud.testing.registry import (
     ResourceRequest,
     aws_tags,
     drop_none,
+    refused,
     resource,
 )
+
+
+def _missing_principals(account: Account, policy: str) -> list[str]:
+    """The account's own IAM roles and users a key policy names that do not exist. KMS refuses
+    such a policy (CreateKey and PutKeyPolicy, `Policy`: the principals must exist and be visible
+    to KMS, https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html, read
+    2026-11-24); moto accepts it. Other accounts' principals cannot be checked from here."""
+    iam = account.client("iam")
+    missing = []
+    for statement in json.loads(policy).get("Statement", []):
+        principal = statement.get("Principal")
+        names = principal.get("AWS", []) if isinstance(principal, dict) else []
+        for arn in [names] if isinstance(names, str) else names:
+            kind, _, path = arn.partition(f":iam::{account.account_id}:")[2].partition("/")
+            if kind not in ("role", "user"):
+                continue
+            try:
+                if kind == "role":
+                    iam.get_role(RoleName=path.rsplit("/", 1)[-1])
+                else:
+                    iam.get_user(UserName=path.rsplit("/", 1)[-1])
+            except iam.exceptions.NoSuchEntityException:
+                missing.append(arn)
+    return sorted(set(missing))
 
 
 @resource("aws:kms/key:Key")
 def create_key(account: Account, request: ResourceRequest) -> Created:
     kms = account.client("kms")
     inputs = request.inputs
+    missing = _missing_principals(account, inputs["policy"]) if inputs.get("policy") else []
+    if missing:
+        raise refused(
+            "CreateKey",
+            "MalformedPolicyDocumentException",
+            f"Policy contains a statement with one or more invalid principals: {', '.join(missing)} does not exist",
+        )
     metadata = kms.create_key(
         **drop_none(
             {
