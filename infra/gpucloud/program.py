@@ -37,6 +37,8 @@ def settings_from_pulumi_config() -> StackSettings:
 def build(settings: StackSettings) -> ProjectEnvironment:
     """Resolve AWS facts (failing before any resource on a bad config), then declare everything."""
     resolved = resolve_stack(settings, PulumiAwsLookups())
+    for key, reason in resolved.warnings:
+        pulumi.log.warn(f"{key}: {reason}")
     environment = ProjectEnvironment(settings.config.project, ProjectEnvironmentArgs(stack=resolved))
     pulumi.export("kmsKeyArn", environment.kms_key_arn)
     pulumi.export("instanceRoleArn", environment.instance_role_arn)

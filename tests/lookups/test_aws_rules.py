@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 from gpucloud.config import ConfigError
 from gpucloud.plan import PROJECT
 from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER, LookupUnavailable
-from gpucloud.testing import registry, run_program_file
+from gpucloud.testing import deprecate_image, registry, run_program, run_program_file
 from support import ROOT, deploy, minimal_config, settings_for
 
 
@@ -142,3 +142,56 @@ def test_program_says_a_failed_lookup_is_not_a_config_problem(account, throttled
 
     assert "not a config problem" in str(failed.value) and "RequestLimitExceeded" in str(failed.value)
     assert "is not an instance type offered" not in str(failed.value)
+
+
+def x86_image(account) -> str:
+    return account.client("ec2").describe_images(
+        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": ["x86_64"]}, {"Name": "name", "Values": ["al2022-ami-*"]}]
+    )["Images"][0]["ImageId"]
+
+
+def test_a_deprecated_pinned_ami_still_deploys_with_a_warning_giving_its_date(account):
+    image = x86_image(account)
+    deprecate_image(account, image, "2025-06-30T00:00:00.000Z")
+
+    deployment = deploy(settings_for(minimal_config(groups=[group(amiId=image)])), account)
+
+    assert deployment.warnings == [
+        f"gpu-cloud:groups[0].amiId: {image} was deprecated by its owner on 2025-06-30: it still launches, but "
+        "gets no fixes and leaves default image searches; pin a current image"
+    ]
+    [template] = account.client("ec2").describe_launch_templates()["LaunchTemplates"]
+    version = account.client("ec2").describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])
+    assert version["LaunchTemplateVersions"][0]["LaunchTemplateData"]["ImageId"] == image
+
+
+def test_an_image_deprecated_later_is_no_warning_yet(account):
+    image = x86_image(account)
+    deprecate_image(account, image, "2999-01-01T00:00:00.000Z")
+    assert deploy(settings_for(minimal_config(groups=[group(amiId=image)])), account).warnings == []
+
+
+def test_the_engine_leaves_deprecated_images_out_of_lookups_unless_asked(account):
+    image = x86_image(account)
+    deprecate_image(account, image, "2025-06-30T00:00:00.000Z")
+    found = {}
+
+    def program():
+        import pulumi_aws as aws
+
+        by_id = [aws.ec2.GetAmiFilterArgs(name="image-id", values=[image])]
+        found["included"] = aws.ec2.get_ami(filters=by_id, include_deprecated=True).deprecation_time
+        with pytest.raises(Exception, match="no results"):
+            aws.ec2.get_ami(filters=by_id)
+
+    run_program(program, account)
+    assert found["included"] == "2025-06-30T00:00:00.000Z"
+
+
+def test_program_warnings_reach_the_plan_as_findings():
+    from gpucloud.plan import plan_program
+
+    plan = plan_program(lambda: pulumi.log.warn("gpu-cloud:network: something to look at"))
+    assert [(f.source, f.severity, f.message) for f in plan.findings if f.rule == "program-warning"] == [
+        ("program", "warning", "gpu-cloud:network: something to look at")
+    ]

@@ -46,6 +46,8 @@ class Ami:
     id: str
     root_device_name: str
     architecture: str
+    deprecation_time: str = ""
+    """When EC2 deprecated (or will deprecate) the image, ISO 8601; empty when it never does."""
 
 
 class LookupUnavailable(Exception):

@@ -94,10 +94,16 @@ class PulumiAwsLookups:
             found = aws.ec2.get_ami(
                 filters=[aws.ec2.GetAmiFilterArgs(name="image-id", values=[ami_id])],
                 most_recent=True,
+                include_deprecated=True,
             )
         except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
             return _absent(error)
-        return Ami(id=found.id, root_device_name=found.root_device_name, architecture=found.architecture)
+        return Ami(
+            id=found.id,
+            root_device_name=found.root_device_name,
+            architecture=found.architecture,
+            deprecation_time=found.deprecation_time or "",
+        )
 
     @functools.cache
     def role_exists(self, name: str) -> bool:

@@ -8,6 +8,7 @@ data sources (`gpucloud.lookups.PulumiAwsLookups`) or any stand-in.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 
 from gpucloud.config import ConfigError, GroupConfig, StackSettings
@@ -36,6 +37,8 @@ class ResolvedStack:
     partition: str
     vpc_id: str
     groups: tuple[ResolvedGroup, ...]
+    warnings: tuple[tuple[str, str], ...] = ()
+    """(key, reason) pairs that do not stop the stack but that a reviewer must see."""
     create_service_linked_role: bool = False
     """The account lacks the Auto Scaling service-linked role and the config asks the stack to create it."""
 
@@ -44,9 +47,13 @@ class _Problems:
     def __init__(self, settings: StackSettings):
         self.settings = settings
         self.items: list[tuple[str, str]] = []
+        self.warnings: list[tuple[str, str]] = []
 
     def add(self, key: str, reason: str) -> None:
         self.items.append((f"gpu-cloud:{key}", reason))
+
+    def warn(self, key: str, reason: str) -> None:
+        self.warnings.append((f"gpu-cloud:{key}", reason))
 
     def raise_if_any(self) -> None:
         if self.items:
@@ -115,6 +122,12 @@ def _group_ami(group: GroupConfig, key: str, lookups: AwsLookups, problems: _Pro
     ami = lookups.ami(ami_id)
     if ami is None:
         problems.add(where, f"{ami_id} does not exist or is not visible to this account")
+    elif ami.deprecation_time and ami.deprecation_time <= datetime.datetime.now(datetime.UTC).isoformat():
+        problems.warn(
+            where,
+            f"{ami_id} was deprecated by its owner on {ami.deprecation_time[:10]}: it still launches, but "
+            "gets no fixes and leaves default image searches; pin a current image",
+        )
     return ami
 
 
@@ -170,5 +183,6 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
         partition=lookups.partition(),
         vpc_id=subnets[0].vpc_id,
         groups=tuple(resolved),
+        warnings=tuple(problems.warnings),
         create_service_linked_role=create_service_linked_role,
     )

@@ -10,7 +10,7 @@ from typing import Any
 
 from gpucloud.config import ConfigError, StackSettings
 from gpucloud.plan.findings import accepted_lint_findings, check_policies, cost_findings, spot_capacity_findings
-from gpucloud.plan.model import PROJECT, Plan
+from gpucloud.plan.model import PROJECT, Plan, PlanFinding
 from gpucloud.plan.program_source import (
     ProgramFailed,
     load_engine_handlers,
@@ -36,7 +36,11 @@ def _from_deployment(
         outputs=deployment.outputs,
         policy_violations=check_policies(deployment.resources, policy_config),
         policy_levels=enforcement_levels(policy_config),
-        findings=spot_capacity_findings(deployment.resources, subnet_zones),
+        findings=[
+            PlanFinding(source="program", severity="warning", rule="program-warning", message=warning)
+            for warning in deployment.warnings
+        ]
+        + spot_capacity_findings(deployment.resources, subnet_zones),
     )
     if "iam-least-privilege" in plan.policies_run:
         plan.findings.extend(accepted_lint_findings(deployment.resources))

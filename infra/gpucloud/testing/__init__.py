@@ -10,7 +10,7 @@ A resource type the engine lacks fails the run (UnsupportedResourceError). Teach
 own code with `register_resource` (and data sources with `register_invoke`); see their docstrings.
 """
 
-from gpucloud.testing.account import Deployment, moto_account, run_program, run_program_file
+from gpucloud.testing.account import Deployment, deprecate_image, moto_account, run_program, run_program_file
 from gpucloud.testing.engine import AppliedResource, MotoEngine
 from gpucloud.testing.handlers.budgets import budget_subscribers
 from gpucloud.testing.registry import (
@@ -33,6 +33,7 @@ __all__ = [
     "ResourceRequest",
     "UnsupportedResourceError",
     "budget_subscribers",
+    "deprecate_image",
     "moto_account",
     "register_invoke",
     "register_resource",

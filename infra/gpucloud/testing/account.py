@@ -12,7 +12,7 @@ import logging
 import os
 import runpy
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,8 @@ class Deployment:
     stack: str
     resources: list[AppliedResource]
     outputs: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+    """What the program logged as warnings (`pulumi.log.warn`), which `pulumi preview` shows too."""
 
     def client(self, service: str) -> Any:
         return self.account.client(service)
@@ -253,7 +255,10 @@ def run_program(
     engine = MotoEngine(account, record_unknown_types=record_unknown_types)
     settings.set_root_resource(None)  # type: ignore[arg-type]
     pulumi.runtime.set_all_config(_config_values({"aws:region": account.region, **(config or {})}), [])
-    pulumi.runtime.set_mocks(engine, project=project, stack=stack, preview=False, monitor=RecordingMonitor(engine))
+    program_log = _ProgramLog()
+    pulumi.runtime.set_mocks(
+        engine, project=project, stack=stack, preview=False, monitor=RecordingMonitor(engine), logger=program_log
+    )
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
     _ensure_event_loop().set_exception_handler(_report_unretrieved_without_traceback)
@@ -266,7 +271,28 @@ def run_program(
         stack=stack,
         resources=list(engine.resources.values()),
         outputs=outputs,
+        warnings=program_log.warnings,
     )
+
+
+class _ProgramLog(logging.Logger):
+    """Where the mock runtime sends the program's `pulumi.log` calls: warnings are kept for the
+    plan, the rest go to this module's debug log. Outside the logging tree, so nothing is printed."""
+
+    def __init__(self) -> None:
+        super().__init__("gpucloud.testing.program")
+        self.warnings: list[str] = []
+
+    def warning(self, message: object, *args: Any, **kwargs: Any) -> None:
+        self.warnings.append(str(message))
+
+    def error(self, message: object, *args: Any, **kwargs: Any) -> None:
+        self.warnings.append(f"error: {message}")
+
+    def info(self, message: object, *args: Any, **kwargs: Any) -> None:
+        logging.getLogger(__name__).debug("program: %s", message)
+
+    debug = info
 
 
 def _report_unretrieved_without_traceback(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -295,6 +321,12 @@ def _stack_outputs() -> dict[str, Any]:
     root = settings.get_root_resource()
     exported = dict(getattr(root, "outputs", {}) or {})
     return _sync_await(pulumi.Output.from_input(exported).future()) or {}
+
+
+def deprecate_image(account: Account, image_id: str, when: str) -> None:
+    """Mark an image of the moto account deprecated from `when` (ISO 8601), as EnableImageDeprecation would."""
+    account.client("ec2").describe_images(ImageIds=[image_id])
+    account.image_deprecations[image_id] = when
 
 
 def run_program_file(path: str | Path, account: Account, **options: Any) -> Deployment:

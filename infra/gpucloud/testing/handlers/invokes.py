@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 from typing import Any
 
@@ -114,9 +115,14 @@ def parameter(account: Account, args: dict[str, Any]) -> dict[str, Any]:
 
 @invoke("aws:ec2/getAmi:getAmi")
 def ami(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    """DescribeImages leaves deprecated images out unless asked for them (`IncludeDeprecated`,
+    https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_DescribeImages.html, read 2026-11-24)."""
     images = account.client("ec2").describe_images(
         Filters=_filters(args), **({"Owners": args["owners"]} if args.get("owners") else {})
     )["Images"]
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+    if not args.get("includeDeprecated"):
+        images = [image for image in images if account.image_deprecations.get(image["ImageId"], "9999") > now]
     if not images:
         raise LookupError("Your query returned no results. Please change your search criteria and try again.")
     found = sorted(images, key=lambda image: image.get("CreationDate", ""))[-1]
@@ -128,6 +134,7 @@ def ami(account: Account, args: dict[str, Any]) -> dict[str, Any]:
         "rootDeviceName": found["RootDeviceName"],
         "rootDeviceType": found.get("RootDeviceType"),
         "ownerId": found.get("OwnerId"),
+        "deprecationTime": account.image_deprecations.get(found["ImageId"], ""),
     }
 
 
