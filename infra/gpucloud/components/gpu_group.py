@@ -64,6 +64,10 @@ class GpuInstanceGroupArgs:
     checkpoint_directory: str = "/scratch/checkpoints"
     checkpoint_timeout_seconds: int = 90
     tags: Mapping[str, str] = field(default_factory=dict)
+    launch_hook_timeout_seconds: int = LAUNCH_HOOK_TIMEOUT_SECONDS
+    """How long a new node has to pass its gate (it sends heartbeats while it works) before it is abandoned."""
+    terminate_hook_timeout_seconds: int = TERMINATE_HOOK_TIMEOUT_SECONDS
+    """How long a leaving node has to drain and save its checkpoint."""
 
     @property
     def uses_spot(self) -> bool:
@@ -156,7 +160,10 @@ class GpuInstanceGroup(pulumi.ComponentResource):
     The group points at the template's latest version number and refreshes instances when it
     changes; `desiredCapacity` is set at creation only, so `pulumi up` never fights the
     autoscaler. Launch and terminate lifecycle hooks let the node gate itself into service and
-    checkpoint before it goes.
+    checkpoint before it goes. The hooks are given twice, on purpose: in the group's
+    `initialLifecycleHooks`, so that no instance launches before its launch hook exists, and as
+    `LifecycleHook` resources, which carry later changes to AWS (the group reads its initial hooks
+    only when it is created, so changes to them are ignored).
     """
 
     group_name: pulumi.Output[str]
@@ -203,6 +210,18 @@ class GpuInstanceGroup(pulumi.ComponentResource):
 
         desired = args.min_size if args.desired_capacity is None else args.desired_capacity
         uses_spot = args.uses_spot
+        hooks = {
+            launch_hook_name(args.group_name): {
+                "lifecycle_transition": "autoscaling:EC2_INSTANCE_LAUNCHING",
+                "default_result": "ABANDON",
+                "heartbeat_timeout": args.launch_hook_timeout_seconds,
+            },
+            terminate_hook_name(args.group_name): {
+                "lifecycle_transition": "autoscaling:EC2_INSTANCE_TERMINATING",
+                "default_result": "CONTINUE",
+                "heartbeat_timeout": args.terminate_hook_timeout_seconds,
+            },
+        }
         self.group = aws.autoscaling.Group(
             f"{name}-asg",
             name=args.group_name,
@@ -235,26 +254,23 @@ class GpuInstanceGroup(pulumi.ComponentResource):
                     "instance_warmup": str(args.health_check_grace_period_seconds),
                 },
             },
-            initial_lifecycle_hooks=[
-                {
-                    "name": launch_hook_name(args.group_name),
-                    "lifecycle_transition": "autoscaling:EC2_INSTANCE_LAUNCHING",
-                    "default_result": "ABANDON",
-                    "heartbeat_timeout": LAUNCH_HOOK_TIMEOUT_SECONDS,
-                },
-                {
-                    "name": terminate_hook_name(args.group_name),
-                    "lifecycle_transition": "autoscaling:EC2_INSTANCE_TERMINATING",
-                    "default_result": "CONTINUE",
-                    "heartbeat_timeout": TERMINATE_HOOK_TIMEOUT_SECONDS,
-                },
-            ],
+            initial_lifecycle_hooks=[{**hook, "name": name} for name, hook in hooks.items()],
             tags=[
                 {"key": key, "value": value, "propagate_at_launch": False}
                 for key, value in {**args.tags, "Name": args.group_name}.items()
             ],
-            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["desiredCapacity"]),
+            opts=pulumi.ResourceOptions(parent=self, ignore_changes=["desiredCapacity", "initialLifecycleHooks"]),
         )
+        self.lifecycle_hooks = [
+            aws.autoscaling.LifecycleHook(
+                f"{name}-{'launch' if hook['lifecycle_transition'].endswith('LAUNCHING') else 'terminate'}-hook",
+                name=hook_name,
+                autoscaling_group_name=self.group.name,
+                **hook,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for hook_name, hook in hooks.items()
+        ]
         self.group_name = self.group.name
         self.group_arn = self.group.arn
         self.launch_template_ids = pulumi.Output.all(*[lt.id for lt in self.launch_templates.values()])

@@ -21,6 +21,7 @@ from gpucloud.testing.registry import (
     UnsupportedResourceError,
     register_invoke,
     register_resource,
+    register_update,
 )
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "moto_account",
     "register_invoke",
     "register_resource",
+    "register_update",
     "run_program",
     "run_program_file",
 ]

@@ -247,12 +247,19 @@ def run_program(
     stack: str = "dev",
     config: Mapping[str, Any] | None = None,
     record_unknown_types: bool = False,
+    previous: Deployment | None = None,
 ) -> Deployment:
     """Run a Pulumi program to completion on the engine; resources land in `account`.
 
     A resource type with no handler fails the run, unless `record_unknown_types` records it as
-    not validated (`Deployment.unvalidated` lists it)."""
-    engine = MotoEngine(account, record_unknown_types=record_unknown_types)
+    not validated (`Deployment.unvalidated` lists it). With `previous`, an earlier deployment of
+    the same stack in the same account, the run is an update: unchanged resources are left alone,
+    changed ones go through their type's update handler (`register_update`), as `pulumi up` would."""
+    engine = MotoEngine(
+        account,
+        record_unknown_types=record_unknown_types,
+        previous={resource.urn: resource for resource in previous.resources} if previous else None,
+    )
     settings.set_root_resource(None)  # type: ignore[arg-type]
     pulumi.runtime.set_all_config(_config_values({"aws:region": account.region, **(config or {})}), [])
     program_log = _ProgramLog()

@@ -10,6 +10,7 @@ from moto. A type the engine cannot map raises `UnsupportedResourceError`.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +22,7 @@ from gpucloud.testing import handlers  # noqa: F401  (registers the handlers)
 from gpucloud.testing.registry import (
     INVOKES,
     RESOURCES,
+    UPDATES,
     Account,
     Created,
     ResourceRequest,
@@ -51,6 +53,8 @@ class AppliedResource:
     dependencies: tuple[str, ...] = ()
     validated: bool = True
     note: str = ""
+    operation: str = "create"
+    """create, update (inputs changed since the previous deployment) or same (nothing sent to AWS)."""
 
     @property
     def state(self) -> dict[str, Any]:
@@ -61,10 +65,18 @@ class AppliedResource:
 class MotoEngine(mocks.Mocks):
     """Applies resources and answers invokes on the moto account `account` (moto must be active)."""
 
-    def __init__(self, account: Account, *, record_unknown_types: bool = False):
+    def __init__(
+        self,
+        account: Account,
+        *,
+        record_unknown_types: bool = False,
+        previous: Mapping[str, AppliedResource] | None = None,
+    ):
         self.account = account
         self.record_unknown_types = record_unknown_types
         """Record a resource type with no handler as not validated instead of failing the run."""
+        self.previous = dict(previous or {})
+        """An earlier deployment's resources by URN: this run updates them, as `pulumi up` on a stack does."""
         self.resources: dict[str, AppliedResource] = {}
         self._lock = threading.RLock()
         self._registering = threading.local()
@@ -78,12 +90,15 @@ class MotoEngine(mocks.Mocks):
                 outputs: dict[str, Any] = dict(args.inputs)
                 physical_id = f"{args.name}-provider"
             else:
-                handler = RESOURCES.get(args.typ)
-                if handler is None and not self.record_unknown_types:
-                    raise UnsupportedResourceError("resource type", args.typ)
-                created = (handler or _record_only)(
-                    self.account, ResourceRequest(args.typ, args.name, whole_numbers(dict(args.inputs)))
-                )
+                request = ResourceRequest(args.typ, args.name, whole_numbers(dict(args.inputs)))
+                earlier = self.previous.get(record.urn) if record else None
+                if earlier is not None:
+                    created = self._update(earlier, request, record)
+                else:
+                    handler = RESOURCES.get(args.typ)
+                    if handler is None and not self.record_unknown_types:
+                        raise UnsupportedResourceError("resource type", args.typ)
+                    created = (handler or _record_only)(self.account, request)
                 outputs = {**args.inputs, **created.outputs}
                 physical_id = created.id
                 if record:
@@ -95,6 +110,22 @@ class MotoEngine(mocks.Mocks):
                     {key: value for key, value in outputs.items() if args.inputs.get(key) != value}
                 )
             return physical_id, outputs
+
+    def _update(self, earlier: AppliedResource, request: ResourceRequest, record: AppliedResource) -> Created:
+        """The same resource in a later run: nothing to do when its inputs (less those it ignores)
+        are unchanged, else its type's update handler runs, as the provider's Update would."""
+        def compared(inputs: Mapping[str, Any]) -> dict[str, Any]:
+            return {key: value for key, value in inputs.items() if key not in record.ignore_changes}
+
+        kept = Created(id=earlier.id or "", outputs=dict(earlier.outputs), validated=earlier.validated, note=earlier.note)
+        if compared(request.inputs) == compared(earlier.inputs):
+            record.operation = "same"
+            return kept
+        update = UPDATES.get(request.type)
+        if update is None:
+            raise UnsupportedResourceError("update of resource type", request.type)
+        record.operation = "update"
+        return update(self.account, request, earlier.id or "")
 
     def call(self, args: mocks.MockCallArgs) -> dict | tuple[dict, list[tuple[str, str]]]:
         """Answer a data source; a lookup AWS would fail comes back as the invoke's failure."""

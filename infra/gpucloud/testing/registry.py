@@ -87,7 +87,11 @@ class ResourceRequest:
 ResourceHandler = Callable[[Account, ResourceRequest], Created]
 InvokeHandler = Callable[[Account, dict[str, Any]], dict[str, Any]]
 
+UpdateHandler = Callable[[Account, ResourceRequest, str], Created]
+"""(account, the new inputs, the resource's physical id) -> what AWS holds after the update."""
+
 RESOURCES: dict[str, ResourceHandler] = {}
+UPDATES: dict[str, UpdateHandler] = {}
 INVOKES: dict[str, InvokeHandler] = {}
 
 
@@ -124,6 +128,14 @@ def register_resource(token: str, *, replace: bool = False) -> Callable[[Resourc
     refused unless `replace=True`, so a plugin cannot quietly shadow a built-in check.
     """
     return _registrar(RESOURCES, "resource type", token, replace)
+
+
+def register_update(token: str, *, replace: bool = False) -> Callable[[UpdateHandler], UpdateHandler]:
+    """Teach the engine to update a resource type in place, for runs that start from an earlier
+    deployment (`run_program(..., previous=...)`): the handler gets the new inputs and the
+    physical id, makes the calls the provider's update makes, and returns the id and outputs.
+    A changed resource whose type has no update handler fails the run, naming the type."""
+    return _registrar(UPDATES, "resource update", token, replace)
 
 
 def register_invoke(token: str, *, replace: bool = False) -> Callable[[InvokeHandler], InvokeHandler]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, resource
+from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, register_update, resource
 
 
 def _template_spec(spec: dict[str, Any] | None, id_key: str = "launchTemplateId", name_key: str = "launchTemplateName") -> dict[str, Any] | None:
@@ -92,21 +92,45 @@ def create_group(account: Account, request: ResourceRequest) -> Created:
     )
     # moto ignores LifecycleHookSpecificationList, so initial hooks are put right after creation.
     for hook in inputs.get("initialLifecycleHooks", []):
-        autoscaling.put_lifecycle_hook(
-            **drop_none(
-                {
-                    "AutoScalingGroupName": name,
-                    "LifecycleHookName": hook["name"],
-                    "LifecycleTransition": hook["lifecycleTransition"],
-                    "DefaultResult": hook.get("defaultResult"),
-                    "HeartbeatTimeout": hook.get("heartbeatTimeout"),
-                    "NotificationTargetARN": hook.get("notificationTargetArn"),
-                    "RoleARN": hook.get("roleArn"),
-                }
-            )
-        )
+        _put_hook(account, name, hook)
     group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
     return Created(id=name, outputs={"name": name, "arn": group["AutoScalingGroupARN"]})
+
+
+def _put_hook(account: Account, group_name: str, hook: dict[str, Any]) -> None:
+    account.client("autoscaling").put_lifecycle_hook(
+        **drop_none(
+            {
+                "AutoScalingGroupName": group_name,
+                "LifecycleHookName": hook["name"],
+                "LifecycleTransition": hook["lifecycleTransition"],
+                "DefaultResult": hook.get("defaultResult"),
+                "HeartbeatTimeout": hook.get("heartbeatTimeout"),
+                "NotificationMetadata": hook.get("notificationMetadata"),
+                "NotificationTargetARN": hook.get("notificationTargetArn"),
+                "RoleARN": hook.get("roleArn"),
+            }
+        )
+    )
+
+
+@resource("aws:autoscaling/lifecycleHook:LifecycleHook")
+def put_lifecycle_hook(account: Account, request: ResourceRequest) -> Created:
+    """PutLifecycleHook creates the hook or replaces its settings, so it serves create and update."""
+    group_name = request.inputs["autoscalingGroupName"]
+    _put_hook(account, group_name, request.inputs)
+    return Created(id=request.inputs["name"])
+
+
+@register_update("aws:autoscaling/lifecycleHook:LifecycleHook")
+def update_lifecycle_hook(account: Account, request: ResourceRequest, physical_id: str) -> Created:
+    """A new name replaces the hook (the provider creates the new one, then deletes the old)."""
+    created = put_lifecycle_hook(account, request)
+    if physical_id != created.id:
+        account.client("autoscaling").delete_lifecycle_hook(
+            AutoScalingGroupName=request.inputs["autoscalingGroupName"], LifecycleHookName=physical_id
+        )
+    return created
 
 
 def _step_adjustments(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
