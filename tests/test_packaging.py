@@ -70,7 +70,7 @@ print(len(names), missing, leaked)
     result = _run_without_plan_extra(code)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["20", "[]", "[]"]
+    assert result.stdout.split() == ["22", "[]", "[]"]
 
 
 def test_a_component_builds_under_plain_pulumi_mocks_without_the_plan_extra():

@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from gpucloud.naming import STACK_TAG, autoscaling_group_name, autoscaling_service_role_arn, role_arn
+from gpucloud.naming import (
+    STACK_TAG,
+    autoscaling_group_name,
+    autoscaling_service_role_arn,
+    log_group_prefix,
+    role_arn,
+)
 
 Document = dict[str, Any]
 
@@ -55,7 +61,9 @@ KEY_USE_THROUGH_SERVICES_ACTIONS = [
 vault creation and deletion") under the key; both pages read on 2026-11-23."""
 
 
-def key_policy(partition: str, account_id: str, region: str, user_role_names: Sequence[str]) -> Document:
+def key_policy(
+    partition: str, account_id: str, region: str, user_role_names: Sequence[str], log_groups: str | None = None
+) -> Document:
     """Key policy: the account administers the key; only the named roles and Auto Scaling use it
     directly, and the account's principals use it only through EC2 and AWS Backup.
 
@@ -135,6 +143,16 @@ def key_policy(partition: str, account_id: str, region: str, user_role_names: Se
                 "Resource": "*",
                 "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
             },
+            *([{
+                "Sid": "CloudWatchLogsEncryptsProjectLogGroups",
+                "Effect": "Allow",
+                "Principal": {"Service": f"logs.{region}.amazonaws.com"},
+                "Action": ["kms:Decrypt*", "kms:Describe*", "kms:Encrypt*", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
+                "Resource": "*",
+                "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": (
+                    f"arn:{partition}:logs:{region}:{account_id}:log-group:{log_groups}*"
+                )}},
+            }] if log_groups else []),
         ],
     }
 
@@ -200,7 +218,7 @@ def node_statements(
         f"arn:{partition}:autoscaling:{region}:{account_id}:autoScalingGroup:*:"
         f"autoScalingGroupName/{autoscaling_group_name(project, '')}*"
     )
-    log_groups = f"arn:{partition}:logs:{region}:{account_id}:log-group:/gpu-cloud/{project}/*"
+    log_groups = f"arn:{partition}:logs:{region}:{account_id}:log-group:{log_group_prefix(project)}*"
     own_stack = {"StringEquals": {f"aws:ResourceTag/{STACK_TAG}": project}}
     statements = [
         {"Sid": "UseProjectKey", "Effect": "Allow", "Action": KEY_USE_ACTIONS, "Resource": key_arn},
@@ -313,5 +331,46 @@ def alerts_topic_policy(topic_arn: str, account_id: str) -> Document:
                 "Resource": topic_arn,
                 "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
             }
+        ],
+    }
+
+
+def flow_logs_assume_role_policy(partition: str, region: str, account_id: str) -> Document:
+    """VPC flow logs assume the role only for this account's flow logs (confused deputy guard,
+    VPC user guide, "IAM role for publishing flow logs to CloudWatch Logs", read 2026-11-24)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "vpc-flow-logs.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": account_id},
+                    "ArnLike": {"aws:SourceArn": f"arn:{partition}:ec2:{region}:{account_id}:vpc-flow-log/*"},
+                },
+            }
+        ],
+    }
+
+
+def flow_logs_role_policy(log_group_arn: str) -> Document:
+    """Write to the one flow log group; `logs:DescribeLogGroups` has no resource-level permission."""
+    group = log_group_arn.removesuffix(":*")
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "WriteFlowLogGroup",
+                "Effect": "Allow",
+                "Action": ["logs:CreateLogStream", "logs:DescribeLogStreams", "logs:PutLogEvents"],
+                "Resource": [group, f"{group}:log-stream:*"],
+            },
+            {
+                "Sid": "DescribeLogGroupsHasNoResourceLevelPermissions",
+                "Effect": "Allow",
+                "Action": "logs:DescribeLogGroups",
+                "Resource": "*",
+            },
         ],
     }

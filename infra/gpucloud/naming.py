@@ -44,3 +44,17 @@ def autoscaling_service_role_arn(partition: str, account_id: str) -> str:
 
 def autoscaling_group_name(base: str, group: str) -> str:
     return f"gpu-cloud-{base}-{group}"
+
+
+def flow_logs_role_name(base: str) -> str:
+    return f"gpu-cloud-{base}-flow-logs"
+
+
+def log_group_prefix(base: str) -> str:
+    """The node role may write every log group under it."""
+    return f"/gpu-cloud/{base}/"
+
+
+def flow_log_group_prefix(base: str) -> str:
+    """Outside every stack's node prefix, so no node can write (or forge) flow log records."""
+    return f"/gpu-cloud-vpc/{base}/"

@@ -143,7 +143,7 @@ def subnets_in_zones(zones: str) -> list[str]:
 @pytest.mark.parametrize(
     ("group", "zones", "warning"),
     [
-        ({"instanceTypes": ["g5.xlarge"]}, None, "1 instance type(s) in 6 availability zone(s)"),
+        ({"instanceTypes": ["g5.xlarge"]}, None, "1 instance type(s) in 2 availability zone(s)"),
         ({"instanceTypes": ["g5.xlarge", "g6.xlarge"]}, "a", "2 instance type(s) in 1 availability zone(s)"),
         ({"instanceTypes": ["g5.xlarge", "g6.xlarge"]}, "aa", "2 instance type(s) in 1 availability zone(s)"),
         ({"instanceTypes": ["g5.xlarge", "g6.xlarge"]}, "ab", None),

@@ -66,6 +66,11 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
         "AutoScalingLaunchesEncryptedVolumes": {"AWS": autoscaling},
         "AlarmAndBudgetServicesPublishToEncryptedTopic": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
         "AutoScalingAttachesEncryptedVolumes": {"AWS": autoscaling},
+        "CloudWatchLogsEncryptsProjectLogGroups": {"Service": f"logs.{example.settings.region}.amazonaws.com"},
+    }
+    assert statements["CloudWatchLogsEncryptsProjectLogGroups"]["Condition"]["ArnLike"] == {
+        "kms:EncryptionContext:aws:logs:arn":
+            f"arn:aws:logs:{example.settings.region}:{account}:log-group:/gpu-cloud-vpc/{example.settings.name_base}/*"
     }
     assert statements["ProjectInstanceRolesUseKey"]["Condition"]["ArnEquals"]["aws:PrincipalArn"] == [
         example.outputs["instanceRoleArn"],
@@ -186,16 +191,65 @@ def test_spot_split_and_capacity_rebalance_are_as_configured(example):
             config.min_size, config.max_size, config.initial_capacity,
         )
 
-def test_groups_span_their_subnets(example):
+def node_subnets(example) -> list[dict]:
+    return example.client("ec2").describe_subnets(
+        Filters=[{"Name": "tag:gpu-cloud:subnet", "Values": ["nodes"]}]
+    )["Subnets"]
+
+
+def test_groups_span_the_node_subnets_of_zones_offering_their_types(example):
     ec2 = example.client("ec2")
-    default_subnets = ec2.describe_subnets(Filters=[{"Name": "default-for-az", "Values": ["true"]}])["Subnets"]
+    nodes = {subnet["SubnetId"]: subnet["AvailabilityZone"] for subnet in node_subnets(example)}
+    assert len(nodes) == example.settings.config.network.zones
     for config, group in groups_of(example):
         subnets = group["VPCZoneIdentifier"].split(",")
+        assert set(subnets) <= set(nodes), "groups run only in the private node subnets"
+        zones = {nodes[subnet] for subnet in subnets}
         if config.multi_node or config.persistent_volume_gib:
-            zones = {s["AvailabilityZone"] for s in ec2.describe_subnets(SubnetIds=subnets)["Subnets"]}
             assert len(zones) == 1, "multi-node and persistent-volume groups stay in one zone"
-        else:
-            assert len(subnets) == len(default_subnets)
+        for instance_type in config.instance_types:
+            offered = {offering["Location"] for offering in ec2.describe_instance_type_offerings(
+                LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": [instance_type]}]
+            )["InstanceTypeOfferings"]}
+            assert zones <= offered if (config.multi_node or config.persistent_volume_gib) else zones & offered, (
+                f"{config.name}: {instance_type} is not offered in {sorted(zones - offered)}"
+            )
+
+
+def test_every_node_subnet_routes_out_through_a_nat_gateway_never_an_internet_gateway(example):
+    ec2 = example.client("ec2")
+    for subnet in node_subnets(example):
+        assert not subnet["MapPublicIpOnLaunch"]
+        [table] = ec2.describe_route_tables(
+            Filters=[{"Name": "association.subnet-id", "Values": [subnet["SubnetId"]]}]
+        )["RouteTables"]
+        [default] = [route for route in table["Routes"] if route.get("DestinationCidrBlock") == "0.0.0.0/0"]
+        assert default.get("NatGatewayId", "").startswith("nat-") and "GatewayId" not in default, default
+        [nat] = ec2.describe_nat_gateways(NatGatewayIds=[default["NatGatewayId"]])["NatGateways"]
+        [public] = ec2.describe_route_tables(
+            Filters=[{"Name": "association.subnet-id", "Values": [nat["SubnetId"]]}]
+        )["RouteTables"]
+        assert any(route.get("GatewayId", "").startswith("igw-") for route in public["Routes"]
+                   if route.get("DestinationCidrBlock") == "0.0.0.0/0"), "the NAT gateway's subnet reaches the internet"
+        endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": [subnet["VpcId"]]}])["VpcEndpoints"]
+        assert any(endpoint["ServiceName"].endswith(".s3") and table["RouteTableId"] in endpoint["RouteTableIds"]
+                   for endpoint in endpoints), "S3 traffic skips the NAT through the gateway endpoint"
+
+
+def test_the_vpc_logs_its_flows_encrypted_and_its_default_security_group_has_no_rules(example):
+    ec2, logs = example.client("ec2"), example.client("logs")
+    [vpc] = ec2.describe_vpcs(Filters=[{"Name": "tag:gpu-cloud:stack", "Values": [example.settings.name_base]}])["Vpcs"]
+    [flow_log] = ec2.describe_flow_logs(Filters=[{"Name": "resource-id", "Values": [vpc["VpcId"]]}])["FlowLogs"]
+    [group] = logs.describe_log_groups(logGroupNamePrefix=f"/gpu-cloud-vpc/{example.settings.name_base}/")["logGroups"]
+    assert flow_log["LogDestination"].removesuffix(":*") == group["arn"].removesuffix(":*")
+    assert flow_log["TrafficType"] == "ALL" and flow_log["LogDestinationType"] == "cloud-watch-logs"
+    assert group["kmsKeyId"] == project_key_arn(example)
+    assert group["retentionInDays"] == example.settings.config.network.flow_logs_retention_days
+    [default] = ec2.describe_security_groups(
+        Filters=[{"Name": "vpc-id", "Values": [vpc["VpcId"]]}, {"Name": "group-name", "Values": ["default"]}]
+    )["SecurityGroups"]
+    assert default["IpPermissions"] == [] and default["IpPermissionsEgress"] == []
+
 
 def test_multi_node_groups_get_efa_on_every_network_card_and_a_cluster_placement(example):
     ec2 = example.client("ec2")

@@ -82,14 +82,17 @@ def test_subnets_of_several_vpcs_are_refused(account):
     refused(account, minimal_config(network={"subnetIds": [first, second]}), "gpu-cloud:network.subnetIds", "spans several VPCs")
 
 
-def test_region_without_a_default_vpc_needs_subnets(account):
+def test_a_region_without_a_default_vpc_still_plans_in_its_own_network(account):
     ec2 = account.client("ec2")
     [default_vpc] = ec2.describe_vpcs(Filters=[{"Name": "is-default", "Values": ["true"]}])["Vpcs"]
     for subnet in ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [default_vpc["VpcId"]]}])["Subnets"]:
         ec2.delete_subnet(SubnetId=subnet["SubnetId"])
     ec2.delete_vpc(VpcId=default_vpc["VpcId"])
 
-    refused(account, minimal_config(), "gpu-cloud:network.subnetIds", "is not set and us-east-1 has no default VPC subnets")
+    deployment = deploy(settings_for(minimal_config()), account)
+
+    [vpc] = deployment.of_type("aws:ec2/vpc:Vpc")
+    assert deployment.of_type("aws:ec2/securityGroup:SecurityGroup")[0].inputs["vpcId"] == vpc.id
 
 
 def test_ami_of_another_architecture_is_refused(account):
@@ -195,3 +198,29 @@ def test_program_warnings_reach_the_plan_as_findings():
     assert [(f.source, f.severity, f.message) for f in plan.findings if f.rule == "program-warning"] == [
         ("program", "warning", "gpu-cloud:network: something to look at")
     ]
+
+
+def test_listed_subnets_in_zones_without_the_groups_type_are_refused_naming_group_type_and_zones(account):
+    [only_e] = vpc_with_subnets(account, "10.40.0.0/16", "e")
+    refused(account, minimal_config(network={"subnetIds": [only_e]}), "gpu-cloud:groups[0].instanceTypes[0]",
+            "g5.xlarge is offered in none of the zones (us-east-1e) of the stack's subnets")
+
+
+def test_a_type_missing_from_some_listed_zones_is_a_warning(account):
+    subnets = vpc_with_subnets(account, "10.40.0.0/16", "ae")
+    deployment = deploy(settings_for(minimal_config(network={"subnetIds": subnets})), account)
+    assert deployment.warnings == [
+        "gpu-cloud:groups[0].instanceTypes[0]: g5.xlarge is not offered in us-east-1e: the group launches it only in its other zones"
+    ]
+    group = account.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"][0]
+    assert group["VPCZoneIdentifier"] == subnets[0]
+
+
+def test_a_single_zone_group_takes_the_first_listed_zone_offering_its_types_and_says_so(account):
+    subnets = vpc_with_subnets(account, "10.40.0.0/16", "eb")
+    values = minimal_config(network={"subnetIds": subnets},
+                            groups=[group(persistentVolumeGiB=100, spotPercent=0, maxSize=1)])
+    deployment = deploy(settings_for(values), account)
+    [volume] = account.client("ec2").describe_volumes(Filters=[{"Name": "tag:gpu-cloud:stack", "Values": ["demo"]}])["Volumes"]
+    assert volume["AvailabilityZone"] == "us-east-1b"
+    assert any("stays in us-east-1b" in warning for warning in deployment.warnings)

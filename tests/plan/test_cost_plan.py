@@ -32,6 +32,9 @@ def spot_hourly(instance_type: str) -> float:
 
 GP3 = next(r["usdPerGbMonth"] for r in CATALOG["storage"] if r["region"] == "us-east-1" and r["volumeType"] == "gp3")
 KMS = next(r["usdPerKeyMonth"] for r in CATALOG["kms"] if r["region"] == "us-east-1")
+NETWORK = next(HOURS * (r["natGatewayUsdPerHour"] + r["publicIpv4UsdPerHour"]) for r in CATALOG["network"]
+               if r["region"] == "us-east-1")
+"""The created network of each example stack: one NAT gateway and its public IPv4 address, all month."""
 
 def workday(monthly: float) -> float:
     return monthly * WORKDAY_FRACTION
@@ -42,25 +45,25 @@ EXPECTED = {
     # base of 1, and 1 spot at the p4d discount) at desired; the workday schedule's maxSize 4 at the dearest type, p5.48xlarge
     # (1 on demand, 3 spot), at max. Each node carries a 200 GiB root and a 2000 GiB data volume.
     "vision-train": {
-        "min": KMS,
+        "min": KMS + NETWORK,
         "desired": workday(HOURS * (hourly("p4d.24xlarge") + spot_hourly("p4d.24xlarge")) + 2 * (200 + 2000) * GP3)
-        + KMS,
+        + KMS + NETWORK,
         "max": workday(HOURS * (hourly("p5.48xlarge") + 3 * spot_hourly("p5.48xlarge")) + 4 * (200 + 2000) * GP3)
-        + KMS,
+        + KMS + NETWORK,
     },
     # one on-demand server all month at min and desired; 8 at the dearest type, g6e.2xlarge, at max:
     # the base of 1 plus 4 of the 7 above it on demand (half rounded up), 3 spot
     "llm-infer": {
-        "min": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS,
-        "desired": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS,
-        "max": HOURS * (5 * hourly("g6e.2xlarge") + 3 * spot_hourly("g6e.2xlarge")) + 8 * 150 * GP3 + KMS,
+        "min": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS + NETWORK,
+        "desired": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS + NETWORK,
+        "max": HOURS * (5 * hourly("g6e.2xlarge") + 3 * spot_hourly("g6e.2xlarge")) + 8 * 150 * GP3 + KMS + NETWORK,
     },
     # the 200 GiB home volume and the key all month; one on-demand g5.xlarge notebook in working hours at
     # desired; at max the schedules keep maxSize 1 all week, so one notebook all month
     "notebooks": {
-        "min": 200 * GP3 + KMS,
-        "desired": workday(HOURS * hourly("g5.xlarge") + 100 * GP3) + 200 * GP3 + KMS,
-        "max": HOURS * hourly("g5.xlarge") + 100 * GP3 + 200 * GP3 + KMS,
+        "min": 200 * GP3 + KMS + NETWORK,
+        "desired": workday(HOURS * hourly("g5.xlarge") + 100 * GP3) + 200 * GP3 + KMS + NETWORK,
+        "max": HOURS * hourly("g5.xlarge") + 100 * GP3 + 200 * GP3 + KMS + NETWORK,
     },
 }
 
@@ -96,7 +99,7 @@ def test_minimum_capacity_over_budget_fails_the_plan_naming_group_and_figures(tm
     document = json.loads(capsys.readouterr().out)
     [finding] = [f for f in document["findings"] if f["source"] == "budget"]
     group = HOURS * hourly("p5.48xlarge") + 100 * GP3
-    minimum = group + KMS
+    minimum = group + KMS + NETWORK
     assert finding["severity"] == "failure" and finding["rule"] == "budget-exceeded-at-minimum"
     assert finding["message"] == (
         f"the stack costs ${minimum:,.2f} per month at minimum capacity, above the monthly budget of $1,000.00 "
@@ -124,26 +127,26 @@ def test_desired_capacity_over_budget_only_warns(tmp_path, capsys):
 
 
 def test_unpriced_type_gives_a_partial_estimate_that_still_fails_the_budget(tmp_path, capsys):
-    config = write_stack(tmp_path, budget=5, min_size=1, desired=1, types="p5e.48xlarge, p5.48xlarge")
+    config = write_stack(tmp_path, budget=5, min_size=1, desired=1, types="p6-b200.48xlarge, p5.48xlarge")
 
     assert main(["plan", "--config", config, "--json"]) == 1
 
     document = json.loads(capsys.readouterr().out)
     estimate = document["costEstimate"]
     [unpriced] = estimate["unpriced"]
-    assert unpriced["resource"] == "big/instances (p5e.48xlarge)" and unpriced["unit"] == "instance-hours"
+    assert unpriced["resource"] == "big/instances (p6-b200.48xlarge)" and unpriced["unit"] == "instance-hours"
     assert unpriced["quantity"] == {"min": HOURS, "desired": HOURS, "max": 4 * HOURS}
-    # Priced: the root volume of the one running node and the key; the instance hours are not.
-    assert round(estimate["monthly"]["min"], 2) == round(100 * GP3 + KMS, 2)
+    # Priced: the root volume of the one running node, the key and the network; the instance hours are not.
+    assert round(estimate["monthly"]["min"], 2) == round(100 * GP3 + KMS + NETWORK, 2)
     rules = {finding["rule"]: finding for finding in document["findings"] if finding["source"] in ("cost", "budget")}
     assert rules["partial-cost-estimate"]["severity"] == "warning"
-    assert "big/instances (p5e.48xlarge)" in rules["partial-cost-estimate"]["message"]
+    assert "big/instances (p6-b200.48xlarge)" in rules["partial-cost-estimate"]["message"]
     assert rules["budget-exceeded-at-minimum"]["severity"] == "failure"
-    assert f"costs at least ${100 * GP3 + KMS:,.2f}" in rules["budget-exceeded-at-minimum"]["message"]
+    assert f"costs at least ${100 * GP3 + KMS + NETWORK:,.2f}" in rules["budget-exceeded-at-minimum"]["message"]
 
 
 def test_partial_estimate_in_the_table_says_so_and_gives_the_refresh_hint_once(tmp_path, capsys):
-    config = write_stack(tmp_path, budget=100000, min_size=1, desired=1, types="p5e.48xlarge")
+    config = write_stack(tmp_path, budget=100000, min_size=1, desired=1, types="p6-b200.48xlarge")
 
     assert main(["plan", "--config", config, "--width", "250"]) == 0
 
@@ -183,5 +186,7 @@ def test_llm_infer_in_us_west_2_is_priced_in_full_from_that_regions_rows():
                      if r["instanceType"] == "g5.2xlarge" and r["region"] == "us-west-2"]
     [gp3_west] = [r["usdPerGbMonth"] for r in CATALOG["storage"] if r["region"] == "us-west-2"]
     [kms_west] = [r["usdPerKeyMonth"] for r in CATALOG["kms"] if r["region"] == "us-west-2"]
+    [network_west] = [HOURS * (r["natGatewayUsdPerHour"] + r["publicIpv4UsdPerHour"]) for r in CATALOG["network"]
+                      if r["region"] == "us-west-2"]
     assert estimate.complete and findings == []
-    assert round(estimate.monthly.desired, 2) == round(HOURS * hourly_west + 150 * gp3_west + kms_west, 2)
+    assert round(estimate.monthly.desired, 2) == round(HOURS * hourly_west + 150 * gp3_west + kms_west + network_west, 2)

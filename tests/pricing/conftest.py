@@ -30,6 +30,10 @@ def rows():
             (price,) = [row["usdPerKeyMonth"] for row in document["kms"] if row["region"] == region]
             return price
 
+        def network(self, region):
+            (row,) = [row for row in document["network"] if row["region"] == region]
+            return row
+
         def spot_discount(self, family, region):
             (discount,) = [row["discount"] for row in document["spotDiscounts"]
                            if row["family"] == family and row["region"] == region]
@@ -40,8 +44,11 @@ def rows():
 
 @pytest.fixture
 def stack_config():
-    def build(*groups, region="us-east-1"):
-        values = {"project": "vision", "owner": "ml-team@example.com", "costCenter": "cc-42", "budget": {"monthlyUsd": 100000}, "groups": list(groups)}
+    def build(*groups, region="us-east-1", network=None):
+        """Groups in listed subnets by default, so the figures are the groups' alone (a created
+        network adds its NAT and endpoint hours: `network={}`)."""
+        values = {"project": "vision", "owner": "ml-team@example.com", "costCenter": "cc-42", "budget": {"monthlyUsd": 100000}, "groups": list(groups),
+                  "network": {"subnetIds": ["subnet-0123456789abcdef0"]} if network is None else network}
         return parse_stack_config(values, stack="dev", source="Pulumi.dev.yaml", region=region).config
 
     return build

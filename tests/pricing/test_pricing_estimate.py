@@ -348,3 +348,31 @@ def test_gpu_share_of_a_stack_with_no_priced_cost_is_zero(stack_config):
     share = estimate_stack(config, "sa-east-1").gpu_compute_share
 
     assert (share.min, share.desired, share.max) == (0.0, 0.0, 0.0)
+
+
+@pytest.mark.parametrize(("network", "nat_gateways", "endpoint_zones"), [
+    ({}, 1, 0),
+    ({"zones": 3, "natGateways": "perZone"}, 3, 0),
+    ({"zones": 2, "interfaceEndpoints": ["logs", "monitoring", "autoscaling"]}, 1, 6),
+    ({"zones": 2, "egress": "endpointsOnly", "interfaceEndpoints": [
+        "logs", "monitoring", "autoscaling", "ssm", "ssmmessages", "ec2messages"]}, 0, 12),
+])
+def test_a_created_network_adds_its_nat_and_endpoint_hours_all_month(stack_config, rows, network, nat_gateways, endpoint_zones):
+    group = {"name": "train", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1}
+    for region in ("us-east-1", "ap-northeast-1"):
+        created = estimate_stack(stack_config(group, region=region, network=network), region)
+        listed = estimate_stack(stack_config(group, region=region), region)
+        prices = rows.network(region)
+        expected = HOURS * (nat_gateways * (prices["natGatewayUsdPerHour"] + prices["publicIpv4UsdPerHour"])
+                            + endpoint_zones * prices["interfaceEndpointUsdPerAzHour"])
+        for scenario in ("min", "desired", "max"):
+            assert_cents(created.monthly.get(scenario) - listed.monthly.get(scenario), expected)
+        notes = [line.note for line in created.lines if "NAT gateways" in line.resource or "interface endpoints" in line.resource]
+        assert notes and all("per GB on top (not included)" in note for note in notes)
+
+
+def test_a_region_without_network_prices_lists_the_network_unpriced(stack_config):
+    group = {"name": "train", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1}
+    estimate = estimate_stack(stack_config(group, region="eu-central-1", network={}), "eu-central-1")
+    unpriced = {line.resource: line.reason for line in estimate.unpriced}
+    assert "no NAT gateway or VPC endpoint price for eu-central-1" in unpriced["vision/NAT gateways (single)"]

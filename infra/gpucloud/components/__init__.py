@@ -11,6 +11,7 @@ from gpucloud.components.encryption_key import EncryptionKey, EncryptionKeyArgs
 from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
 from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
 from gpucloud.components.monitoring import GpuMonitoring, GpuMonitoringArgs
+from gpucloud.components.network import GpuNetwork, GpuNetworkArgs
 from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
 from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
@@ -28,6 +29,8 @@ __all__ = [
     "GpuInstanceGroupArgs",
     "GpuMonitoring",
     "GpuMonitoringArgs",
+    "GpuNetwork",
+    "GpuNetworkArgs",
     "GpuSecurityGroup",
     "GpuSecurityGroupArgs",
     "ProjectEnvironment",

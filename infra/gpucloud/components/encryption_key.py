@@ -25,6 +25,8 @@ class EncryptionKeyArgs:
     tags: Mapping[str, str] = field(default_factory=dict)
     partition: str = "aws"
     deletion_window_days: int = 30
+    log_groups: str | None = None
+    """A log-group name prefix whose groups CloudWatch Logs may encrypt with the key (e.g. `/gpu-cloud/team/`)."""
     waits_for: Sequence[pulumi.Resource] = ()
     """What the key policy names that the same program creates (the Auto Scaling service-linked
     role): KMS refuses a policy naming a principal that does not exist yet."""
@@ -47,7 +49,9 @@ class EncryptionKey(pulumi.ComponentResource):
             description=f"gpu-cloud {args.project}: EBS volumes and node data",
             enable_key_rotation=True,
             deletion_window_in_days=args.deletion_window_days,
-            policy=json.dumps(key_policy(args.partition, args.account_id, args.region, args.user_role_names)),
+            policy=json.dumps(
+                key_policy(args.partition, args.account_id, args.region, args.user_role_names, args.log_groups)
+            ),
             tags={**args.tags, "Name": f"gpu-cloud-{args.project}"},
             opts=pulumi.ResourceOptions(
                 parent=self, protect=True, retain_on_delete=True, depends_on=list(args.waits_for)

@@ -13,11 +13,18 @@ from gpucloud.components.encrypted_volume import EncryptedVolume, EncryptedVolum
 from gpucloud.components.encryption_key import EncryptionKey, EncryptionKeyArgs
 from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
 from gpucloud.components.monitoring import GpuMonitoring, GpuMonitoringArgs
+from gpucloud.components.network import GpuNetwork, GpuNetworkArgs
 from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
 from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
 from gpucloud.lookups import ResolvedGroup, ResolvedStack
-from gpucloud.naming import AUTOSCALING_SERVICE, autoscaling_group_name, backup_role_name, instance_role_name
+from gpucloud.naming import (
+    AUTOSCALING_SERVICE,
+    autoscaling_group_name,
+    backup_role_name,
+    flow_log_group_prefix,
+    instance_role_name,
+)
 
 
 @dataclass(frozen=True)
@@ -66,10 +73,34 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 partition=stack.partition,
                 user_role_names=[instance_role_name(base), backup_role_name(base)],
                 tags=tags,
+                log_groups=flow_log_group_prefix(base) if stack.network_zones else None,
                 waits_for=[self.service_linked_role] if self.service_linked_role else [],
             ),
             opts=child,
         )
+        self.network = None
+        self.vpc_id: pulumi.Input[str] | None = stack.vpc_id
+        if stack.network_zones:
+            network = config.network
+            self.network = GpuNetwork(
+                f"{name}-network",
+                GpuNetworkArgs(
+                    name_base=base,
+                    zones=stack.network_zones,
+                    region=stack.settings.region,
+                    account_id=stack.account_id,
+                    kms_key_arn=self.key.key_arn,
+                    cidr=network.cidr,
+                    nat_gateways=network.nat_gateways,
+                    egress=network.egress,
+                    interface_endpoints=network.interface_endpoints,
+                    flow_logs_retention_days=network.flow_logs_retention_days,
+                    partition=stack.partition,
+                    tags=tags,
+                ),
+                opts=child,
+            )
+            self.vpc_id = self.network.vpc_id
         data = config.data
         self.access = S3PrefixAccess(
             f"{name}-access",
@@ -141,6 +172,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
         self.groups = pulumi.Output.from_input(group_outputs)
         self.register_outputs(
             {
+                "vpcId": self.vpc_id,
                 "kmsKeyArn": self.kms_key_arn,
                 "instanceRoleArn": self.instance_role_arn,
                 "alertsTopicArn": self.alerts_topic_arn,
@@ -160,7 +192,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
         security_group = GpuSecurityGroup(
             f"{prefix}-net",
             GpuSecurityGroupArgs(
-                vpc_id=stack.vpc_id,
+                vpc_id=self.vpc_id,
                 description=f"gpu-cloud {config.project}/{settings.name}: GPU nodes",
                 ssh_cidrs=access.ssh_cidrs,
                 jupyter_cidrs=access.jupyter_cidrs,
@@ -190,7 +222,11 @@ class ProjectEnvironment(pulumi.ComponentResource):
             GpuInstanceGroupArgs(
                 group_name=asg_name,
                 instance_types=group.instance_types,
-                subnet_ids=[subnet.id for subnet in group.subnets],
+                subnet_ids=(
+                    [self.network.private_subnet_ids[zone] for zone in group.zones]
+                    if self.network
+                    else [subnet.id for subnet in group.subnets]
+                ),
                 ami_id=group.ami.id,
                 root_device_name=group.ami.root_device_name,
                 instance_profile_arn=self.access.instance_profile_arn,

@@ -36,7 +36,7 @@ class GpuInstanceGroupArgs:
     group_name: str
     """The Auto Scaling group's name (fixed, so node policies and alarms can refer to it)."""
     instance_types: Sequence[InstanceTypeFacts]
-    subnet_ids: Sequence[str]
+    subnet_ids: Sequence[pulumi.Input[str]]
     ami_id: str
     root_device_name: str
     instance_profile_arn: pulumi.Input[str]

@@ -15,7 +15,7 @@ TENSORBOARD_PORT = 6006
 
 @dataclass(frozen=True)
 class GpuSecurityGroupArgs:
-    vpc_id: str
+    vpc_id: pulumi.Input[str]
     description: str
     ssh_cidrs: Sequence[str] = ()
     jupyter_cidrs: Sequence[str] = ()

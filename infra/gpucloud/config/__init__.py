@@ -5,7 +5,8 @@ one named validator each. Rules that need AWS facts (GPU types, EFA, subnets) ar
 `gpucloud.lookups`.
 """
 
-from gpucloud.config.access import IAM_ROLE_POLICY_LIMIT, AccessConfig, DataConfig, NetworkConfig
+from gpucloud.config.access import IAM_ROLE_POLICY_LIMIT, AccessConfig, DataConfig
+from gpucloud.config.network import NetworkConfig
 from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.groups import CHECKPOINT_TIMEOUT_LIMIT_SECONDS, CheckpointConfig, GroupConfig
 from gpucloud.config.operations import AccountConfig, BackupConfig, BudgetConfig, MonitoringConfig

@@ -1,4 +1,4 @@
-"""Where the nodes run and who reaches them: network, S3 data prefixes, ingress and Session Manager."""
+"""What the nodes may reach and who reaches them: S3 data prefixes, ingress and Session Manager."""
 
 from __future__ import annotations
 
@@ -6,21 +6,8 @@ import json
 
 from pydantic import Field, field_validator, model_validator
 
-from gpucloud.config.fields import BucketName, Cidr, ConfigModel, Prefix, SubnetId
+from gpucloud.config.fields import BucketName, Cidr, ConfigModel, Prefix
 from gpucloud.documents import instance_role_policy
-
-
-class NetworkConfig(ConfigModel):
-    """Where instances run. No subnets listed: the default VPC's subnets."""
-
-    subnet_ids: list[SubnetId] | None = Field(default=None, min_length=1)
-
-    @field_validator("subnet_ids")
-    @classmethod
-    def subnets_are_unique(cls, subnet_ids: list[str] | None) -> list[str] | None:
-        if subnet_ids and len(set(subnet_ids)) != len(subnet_ids):
-            raise ValueError("lists a subnet twice")
-        return subnet_ids
 
 
 class DataConfig(ConfigModel):

@@ -113,3 +113,17 @@ class PulumiAwsLookups:
             _absent(error)
             return False
         return True
+
+    @functools.cache
+    def availability_zones(self) -> list[str]:
+        """The region's zones that are available (not opt-in Local or Wavelength Zones)."""
+        return sorted(aws.get_availability_zones(state="available").names)
+
+    @functools.cache
+    def instance_type_zones(self, name: str) -> set[str]:
+        """The zones that offer the type (DescribeInstanceTypeOfferings, location type availability-zone)."""
+        found = aws.ec2.get_instance_type_offerings(
+            filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=[name])],
+            location_type="availability-zone",
+        )
+        return set(found.locations)

@@ -12,6 +12,7 @@ import datetime
 from dataclasses import dataclass
 
 from gpucloud.config import ConfigError, GroupConfig, StackSettings
+from gpucloud.config.network import WITHOUT_INTERNET
 from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE
 from gpucloud.lookups.facts import DEEP_LEARNING_AMI_PARAMETER, Ami, AwsLookups, InstanceTypeFacts, Subnet
 
@@ -23,11 +24,20 @@ class ResolvedGroup:
     config: GroupConfig
     instance_types: tuple[InstanceTypeFacts, ...]
     subnets: tuple[Subnet, ...]
+    """The listed subnets it uses; empty in a network the stack creates (see `zones`)."""
     ami: Ami
+    zones: tuple[str, ...] = ()
+    """Its availability zones, in order; a single-zone group has one, offering every type it lists."""
 
     @property
     def availability_zone(self) -> str:
-        return self.subnets[0].availability_zone
+        return self.zones[0]
+
+    @property
+    def single_zone(self) -> bool:
+        """Multi-node groups (one placement group) and groups with a persistent volume (an EBS
+        volume lives in one zone) stay in one zone."""
+        return self.config.multi_node or bool(self.config.persistent_volume_gib)
 
 
 @dataclass(frozen=True)
@@ -35,12 +45,15 @@ class ResolvedStack:
     settings: StackSettings
     account_id: str
     partition: str
-    vpc_id: str
+    vpc_id: str | None
+    """The VPC of the listed subnets; None when the stack creates its network."""
     groups: tuple[ResolvedGroup, ...]
     warnings: tuple[tuple[str, str], ...] = ()
     """(key, reason) pairs that do not stop the stack but that a reviewer must see."""
     create_service_linked_role: bool = False
     """The account lacks the Auto Scaling service-linked role and the config asks the stack to create it."""
+    network_zones: tuple[str, ...] = ()
+    """The zones of the network the stack creates (empty with listed subnets)."""
 
 
 class _Problems:
@@ -50,7 +63,9 @@ class _Problems:
         self.warnings: list[tuple[str, str]] = []
 
     def add(self, key: str, reason: str) -> None:
-        self.items.append((f"gpu-cloud:{key}", reason))
+        """One problem per key: the first rule that fails for it says why."""
+        if not any(named == f"gpu-cloud:{key}" for named, _reason in self.items):
+            self.items.append((f"gpu-cloud:{key}", reason))
 
     def warn(self, key: str, reason: str) -> None:
         self.warnings.append((f"gpu-cloud:{key}", reason))
@@ -60,17 +75,10 @@ class _Problems:
             raise ConfigError(f"stack {self.settings.stack!r} ({self.settings.source})", self.items)
 
 
-def _stack_subnets(settings: StackSettings, lookups: AwsLookups, problems: _Problems) -> list[Subnet]:
-    """The listed subnets in the order given (the first decides single-zone groups' zone), or the
-    default VPC's, ordered by zone."""
-    subnet_ids = settings.config.network.subnet_ids
-    if subnet_ids is None:
-        subnets = sorted(lookups.default_subnets(), key=lambda subnet: (subnet.availability_zone, subnet.id))
-        if not subnets:
-            problems.add("network.subnetIds", f"is not set and {settings.region} has no default VPC subnets")
-        return subnets
+def _listed_subnets(settings: StackSettings, lookups: AwsLookups, problems: _Problems) -> list[Subnet]:
+    """The listed subnets in the order given (a single-zone group takes the first whose zone offers its types)."""
     subnets = []
-    for index, subnet_id in enumerate(subnet_ids):
+    for index, subnet_id in enumerate(settings.config.network.subnet_ids or ()):
         subnet = lookups.subnet(subnet_id)
         if subnet is None:
             problems.add(f"network.subnetIds[{index}]", f"{subnet_id} does not exist in {settings.region}")
@@ -99,16 +107,89 @@ def _group_instance_types(
     return facts
 
 
-def _group_subnets(group: GroupConfig, subnets: list[Subnet]) -> tuple[Subnet, ...]:
-    """Multi-node groups and groups with a persistent volume stay in the first subnet's zone."""
-    if not subnets:
-        return ()
-    if group.multi_node:
-        return (subnets[0],)
-    if group.persistent_volume_gib:
-        zone = subnets[0].availability_zone
-        return tuple(subnet for subnet in subnets if subnet.availability_zone == zone)
-    return tuple(subnets)
+def _offered(group: GroupConfig, lookups: AwsLookups) -> dict[str, set[str]]:
+    """Per instance type of the group, the zones that offer it (DescribeInstanceTypeOfferings)."""
+    return {name: lookups.instance_type_zones(name) for name in group.instance_types}
+
+
+def _choose_network_zones(
+    groups: list[tuple[str, GroupConfig, dict[str, set[str]]]], region_zones: list[str], wanted: int,
+    problems: _Problems,
+) -> tuple[str, ...]:
+    """The created network's zones: first, for each single-zone group, a zone offering every type
+    it lists; then zones covering the types not yet offered in a chosen zone; then the zones that
+    offer the most of the groups' types, up to `network.zones` (more only where a single-zone
+    group needs its own)."""
+    def score(zone: str) -> int:
+        return sum(zone in zones for _key, _group, offered in groups for zones in offered.values())
+
+    ranked = sorted(region_zones, key=lambda zone: (-score(zone), zone))
+    chosen: list[str] = []
+    for key, group, offered in groups:
+        for index, (name, zones) in enumerate(offered.items()):
+            if not zones & set(region_zones):
+                problems.add(f"{key}.instanceTypes[{index}]", f"{name} is not offered in any zone of the region "
+                             f"(DescribeInstanceTypeOfferings lists none of {', '.join(region_zones)})")
+        if not (group.multi_node or group.persistent_volume_gib):
+            continue
+        fitting = [zone for zone in ranked if all(zone in zones for zones in offered.values())]
+        if not fitting:
+            if all(zones & set(region_zones) for zones in offered.values()):
+                problems.add(f"{key}.instanceTypes", f"no zone of the region offers all of {', '.join(offered)}, and "
+                             "a multi-node group or one with a persistent volume stays in one zone: list types one "
+                             "zone offers")
+        elif not set(fitting) & set(chosen):
+            chosen.append(fitting[0])
+    uncovered = [zones & set(region_zones) for _key, _group, offered in groups for zones in offered.values()]
+    while len(chosen) < wanted and any(zones and not zones & set(chosen) for zones in uncovered):
+        chosen.append(max((zone for zone in ranked if zone not in chosen),
+                          key=lambda zone: sum(zone in zones for zones in uncovered if not zones & set(chosen))))
+    for zone in ranked:
+        if len(chosen) >= wanted:
+            break
+        if zone not in chosen:
+            chosen.append(zone)
+    return tuple(sorted(chosen, key=ranked.index))
+
+
+def _group_zones(
+    key: str, group: GroupConfig, offered: dict[str, set[str]], zones: list[str], problems: _Problems,
+    subnets: list[Subnet] | None = None,
+) -> tuple[tuple[str, ...], tuple[Subnet, ...]]:
+    """The group's zones (and listed subnets) among the stack's: a single-zone group takes the first
+    zone offering every type it lists; a multi-zone group every zone offering one of its types.
+    A type no zone offers is an error; a type missing from some zones, a warning."""
+    single = group.multi_node or bool(group.persistent_volume_gib)
+    if single:
+        fitting = [zone for zone in zones if all(zone in offered_in for offered_in in offered.values())]
+        if not fitting:
+            lacking = "; ".join(
+                f"{name} is not offered in {', '.join(zone for zone in zones if zone not in offered_in)}"
+                for name, offered_in in offered.items() if not set(zones) <= offered_in
+            )
+            problems.add(f"{key}.instanceTypes", f"no zone of the stack's subnets offers every type ({lacking}), and a "
+                         "multi-node group or one with a persistent volume stays in one zone")
+            return (), ()
+        chosen = fitting[:1]
+    else:
+        chosen = [zone for zone in zones if any(zone in offered_in for offered_in in offered.values())]
+        for index, (name, offered_in) in enumerate(offered.items()):
+            missing = [zone for zone in zones if zone not in offered_in]
+            if len(missing) == len(zones):
+                problems.add(f"{key}.instanceTypes[{index}]", f"{name} is offered in none of the zones "
+                             f"({', '.join(zones)}) of the stack's subnets")
+            elif missing:
+                problems.warn(f"{key}.instanceTypes[{index}]", f"{name} is not offered in {', '.join(missing)}: "
+                              "the group launches it only in its other zones")
+    if subnets is None:
+        return tuple(chosen), ()
+    if single:
+        first = next(subnet for subnet in subnets if subnet.availability_zone == chosen[0])
+        if first.availability_zone != subnets[0].availability_zone:
+            problems.warn(f"{key}", f"stays in {chosen[0]}, the first zone of the listed subnets that offers every "
+                          f"type it lists, not {subnets[0].availability_zone}")
+        return tuple(chosen), tuple(subnet for subnet in subnets if subnet.availability_zone == chosen[0])
+    return tuple(chosen), tuple(subnet for subnet in subnets if subnet.availability_zone in chosen)
 
 
 def _group_ami(group: GroupConfig, key: str, lookups: AwsLookups, problems: _Problems) -> Ami | None:
@@ -153,9 +234,10 @@ def _service_linked_role_missing(settings: StackSettings, lookups: AwsLookups, p
 def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack:
     """Check every rule that needs AWS facts; raise one ConfigError listing every problem."""
     problems = _Problems(settings)
+    network = settings.config.network
     create_service_linked_role = _service_linked_role_missing(settings, lookups, problems)
-    subnets = _stack_subnets(settings, lookups, problems)
-    resolved = []
+    subnets = [] if network.created else _listed_subnets(settings, lookups, problems)
+    checked = []
     for index, group in enumerate(settings.config.groups):
         key = f"groups[{index}]"
         instance_types = _group_instance_types(group, key, lookups, problems)
@@ -168,21 +250,34 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
                         f"{facts.name} does not run {ami.architecture} AMIs such as {ami.id}",
                     )
         if ami and len(instance_types) == len(group.instance_types):
-            resolved.append(
-                ResolvedGroup(
-                    config=group,
-                    instance_types=tuple(instance_types),
-                    subnets=_group_subnets(group, subnets),
-                    ami=ami,
-                )
-            )
+            checked.append((key, group, tuple(instance_types), ami, _offered(group, lookups)))
+    if network.created:
+        network_zones = _choose_network_zones(
+            [(key, group, offered) for key, group, _types, _ami, offered in checked],
+            lookups.availability_zones(), network.zones, problems,
+        )
+        zones = list(network_zones)
+        if network.egress == "endpointsOnly":
+            problems.warn("network.egress", f"endpointsOnly: the nodes reach only S3 and the interface endpoints; {WITHOUT_INTERNET}")
+    else:
+        network_zones = ()
+        zones = list(dict.fromkeys(subnet.availability_zone for subnet in subnets))
+    resolved = []
+    for key, group, instance_types, ami, offered in checked:
+        group_zones, group_subnets = _group_zones(
+            key, group, offered, zones, problems, subnets=None if network.created else subnets
+        )
+        if group_zones:
+            resolved.append(ResolvedGroup(config=group, instance_types=instance_types, subnets=group_subnets,
+                                          ami=ami, zones=group_zones))
     problems.raise_if_any()
     return ResolvedStack(
         settings=settings,
         account_id=lookups.account_id(),
         partition=lookups.partition(),
-        vpc_id=subnets[0].vpc_id,
+        vpc_id=subnets[0].vpc_id if subnets else None,
         groups=tuple(resolved),
         warnings=tuple(problems.warnings),
         create_service_linked_role=create_service_linked_role,
+        network_zones=network_zones,
     )

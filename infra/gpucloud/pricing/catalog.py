@@ -103,6 +103,19 @@ class KmsPrice(_Row):
     date: TakenOn
 
 
+class NetworkPrice(_Row):
+    """What a created network costs by the hour: NAT gateways, the public IPv4 address each holds,
+    and interface endpoints per zone. Per-GB processing is recorded for the note, not estimated."""
+
+    region: str
+    nat_gateway_usd_per_hour: float = Field(gt=0)
+    nat_usd_per_gb: float = Field(ge=0)
+    interface_endpoint_usd_per_az_hour: float = Field(gt=0)
+    public_ipv4_usd_per_hour: float = Field(ge=0)
+    source: Source
+    date: TakenOn
+
+
 class SpotDiscount(_Row):
     """The smallest published spot saving among a family's types in one region, as a fraction of on-demand."""
 
@@ -126,6 +139,7 @@ class Catalog(BaseModel):
     storage: list[StoragePrice] = Field(default_factory=list)
     kms: list[KmsPrice] = Field(default_factory=list)
     spot_discounts: list[SpotDiscount] = Field(default_factory=list)
+    network: list[NetworkPrice] = Field(default_factory=list)
 
     def instance(self, instance_type: str, region: str) -> InstancePrice:
         for row in self.instances:
@@ -147,6 +161,12 @@ class Catalog(BaseModel):
             if row.region == region:
                 return row
         raise PriceNotFound(f"no KMS key price for {region}: the catalog has no row for it")
+
+    def network_prices(self, region: str) -> NetworkPrice:
+        for row in self.network:
+            if row.region == region:
+                return row
+        raise PriceNotFound(f"no NAT gateway or VPC endpoint price for {region}: the catalog has no row for it")
 
     def spot_discount(self, family: str, region: str) -> SpotDiscount | None:
         """The family's spot discount in the region, or None: then spot is priced like on-demand."""

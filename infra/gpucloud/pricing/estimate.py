@@ -320,10 +320,49 @@ def estimate_stack(config: StackConfig, region: str, catalog: Catalog | None = N
                                      unit="key-months", reason=key_missing))
     else:
         lines.append(_key_line(key_resource, key.usd_per_key_month))
+    network_lines, network_unpriced = _network_lines(config, region, catalog)
+    lines.extend(network_lines)
+    unpriced.extend(network_unpriced)
     monthly = ScenarioValues()
     for line in lines:
         monthly = monthly + line.monthly
     return CostEstimate(monthly=monthly, groups=groups, lines=lines, unpriced=unpriced)
+
+
+def _network_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[list[CostLine], list[UnpricedLine]]:
+    """The created network's hourly charges, all month whatever the fleet does: NAT gateways and
+    their public IPv4 addresses, and interface endpoints in every zone. Listed subnets cost nothing here."""
+    network = config.network
+    if not network.created:
+        return [], []
+    nat_gateways = 0 if network.egress == "endpointsOnly" else (network.zones if network.nat_gateways == "perZone" else 1)
+    endpoint_zones = len(network.interface_endpoints) * network.zones
+    wanted = [
+        (f"{config.project}/NAT gateways ({network.nat_gateways})", nat_gateways, "gateway-hours",
+         "nat_gateway_usd_per_hour", "data processed through the NAT is billed per GB on top (not included)"),
+        (f"{config.project}/NAT public IPv4 addresses", nat_gateways, "address-hours", "public_ipv4_usd_per_hour", ""),
+        (f"{config.project}/interface endpoints ({len(network.interface_endpoints)} x {network.zones} zones)",
+         endpoint_zones, "endpoint-AZ-hours", "interface_endpoint_usd_per_az_hour",
+         "data processed through endpoints is billed per GB on top (not included)"),
+    ]
+    prices, missing = _lookup(catalog.network_prices, region)
+    lines, unpriced = [], []
+    for resource, count, unit, field_name, note in wanted:
+        if not count:
+            continue
+        hours = count * HOURS_PER_MONTH
+        quantity = ScenarioValues(min=hours, desired=hours, max=hours)
+        if prices is None:
+            unpriced.append(UnpricedLine(resource=resource, quantity=quantity, unit=unit, reason=missing))
+            continue
+        rate = getattr(prices, field_name)
+        lines.append(CostLine(
+            resource=resource, quantity=quantity, unit=unit,
+            unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
+            monthly=ScenarioValues(min=hours * rate, desired=hours * rate, max=hours * rate),
+            note=note,
+        ))
+    return lines, unpriced
 
 
 def _key_line(resource: str, usd_per_key_month: float) -> CostLine:

@@ -18,8 +18,8 @@ def _quantity(amount: float) -> str:
 
 
 NOT_INCLUDED = (
-    "CloudWatch (dashboard, alarms, custom GPU metrics), AWS Backup snapshots of persistent volumes, "
-    "data transfer, SNS notifications"
+    "CloudWatch (dashboard, alarms, custom GPU metrics, VPC flow log ingestion), AWS Backup snapshots of "
+    "persistent volumes, data transfer and NAT gateway / VPC endpoint data processing (per GB), SNS notifications"
 )
 """What the stack creates or causes that the catalog does not price."""
 

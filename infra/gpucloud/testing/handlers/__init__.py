@@ -1,3 +1,15 @@
 """Resource and invoke handlers, one module per AWS service; importing registers them."""
 
-from gpucloud.testing.handlers import autoscaling, backup, budgets, cloudwatch, ec2, iam, invokes, kms, sns  # noqa: F401
+from gpucloud.testing.handlers import (  # noqa: F401
+    autoscaling,
+    backup,
+    budgets,
+    cloudwatch,
+    ec2,
+    iam,
+    invokes,
+    kms,
+    logs,
+    sns,
+    vpc,
+)

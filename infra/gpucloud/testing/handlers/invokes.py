@@ -150,3 +150,29 @@ def role(account: Account, args: dict[str, Any]) -> dict[str, Any]:
         "assumeRolePolicy": json.dumps(found.get("AssumeRolePolicyDocument", {})),
         "maxSessionDuration": found.get("MaxSessionDuration", 3600),
     }
+
+
+@invoke("aws:index/getAvailabilityZones:getAvailabilityZones")
+def availability_zones(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    filters = [{"Name": "state", "Values": [args["state"]]}] if args.get("state") else []
+    zones = account.client("ec2").describe_availability_zones(Filters=filters + _filters(args))["AvailabilityZones"]
+    return {
+        "id": account.region,
+        "names": [zone["ZoneName"] for zone in zones],
+        "zoneIds": [zone["ZoneId"] for zone in zones],
+        "groupNames": [zone.get("GroupName", account.region) for zone in zones],
+    }
+
+
+@invoke("aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings")
+def instance_type_offerings(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    pages = account.client("ec2").get_paginator("describe_instance_type_offerings").paginate(
+        LocationType=args.get("locationType", "region"), Filters=_filters(args)
+    )
+    offerings = [offering for page in pages for offering in page["InstanceTypeOfferings"]]
+    return {
+        "id": account.region,
+        "instanceTypes": [offering["InstanceType"] for offering in offerings],
+        "locations": [offering["Location"] for offering in offerings],
+        "locationTypes": [offering["LocationType"] for offering in offerings],
+    }

@@ -1,0 +1,111 @@
+"""Where the nodes run: a network the stack creates (the default), or subnets of your own VPC."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from gpucloud.config.fields import ConfigModel, SubnetId
+
+InterfaceEndpoint = Literal[
+    "ssm", "ssmmessages", "ec2messages", "autoscaling", "logs", "monitoring", "sts", "kms", "ec2"
+]
+
+NODE_ENDPOINTS: tuple[InterfaceEndpoint, ...] = ("autoscaling", "logs", "monitoring")
+"""What every node calls besides S3 (which has a free gateway endpoint): its launch hook, its logs, its metrics."""
+SESSION_MANAGER_ENDPOINTS: tuple[InterfaceEndpoint, ...] = ("ssm", "ssmmessages", "ec2messages")
+"""What the SSM agent calls (Systems Manager user guide, "Use VPC endpoints to improve the security
+of EC2 instances", read 2026-11-24)."""
+
+FLOW_LOG_RETENTION_DAYS = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+)
+"""The values CloudWatch Logs PutRetentionPolicy takes for `retentionInDays` (API reference, read 2026-11-24)."""
+
+DEFAULT_CIDR = "10.64.0.0/16"
+WITHOUT_INTERNET = (
+    "package installs (apt, pip, conda), container pulls from public registries and model or dataset "
+    "downloads from the internet (Hugging Face Hub, GitHub) cannot work; keep what the nodes need in S3 "
+    "or in the AMI"
+)
+
+
+class NetworkConfig(ConfigModel):
+    """No `subnetIds`: the stack creates its own VPC (private node subnets, NAT, S3 gateway endpoint,
+    flow logs). With `subnetIds`: those subnets of your VPC, checked for a way out."""
+
+    subnet_ids: list[SubnetId] | None = Field(default=None, min_length=1)
+    cidr: str = DEFAULT_CIDR
+    zones: int = Field(default=2, ge=1, le=6)
+    nat_gateways: Literal["single", "perZone"] = "single"
+    egress: Literal["nat", "endpointsOnly"] = "nat"
+    interface_endpoints: list[InterfaceEndpoint] = Field(default_factory=list)
+    flow_logs_retention_days: int = 30
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def subnets_are_unique(cls, subnet_ids: list[str] | None) -> list[str] | None:
+        if subnet_ids and len(set(subnet_ids)) != len(subnet_ids):
+            raise ValueError("lists a subnet twice")
+        return subnet_ids
+
+    @field_validator("cidr")
+    @classmethod
+    def cidr_fits_the_subnet_plan(cls, cidr: str) -> str:
+        """Node subnets are eighths of the VPC and the NAT subnets sixty-fourths; a VPC is /16 to
+        /28 and a subnet at least /28 (VPC user guide, "VPC CIDR blocks", read 2026-11-24), so the
+        VPC is /16 to /22, in the private ranges of RFC 1918."""
+        try:
+            network = ipaddress.ip_network(cidr, strict=True)
+        except ValueError as error:
+            raise ValueError(f"{cidr!r} is not a CIDR block ({error})") from None
+        if network.version != 4 or not 16 <= network.prefixlen <= 22:
+            raise ValueError(f"{cidr} must be an IPv4 block of /16 to /22 (node subnets are its eighths, NAT subnets its 64ths)")
+        if not any(network.subnet_of(ipaddress.ip_network(block)) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")):
+            raise ValueError(f"{cidr} is not in a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16)")
+        return str(network)
+
+    @field_validator("interface_endpoints")
+    @classmethod
+    def endpoints_are_unique(cls, endpoints: list[str]) -> list[str]:
+        if len(set(endpoints)) != len(endpoints):
+            raise ValueError("lists an endpoint twice")
+        return endpoints
+
+    @field_validator("flow_logs_retention_days")
+    @classmethod
+    def retention_is_one_cloudwatch_takes(cls, days: int) -> int:
+        if days not in FLOW_LOG_RETENTION_DAYS:
+            raise ValueError(f"{days} is not a retention CloudWatch Logs takes ({', '.join(map(str, FLOW_LOG_RETENTION_DAYS))})")
+        return days
+
+    @model_validator(mode="after")
+    def created_network_keys_only_without_subnets(self) -> NetworkConfig:
+        if self.subnet_ids is None:
+            return self
+        given = sorted(
+            key for key, default in (("cidr", DEFAULT_CIDR), ("zones", 2), ("natGateways", "single"), ("egress", "nat"),
+                                     ("interfaceEndpoints", []), ("flowLogsRetentionDays", 30))
+            if getattr(self, _snake(key)) != default
+        )
+        if given:
+            raise ValueError(
+                f"{', '.join(given)} shape the network the stack creates, and subnetIds brings your own: "
+                "drop one or the other"
+            )
+        return self
+
+    @property
+    def created(self) -> bool:
+        return self.subnet_ids is None
+
+    def missing_endpoints(self, session_manager: bool) -> list[str]:
+        """What a node without a NAT gateway cannot reach for lack of an interface endpoint."""
+        needed = NODE_ENDPOINTS + (SESSION_MANAGER_ENDPOINTS if session_manager else ())
+        return [endpoint for endpoint in needed if endpoint not in self.interface_endpoints]
+
+
+def _snake(key: str) -> str:
+    return "".join(f"_{char.lower()}" if char.isupper() else char for char in key)
