@@ -565,6 +565,7 @@ FIELDS: dict[str, Field] = {
     "network": _f("object"),
     "network.subnetIds": _f("list"),
     "network.subnetIds.*": _f("subnet"),
+    "network.zones": _f("int", 1, 6),
     "data": _f("object"),
     "data.bucket": _f("bucket", required=True),
     "data.readPrefixes": _f("list"),

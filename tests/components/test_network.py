@@ -12,12 +12,6 @@ from gpucloud.config import ConfigError
 NODE_ENDPOINTS = ["autoscaling", "logs", "monitoring", "ssm", "ssmmessages", "ec2messages"]
 
 
-def problems(values):
-    with pytest.raises(ConfigError) as error:
-        settings_for(values)
-    return error.value.problems
-
-
 def node_subnets(account):
     return account.client("ec2").describe_subnets(Filters=[{"Name": "tag:gpu-cloud:subnet", "Values": ["nodes"]}])["Subnets"]
 
@@ -27,32 +21,6 @@ def test_subnet_sizes_come_from_the_cidr():
         ["10.64.0.0/19", "10.64.32.0/19", "10.64.64.0/19"], ["10.64.224.0/22", "10.64.228.0/22", "10.64.232.0/22"]
     )
     assert subnet_plan("192.168.8.0/22", 2) == (["192.168.8.0/25", "192.168.8.128/25"], ["192.168.11.128/28", "192.168.11.144/28"])
-
-
-@pytest.mark.parametrize(("cidr", "reason"), [
-    ("10.0.0.0/8", "/16 to /22"), ("10.0.0.0/23", "/16 to /22"), ("8.8.0.0/16", "not in a private range"),
-    ("10.0.0.1/16", "not a CIDR block"),
-])
-def test_cidrs_the_subnet_plan_cannot_use_are_refused(cidr, reason):
-    [(key, why)] = problems(minimal_config(network={"cidr": cidr}))
-    assert key == "gpu-cloud:network.cidr" and reason in why
-
-
-def test_created_network_keys_beside_listed_subnets_are_refused():
-    [(key, why)] = problems(minimal_config(network={"subnetIds": ["subnet-0123456789abcdef0"], "natGateways": "perZone"}))
-    assert key == "gpu-cloud:network" and "natGateways shape the network the stack creates" in why
-
-
-def test_endpoints_only_without_the_endpoints_nodes_call_is_refused_naming_them():
-    [(key, why)] = problems(minimal_config(network={"egress": "endpointsOnly", "interfaceEndpoints": ["logs"]}))
-    assert key == "gpu-cloud:network.interfaceEndpoints"
-    assert why.startswith("lacks autoscaling, monitoring, ssm, ssmmessages, ec2messages, which the nodes call")
-    assert "package installs" in why
-
-
-def test_flow_log_retention_must_be_one_cloudwatch_takes():
-    [(key, why)] = problems(minimal_config(network={"flowLogsRetentionDays": 10}))
-    assert key == "gpu-cloud:network.flowLogsRetentionDays" and "not a retention CloudWatch Logs takes" in why
 
 
 def test_a_nat_gateway_per_zone_gives_each_zone_its_own_way_out(account):

@@ -247,3 +247,17 @@ def test_a_cidr_listed_twice_is_refused_even_when_spelled_differently():
         "gpu-cloud:access.jupyterCidrs",
         "lists 10.0.0.0/8 twice",
     )
+
+
+def test_defaults_are_the_secure_and_cheap_choice():
+    values = minimal_config()
+    del values["account"]
+    config = settings_for(values).config
+    assert config.account.create_service_linked_role is False
+    assert config.access.ssm is True and config.access.ssh_cidrs == [] and config.access.jupyter_cidrs == []
+    network = config.network
+    assert network.created and (network.cidr, network.zones, network.nat_gateways, network.egress) == (
+        "10.64.0.0/16", 2, "single", "nat")
+    assert network.interface_endpoints == [] and network.flow_logs_retention_days == 30
+    assert (config.monitoring.temperature_threshold_c, config.monitoring.idle_minutes, config.monitoring.dashboard) == (85, 60, True)
+    assert config.backup.retention_days == 7

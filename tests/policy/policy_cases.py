@@ -902,6 +902,60 @@ RESOURCE_CASES: list[Case] = [
     ),
     Case("instance-private", "no-public-ip", INSTANCE, instance(), False),
     Case("instance-public", "no-public-ip", INSTANCE, instance(associatePublicIpAddress=True), True, "public IP"),
+    # Edges that sampled mutation testing found unguarded (tests/mutation): each flips a verdict.
+    Case(
+        "instance-from-launch-template-leaves-imds-to-it",
+        "imdsv2-required",
+        INSTANCE,
+        instance(metadataOptions=None, launchTemplate={"id": "lt-0abc", "version": "$Latest"}),
+        False,
+    ),
+    Case("instance-imdsv1-named-as-instance", "imdsv2-required", INSTANCE,
+         instance(metadataOptions={"httpTokens": "optional"}), True, "Instance allows IMDSv1"),
+    Case("launch-template-imdsv1-named-as-template", "imdsv2-required", LAUNCH_TEMPLATE,
+         launch_template(metadataOptions={"httpTokens": "optional"}), True, "Launch template allows IMDSv1"),
+    Case(
+        "spot-share-of-one-percent-without-rebalance",
+        "asg-bounded-and-rebalanced",
+        GROUP,
+        group(launchTemplate=None, mixedInstancesPolicy={
+            "instancesDistribution": {"onDemandBaseCapacity": 0, "onDemandPercentageAboveBaseCapacity": 99},
+            "launchTemplate": {"launchTemplateSpecification": {"launchTemplateId": "lt-0abc", "version": "$Latest"}},
+        }),
+        True,
+        "without capacity rebalancing",
+    ),
+    Case(
+        "launch-template-instance-store-then-unencrypted-ebs",
+        "ebs-encrypted-with-cmk",
+        LAUNCH_TEMPLATE,
+        launch_template(blockDeviceMappings=[
+            {"deviceName": "/dev/sdb", "virtualName": "ephemeral0"},
+            {"deviceName": "/dev/sdc", "ebs": {"volumeSize": 100}},
+        ]),
+        True,
+        "'/dev/sdc'",
+    ),
+    Case("instance-from-launch-template-leaves-root-to-it", "ebs-encrypted-with-cmk", INSTANCE,
+         instance(rootBlockDevice=None, launchTemplate={"id": "lt-0abc", "version": "$Latest"}), False),
+    Case("kms-key-fourteen-day-window-is-enough", "kms-rotation-and-deletion-window", KMS_KEY,
+         {"enableKeyRotation": True, "deletionWindowInDays": 14}, False),
+    Case(
+        "security-group-unknown-source-then-open",
+        "no-world-open-ingress",
+        SECURITY_GROUP,
+        {"ingress": [{"protocol": "tcp", "fromPort": 22, "toPort": 22, "cidrBlocks": ["not-a-cidr", "10.0.0.0/8", "0.0.0.0/0"]}]},
+        True,
+        "0.0.0.0/0",
+    ),
+    Case(
+        "security-group-open-with-host-bits",
+        "no-world-open-ingress",
+        SECURITY_GROUP,
+        {"ingress": [{"protocol": "tcp", "fromPort": 22, "toPort": 22, "cidrBlocks": ["0.0.0.1/0"]}]},
+        True,
+        "0.0.0.1/0",
+    ),
 ]
 
 
@@ -1082,5 +1136,17 @@ STACK_CASES: list[StackCase] = [
         "data-volume-retained",
         [planned(VOLUME, "vision-data", {"size": 500}, protect=False, retainOnDelete=False)],
         {urn(VOLUME, "vision-data")},
+    ),
+    StackCase(
+        "second-gpu-group-without-scale-in-after-a-scheduled-one",
+        "gpu-group-has-scale-in-path",
+        [
+            GPU_TEMPLATE,
+            GPU_GROUP,
+            planned(GROUP, "vision-gpu-asg-2", group(name="vision-gpu-asg-2")),
+            planned(SCHEDULE, "nightly", {"autoscalingGroupName": "vision-gpu-asg", "scheduledActionName": "nightly",
+                                          "desiredCapacity": 0, "minSize": 0, "maxSize": 0, "recurrence": "0 20 * * *"}),
+        ],
+        {urn(GROUP, "vision-gpu-asg-2")},
     ),
 ]

@@ -165,3 +165,22 @@ def test_core_finding_names_the_actions_listed_in_its_detail():
     [mismatch] = [finding for finding in findings if finding.issue == "RESOURCE_MISMATCH"]
     assert mismatch.actions == frozenset({"s3:getobject"})
     assert mismatch.counts
+
+
+def test_findings_of_one_issue_read_as_one_line_with_their_count_and_actions():
+    finding = iam_lint.IamFinding
+    findings = [
+        finding(issue="RESOURCE_STAR", severity="MEDIUM", title="Unnecessary use of Resource *", detail="",
+                actions=frozenset({f"s3:action{index}" for index in range(first, first + 4)}), accepted_reason=None)
+        for first in (0, 4)
+    ] + [finding(issue="MALFORMED", severity="CRITICAL", title="Malformed", detail="bad json", actions=frozenset(),
+                 accepted_reason=None)]
+
+    groups = iam_lint.group_by_issue(findings)
+
+    assert [[item.issue for item in group] for group in groups] == [["RESOURCE_STAR", "RESOURCE_STAR"], ["MALFORMED"]]
+    assert iam_lint.summarize(groups[0]) == (
+        "RESOURCE_STAR (MEDIUM) Unnecessary use of Resource * x2 "
+        "[s3:action0, s3:action1, s3:action2, s3:action3, s3:action4, s3:action5, and 2 more]"
+    )
+    assert iam_lint.summarize(groups[1]) == "MALFORMED (CRITICAL) Malformed: bad json"

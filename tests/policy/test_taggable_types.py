@@ -66,3 +66,24 @@ def test_missing_sdk_is_an_error_not_a_guess(monkeypatch):
 
     with pytest.raises(SdkUnavailableError, match="pulumi_aws is not installed"):
         taggable._registered_classes.__wrapped__()
+
+
+def test_the_sdk_registration_table_maps_tokens_to_their_module_and_class():
+    classes = taggable._registered_classes()
+    assert classes["aws:ec2/instance:Instance"] == ("pulumi_aws.ec2", "Instance")
+    assert classes["aws:lambda/function:Function"] == ("pulumi_aws.lambda_", "Function")
+
+
+@pytest.mark.parametrize(("token", "located"), [
+    ("aws:index:SomethingNew", ("pulumi_aws", "SomethingNew")),
+    ("aws:lambda/somethingNew:SomethingNew", ("pulumi_aws.lambda_", "SomethingNew")),
+    ("aws:only-two", None),
+    ("gcp:compute/instance:Instance", None),
+])
+def test_tokens_missing_from_the_table_follow_the_sdk_naming_scheme(token, located):
+    assert taggable._locate(token) == located
+
+
+@pytest.mark.parametrize("token", ["aws:ec2/nothingLikeThis:NothingLikeThis", "aws:only-two", "random:index/x:X"])
+def test_unknown_types_are_not_taggable_as_false_not_none(token):
+    assert is_taggable(token) is False

@@ -376,3 +376,9 @@ def test_a_region_without_network_prices_lists_the_network_unpriced(stack_config
     estimate = estimate_stack(stack_config(group, region="eu-central-1", network={}), "eu-central-1")
     unpriced = {line.resource: line.reason for line in estimate.unpriced}
     assert "no NAT gateway or VPC endpoint price for eu-central-1" in unpriced["vision/NAT gateways (single)"]
+
+
+def test_notes_name_the_max_type_only_for_several_types_and_the_spot_gap_only_for_spot_groups(stack_config):
+    single = estimate_stack(stack_config({"name": "serve", "instanceTypes": ["g4dn.2xlarge"], "minSize": 1, "maxSize": 2,
+                                          "spotPercent": 0}, region="eu-west-1"), "eu-west-1").groups[0]
+    assert single.notes == ["min and desired priced at g4dn.2xlarge (first listed type)"]
