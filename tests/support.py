@@ -54,3 +54,31 @@ class ExampleStack:
 
 def assert_cents(actual, expected):
     assert round(actual, 2) == round(expected, 2), f"{actual!r} != {expected!r} to the cent"
+
+
+def private_subnets(ec2, cidr: str, zones: str, egress: str = "nat") -> list[str]:
+    """A VPC of your own with a subnet (/24) per zone letter; `egress` decides their way out: `nat`
+    (the VPC's main table routes 0.0.0.0/0 to a NAT gateway in a public subnet), `igw` (straight to
+    an internet gateway: public subnets, useless to nodes without public IPs) or `none`."""
+    vpc = ec2.create_vpc(CidrBlock=cidr)["Vpc"]["VpcId"]
+    prefix = cidr.rsplit(".", 2)[0]
+    subnets = [
+        ec2.create_subnet(VpcId=vpc, CidrBlock=f"{prefix}.{index}.0/24", AvailabilityZone=f"us-east-1{zone}")["Subnet"]["SubnetId"]
+        for index, zone in enumerate(zones)
+    ]
+    [main] = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc]}, {"Name": "association.main", "Values": ["true"]}])["RouteTables"]
+    if egress == "none":
+        return subnets
+    gateway = ec2.create_internet_gateway()["InternetGateway"]["InternetGatewayId"]
+    ec2.attach_internet_gateway(InternetGatewayId=gateway, VpcId=vpc)
+    if egress == "igw":
+        ec2.create_route(RouteTableId=main["RouteTableId"], DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
+        return subnets
+    public = ec2.create_subnet(VpcId=vpc, CidrBlock=f"{prefix}.250.0/24", AvailabilityZone=f"us-east-1{zones[0]}")["Subnet"]["SubnetId"]
+    public_table = ec2.create_route_table(VpcId=vpc)["RouteTable"]["RouteTableId"]
+    ec2.create_route(RouteTableId=public_table, DestinationCidrBlock="0.0.0.0/0", GatewayId=gateway)
+    ec2.associate_route_table(RouteTableId=public_table, SubnetId=public)
+    address = ec2.allocate_address(Domain="vpc")["AllocationId"]
+    nat = ec2.create_nat_gateway(SubnetId=public, AllocationId=address)["NatGateway"]["NatGatewayId"]
+    ec2.create_route(RouteTableId=main["RouteTableId"], DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat)
+    return subnets

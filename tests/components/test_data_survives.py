@@ -10,7 +10,7 @@ import pytest
 
 from gpucloud.plan import plan_program
 from gpucloud.program import build
-from support import deploy, minimal_config, settings_for
+from support import deploy, minimal_config, private_subnets, settings_for
 
 BASE_GROUP = {
     "name": "workbench",
@@ -132,12 +132,7 @@ def test_stacks_without_persistent_volumes_get_no_backup(account):
 
 def subnets_in_zones(zones: str) -> list[str]:
     """Subnets in the plan's moto account (moto is active while the program runs)."""
-    ec2 = boto3.client("ec2", region_name="us-east-1")
-    vpc = ec2.create_vpc(CidrBlock="10.50.0.0/16")["Vpc"]["VpcId"]
-    return [
-        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.50.{index}.0/24", AvailabilityZone=f"us-east-1{zone}")["Subnet"]["SubnetId"]
-        for index, zone in enumerate(zones)
-    ]
+    return private_subnets(boto3.client("ec2", region_name="us-east-1"), "10.50.0.0/16", zones)
 
 
 @pytest.mark.parametrize(

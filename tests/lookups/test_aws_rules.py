@@ -10,7 +10,7 @@ from gpucloud.config import ConfigError
 from gpucloud.plan import PROJECT
 from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER, LookupUnavailable
 from gpucloud.testing import deprecate_image, registry, run_program, run_program_file
-from support import ROOT, deploy, minimal_config, settings_for
+from support import ROOT, deploy, minimal_config, private_subnets, settings_for
 
 
 def group(**changes):
@@ -55,11 +55,8 @@ def test_every_problem_is_reported_at_once(account):
 
 def test_explicit_subnets_are_used(account):
     ec2 = account.client("ec2")
-    vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
-    subnets = [
-        ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.20.{index}.0/24", AvailabilityZone=f"us-east-1{zone}")["Subnet"]["SubnetId"]
-        for index, zone in enumerate("ab")
-    ]
+    subnets = private_subnets(ec2, "10.20.0.0/16", "ab")
+    vpc = ec2.describe_subnets(SubnetIds=subnets)["Subnets"][0]["VpcId"]
     deployment = deploy(settings_for(minimal_config(network={"subnetIds": subnets})), account)
     group_record = account.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"][0]
     assert sorted(group_record["VPCZoneIdentifier"].split(",")) == sorted(subnets)
@@ -67,14 +64,8 @@ def test_explicit_subnets_are_used(account):
     assert security_group.inputs["vpcId"] == vpc
 
 
-def vpc_with_subnets(account, cidr: str, zones: str) -> list[str]:
-    ec2 = account.client("ec2")
-    vpc = ec2.create_vpc(CidrBlock=cidr)["Vpc"]["VpcId"]
-    prefix = cidr.rsplit(".", 2)[0]
-    return [
-        ec2.create_subnet(VpcId=vpc, CidrBlock=f"{prefix}.{index}.0/24", AvailabilityZone=f"us-east-1{zone}")["Subnet"]["SubnetId"]
-        for index, zone in enumerate(zones)
-    ]
+def vpc_with_subnets(account, cidr: str, zones: str, egress: str = "nat") -> list[str]:
+    return private_subnets(account.client("ec2"), cidr, zones, egress)
 
 
 def test_subnets_of_several_vpcs_are_refused(account):
@@ -224,3 +215,35 @@ def test_a_single_zone_group_takes_the_first_listed_zone_offering_its_types_and_
     [volume] = account.client("ec2").describe_volumes(Filters=[{"Name": "tag:gpu-cloud:stack", "Values": ["demo"]}])["Volumes"]
     assert volume["AvailabilityZone"] == "us-east-1b"
     assert any("stays in us-east-1b" in warning for warning in deployment.warnings)
+
+
+def test_public_subnets_whose_only_way_out_is_an_internet_gateway_are_refused(account):
+    [public] = vpc_with_subnets(account, "10.41.0.0/16", "a", egress="igw")
+    refused(account, minimal_config(network={"subnetIds": [public]}), "gpu-cloud:network.subnetIds[0]",
+            f"{public} routes 0.0.0.0/0 only to internet gateway igw-")
+
+
+def test_subnets_without_a_way_out_need_every_endpoint_the_nodes_call(account):
+    [isolated] = vpc_with_subnets(account, "10.42.0.0/16", "a", egress="none")
+    refused(account, minimal_config(network={"subnetIds": [isolated]}), "gpu-cloud:network.subnetIds[0]",
+            "lacks the VPC endpoints for s3, autoscaling, logs, monitoring, ssm, ssmmessages, ec2messages")
+
+
+def test_subnets_without_a_default_route_but_with_every_endpoint_are_accepted(account):
+    ec2 = account.client("ec2")
+    [isolated] = vpc_with_subnets(account, "10.43.0.0/16", "a", egress="none")
+    vpc = ec2.describe_subnets(SubnetIds=[isolated])["Subnets"][0]["VpcId"]
+    for service in ("s3", "autoscaling", "logs", "monitoring"):
+        ec2.create_vpc_endpoint(VpcId=vpc, ServiceName=f"com.amazonaws.us-east-1.{service}",
+                                VpcEndpointType="Gateway" if service == "s3" else "Interface")
+    deploy(settings_for(minimal_config(network={"subnetIds": [isolated]}, access={"ssm": False})), account)
+
+
+def test_a_transit_gateway_default_route_counts_as_a_way_out(account):
+    ec2 = account.client("ec2")
+    [subnet] = vpc_with_subnets(account, "10.44.0.0/16", "a", egress="none")
+    vpc = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"][0]["VpcId"]
+    [main] = ec2.describe_route_tables(Filters=[{"Name": "vpc-id", "Values": [vpc]}, {"Name": "association.main", "Values": ["true"]}])["RouteTables"]
+    gateway = ec2.create_transit_gateway()["TransitGateway"]["TransitGatewayId"]
+    ec2.create_route(RouteTableId=main["RouteTableId"], DestinationCidrBlock="0.0.0.0/0", TransitGatewayId=gateway)
+    deploy(settings_for(minimal_config(network={"subnetIds": [subnet]})), account)

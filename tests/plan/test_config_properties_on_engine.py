@@ -30,7 +30,7 @@ from gpucloud.config import StackConfig, StackSettings
 from gpucloud.plan import plan_program
 from gpucloud.policy.iam_lint import has_medium_or_worse, lint_policy
 from gpucloud.program import build
-from support import settings_for
+from support import private_subnets, settings_for
 
 
 tag_values_with_punctuation = shaped((ALNUM, 1, 1), (TAG_CHARACTERS + " ", 0, 30), ("/=+-@: ", 1, 1))
@@ -117,13 +117,7 @@ def test_valid_config_plans_clean_and_reaches_aws_verbatim(shape, data):
         """Subnets and the AMI must exist in the plan's moto account, so they are made as it runs."""
         ec2 = boto3.client("ec2", region_name="us-east-1")
         if subnet_zones:
-            vpc = ec2.create_vpc(CidrBlock="10.60.0.0/16")["Vpc"]["VpcId"]
-            values["network"] = {
-                "subnetIds": [
-                    ec2.create_subnet(VpcId=vpc, CidrBlock=f"10.60.{index}.0/24", AvailabilityZone=f"us-east-1{zone}")["Subnet"]["SubnetId"]
-                    for index, zone in enumerate(subnet_zones)
-                ]
-            }
+            values["network"] = {"subnetIds": private_subnets(ec2, "10.60.0.0/16", subnet_zones)}
         if explicit_ami:
             ubuntu = [{"Name": "architecture", "Values": ["x86_64"]}, {"Name": "name", "Values": ["*ubuntu*"]}]
             images = ec2.describe_images(Owners=["amazon"], Filters=ubuntu)["Images"]  # not the default image

@@ -42,6 +42,22 @@ class Subnet:
 
 
 @dataclass(frozen=True)
+class Route:
+    """One route of a route table: where it goes, and the target's kind and id."""
+
+    destination: str
+    target_kind: str
+    """internet-gateway, nat-gateway, nat-instance, transit-gateway, firewall-endpoint (a Gateway
+    Load Balancer endpoint), gateway-endpoint (S3 or DynamoDB), peering, local, or other."""
+    target: str
+
+
+EGRESS_TARGETS = ("nat-gateway", "nat-instance", "transit-gateway", "firewall-endpoint")
+"""Default-route targets that give a private node a way out: NAT gateway, NAT instance, transit
+gateway (a central egress VPC) or a firewall endpoint in front of one."""
+
+
+@dataclass(frozen=True)
 class Ami:
     id: str
     root_device_name: str
@@ -69,4 +85,6 @@ class AwsLookups(Protocol):
     def ami(self, ami_id: str) -> Ami | None: ...
     def role_exists(self, name: str) -> bool: ...
     def availability_zones(self) -> list[str]: ...
+    def subnet_routes(self, subnet: Subnet) -> tuple[Route, ...]: ...
+    def has_vpc_endpoint(self, vpc_id: str, service: str) -> bool: ...
     def instance_type_zones(self, name: str) -> set[str]: ...

@@ -7,7 +7,7 @@ import functools
 
 import pulumi_aws as aws
 
-from gpucloud.lookups.facts import Ami, InstanceTypeFacts, LookupUnavailable, Subnet
+from gpucloud.lookups.facts import Ami, InstanceTypeFacts, LookupUnavailable, Route, Subnet
 
 NOT_FOUND_MARKERS = (
     "InvalidInstanceType",
@@ -127,3 +127,49 @@ class PulumiAwsLookups:
             location_type="availability-zone",
         )
         return set(found.locations)
+
+    @functools.cache
+    def subnet_routes(self, subnet: Subnet) -> tuple[Route, ...]:
+        """The routes of the subnet's own route table, else of its VPC's main table (VPC user guide,
+        "Subnet route tables": a subnet without an explicit association uses the main table)."""
+        try:
+            table = aws.ec2.get_route_table(subnet_id=subnet.id)
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            _absent(error)
+            table = aws.ec2.get_route_table(
+                vpc_id=subnet.vpc_id,
+                filters=[aws.ec2.GetRouteTableFilterArgs(name="association.main", values=["true"])],
+            )
+        return tuple(_route(route) for route in table.routes or ())
+
+    @functools.cache
+    def has_vpc_endpoint(self, vpc_id: str, service: str) -> bool:
+        try:
+            aws.ec2.get_vpc_endpoint(vpc_id=vpc_id, service_name=service, state="available")
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            _absent(error)
+            return False
+        return True
+
+
+def _route(route) -> Route:
+    destination = route.cidr_block or route.ipv6_cidr_block or route.destination_prefix_list_id or ""
+    if route.nat_gateway_id:
+        return Route(destination, "nat-gateway", route.nat_gateway_id)
+    if route.transit_gateway_id:
+        return Route(destination, "transit-gateway", route.transit_gateway_id)
+    if route.instance_id or route.network_interface_id:
+        return Route(destination, "nat-instance", route.instance_id or route.network_interface_id)
+    if route.vpc_endpoint_id:
+        kind = "gateway-endpoint" if route.destination_prefix_list_id else "firewall-endpoint"
+        return Route(destination, kind, route.vpc_endpoint_id)
+    gateway = route.gateway_id or ""
+    if gateway.startswith("igw-"):
+        return Route(destination, "internet-gateway", gateway)
+    if gateway.startswith("vpce-"):
+        return Route(destination, "gateway-endpoint", gateway)
+    if gateway == "local":
+        return Route(destination, "local", gateway)
+    if route.vpc_peering_connection_id:
+        return Route(destination, "peering", route.vpc_peering_connection_id)
+    return Route(destination, "other", gateway or route.local_gateway_id or route.carrier_gateway_id or "")

@@ -176,3 +176,65 @@ def instance_type_offerings(account: Account, args: dict[str, Any]) -> dict[str,
         "locations": [offering["Location"] for offering in offerings],
         "locationTypes": [offering["LocationType"] for offering in offerings],
     }
+
+
+@invoke("aws:ec2/getRouteTable:getRouteTable")
+def route_table(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    filters = _filters(args)
+    if args.get("subnetId"):
+        filters.append({"Name": "association.subnet-id", "Values": [args["subnetId"]]})
+    if args.get("vpcId"):
+        filters.append({"Name": "vpc-id", "Values": [args["vpcId"]]})
+    if args.get("routeTableId"):
+        filters.append({"Name": "route-table-id", "Values": [args["routeTableId"]]})
+    tables = account.client("ec2").describe_route_tables(Filters=filters)["RouteTables"]
+    if len(tables) != 1:
+        raise LookupError(f"no matching EC2 Route Table found ({len(tables)} match)")
+    [table] = tables
+    return {
+        "id": table["RouteTableId"],
+        "routeTableId": table["RouteTableId"],
+        "vpcId": table["VpcId"],
+        "routes": [
+            {
+                "cidrBlock": route.get("DestinationCidrBlock", ""),
+                "ipv6CidrBlock": route.get("DestinationIpv6CidrBlock", ""),
+                "destinationPrefixListId": route.get("DestinationPrefixListId", ""),
+                "gatewayId": route.get("GatewayId", ""),
+                "natGatewayId": route.get("NatGatewayId", ""),
+                "transitGatewayId": route.get("TransitGatewayId", ""),
+                "instanceId": route.get("InstanceId", ""),
+                "networkInterfaceId": route.get("NetworkInterfaceId", ""),
+                "vpcEndpointId": route.get("VpcEndpointId", ""),
+                "vpcPeeringConnectionId": route.get("VpcPeeringConnectionId", ""),
+                "localGatewayId": route.get("LocalGatewayId", ""),
+                "carrierGatewayId": route.get("CarrierGatewayId", ""),
+                "egressOnlyGatewayId": route.get("EgressOnlyInternetGatewayId", ""),
+                "coreNetworkArn": route.get("CoreNetworkArn", ""),
+                "odbNetworkArn": "",
+            }
+            for route in table["Routes"]
+        ],
+        "associations": [],
+    }
+
+
+@invoke("aws:ec2/getVpcEndpoint:getVpcEndpoint")
+def vpc_endpoint(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    filters = _filters(args)
+    for key, name in (("vpcId", "vpc-id"), ("serviceName", "service-name"), ("state", "vpc-endpoint-state")):
+        if args.get(key):
+            filters.append({"Name": name, "Values": [args[key]]})
+    endpoints = account.client("ec2").describe_vpc_endpoints(Filters=filters)["VpcEndpoints"]
+    if len(endpoints) != 1:
+        raise LookupError(f"no matching EC2 VPC Endpoint found ({len(endpoints)} match)")
+    [endpoint] = endpoints
+    return {
+        "id": endpoint["VpcEndpointId"],
+        "vpcId": endpoint["VpcId"],
+        "serviceName": endpoint["ServiceName"],
+        "state": endpoint.get("State", ""),
+        "vpcEndpointType": endpoint.get("VpcEndpointType", ""),
+        "routeTableIds": endpoint.get("RouteTableIds", []),
+        "subnetIds": endpoint.get("SubnetIds", []),
+    }
