@@ -86,6 +86,7 @@ def _plan(arguments: argparse.Namespace) -> int:
         from gpucloud.plan.program_source import ProgramError, ProgramFailed
         from gpucloud.plan.view import render
         from gpucloud.policy import PolicyConfigError
+        from gpucloud.testing.facts import FactsError
     except ModuleNotFoundError as error:
         print(f"error: {PLAN_EXTRA_MISSING} ({error})", file=sys.stderr)
         return PLAN_BAD_INPUT
@@ -113,13 +114,14 @@ def _plan(arguments: argparse.Namespace) -> int:
                 record_unknown_types=arguments.record_unknown_types,
             )
         else:
-            settings = load_stack_file(_stack_file(arguments), region=arguments.region)
-            result = planning.plan_stack(settings, policy_config)
+            stack_file = _stack_file(arguments)
+            settings = load_stack_file(stack_file, region=arguments.region)
+            result = planning.plan_stack(settings, policy_config, _account_facts(arguments, stack_file, settings.stack))
     except ProgramFailed as error:
         hint = "" if arguments.debug else " (--debug shows the traceback)"
         _print_error(f"{error}{hint}", error, arguments.debug)
         return PLAN_BAD_INPUT
-    except (ConfigError, PolicyConfigError, ProgramError) as error:
+    except (ConfigError, PolicyConfigError, ProgramError, FactsError) as error:
         _print_error(str(error), error, arguments.debug)
         return PLAN_BAD_INPUT
     except Exception as error:
@@ -139,6 +141,45 @@ def _plan(arguments: argparse.Namespace) -> int:
         console.width = arguments.width or (console.width if console.is_terminal else WIDE_OUTPUT)
         render(result, console)
     return PLAN_VIOLATIONS if result.failed else 0
+
+
+def facts_path(stack_file: Path, stack: str) -> Path:
+    """Where a stack's account facts live: `facts/<stack>.yaml` beside its stack file (outside the
+    `Pulumi.*.yaml` pattern the workflows read as stacks)."""
+    return stack_file.parent / "facts" / f"{stack}.yaml"
+
+
+def _account_facts(arguments: argparse.Namespace, stack_file: Path, stack: str):
+    from gpucloud.testing.facts import load_facts
+
+    if arguments.account_facts:
+        return load_facts(arguments.account_facts)
+    found = facts_path(Path(stack_file), stack)
+    return load_facts(found) if found.exists() else None
+
+
+def account_snapshot(arguments: argparse.Namespace) -> int:
+    """Write a stack's account facts from the real account (read-only calls; needs AWS credentials)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from gpucloud.plan.snapshot import dump_facts, snapshot_account
+
+    stack_file = _stack_file(arguments)
+    try:
+        settings = load_stack_file(stack_file, region=arguments.region)
+        facts = snapshot_account(settings, boto3.Session(region_name=settings.region))
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return PLAN_BAD_INPUT
+    except (BotoCoreError, ClientError) as error:
+        print(f"error: reading the account failed: {error}", file=sys.stderr)
+        return PLAN_FAILED
+    out = Path(arguments.out) if arguments.out else facts_path(stack_file, settings.stack)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dump_facts(facts), encoding="utf-8")
+    print(f"wrote {out}: {len(facts.quotas)} quotas, {len(facts.vpcs)} VPC(s), {len(facts.amis)} AMI(s)")
+    return 0
 
 
 def refresh_prices(arguments: argparse.Namespace) -> int:
@@ -245,6 +286,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="any Pulumi program instead of gpu-cloud's: a .py file, or a folder with a Pulumi.yaml or a __main__.py",
     )
     plan_parser.add_argument(
+        "--account-facts",
+        metavar="FILE",
+        help="account facts (YAML or JSON: quotas, your VPC and subnets, pinned AMIs) seeded into the engine's "
+        "account before the plan; default: facts/<stack>.yaml beside the stack file, if it exists",
+    )
+    plan_parser.add_argument(
         "--config-file", help="with --program: a Pulumi.<stack>.yaml whose config: map the program reads"
     )
     plan_parser.add_argument(
@@ -269,6 +316,20 @@ def build_parser() -> argparse.ArgumentParser:
     plan_parser.add_argument("--json", action="store_true", help="print the plan in `pulumi preview --json` layout")
     plan_parser.add_argument("--width", type=int, default=None, help="terminal width for the tree")
     plan_parser.set_defaults(handler=plan)
+
+    account = commands.add_parser("account", help="the AWS account a stack deploys into")
+    account_commands = account.add_subparsers(dest="account_command", required=True)
+    snapshot = account_commands.add_parser(
+        "snapshot",
+        help="write a stack's account facts (quotas, its VPC, pinned AMIs) from the real account, read-only",
+        epilog=f"exit codes: 0 written, {PLAN_BAD_INPUT} bad stack file, {PLAN_FAILED} an AWS call failed",
+    )
+    which = snapshot.add_mutually_exclusive_group(required=True)
+    which.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
+    which.add_argument("--config", help="any stack config file")
+    snapshot.add_argument("--region", help="override aws:region from the stack file")
+    snapshot.add_argument("--out", help="file to write (default: facts/<stack>.yaml beside the stack file)")
+    snapshot.set_defaults(handler=account_snapshot)
 
     prices = commands.add_parser("prices", help="the price catalog behind the plan's cost estimate")
     prices_commands = prices.add_subparsers(dest="prices_command", required=True)

@@ -39,6 +39,8 @@ def build(settings: StackSettings) -> ProjectEnvironment:
     resolved = resolve_stack(settings, PulumiAwsLookups())
     for key, reason in resolved.warnings:
         pulumi.log.warn(f"{key}: {reason}")
+    for failure in resolved.failures:
+        pulumi.log.error(failure)
     environment = ProjectEnvironment(settings.config.project, ProjectEnvironmentArgs(stack=resolved))
     pulumi.export("kmsKeyArn", environment.kms_key_arn)
     pulumi.export("instanceRoleArn", environment.instance_role_arn)

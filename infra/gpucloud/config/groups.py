@@ -143,3 +143,12 @@ class GroupConfig(ConfigModel):
                         f"maxSize {self.max_size}"
                     )
         return self
+
+
+def purchase_split(capacity: int, on_demand_base: int, spot_percent: int) -> tuple[int, int]:
+    """(on-demand, spot) instance counts for a running capacity, on-demand share rounded up, as
+    Auto Scaling splits a mixed instances group (the cost estimate and the quota check share it)."""
+    base = min(capacity, on_demand_base)
+    above = capacity - base
+    on_demand_above = -(-above * (100 - spot_percent) // 100)
+    return base + on_demand_above, above - on_demand_above

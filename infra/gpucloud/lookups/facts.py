@@ -27,6 +27,7 @@ class InstanceTypeFacts:
     network_cards: int
     instance_store_disks: int
     architectures: tuple[str, ...]
+    vcpus: int = 0
 
     @property
     def efa_interfaces(self) -> int:
@@ -66,6 +67,10 @@ class Ami:
     """When EC2 deprecated (or will deprecate) the image, ISO 8601; empty when it never does."""
 
 
+QUOTA_NOT_KNOWN = "quota value not known"
+"""How the offline engine words a quota it has no account fact for."""
+
+
 class LookupUnavailable(Exception):
     """An AWS lookup failed for a reason other than the thing not existing (credentials,
     throttling, an outage): no rule can be checked, and saying "does not exist" would mislead."""
@@ -87,4 +92,5 @@ class AwsLookups(Protocol):
     def availability_zones(self) -> list[str]: ...
     def subnet_routes(self, subnet: Subnet) -> tuple[Route, ...]: ...
     def has_vpc_endpoint(self, vpc_id: str, service: str) -> bool: ...
+    def ec2_quota(self, code: str) -> float | None: ...
     def instance_type_zones(self, name: str) -> set[str]: ...

@@ -7,7 +7,7 @@ import functools
 
 import pulumi_aws as aws
 
-from gpucloud.lookups.facts import Ami, InstanceTypeFacts, LookupUnavailable, Route, Subnet
+from gpucloud.lookups.facts import QUOTA_NOT_KNOWN, Ami, InstanceTypeFacts, LookupUnavailable, Route, Subnet
 
 NOT_FOUND_MARKERS = (
     "InvalidInstanceType",
@@ -57,6 +57,7 @@ class PulumiAwsLookups:
             network_cards=found.maximum_network_cards or 1,
             instance_store_disks=sum(disk.count for disk in (found.instance_disks or [])),
             architectures=tuple(found.supported_architectures or ()),
+            vcpus=found.default_vcpus or 0,
         )
 
     def default_subnets(self) -> list[Subnet]:
@@ -150,6 +151,18 @@ class PulumiAwsLookups:
             _absent(error)
             return False
         return True
+
+
+    @functools.cache
+    def ec2_quota(self, code: str) -> float | None:
+        """The account's applied value of an EC2 quota in the region (`servicequotas:GetServiceQuota`);
+        None where it cannot be read (offline without account facts), so the plan says it was not checked."""
+        try:
+            return aws.servicequotas.get_service_quota(service_code="ec2", quota_code=code).value
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            if QUOTA_NOT_KNOWN in str(error) or "NoSuchResource" in str(error):
+                return None
+            raise LookupUnavailable(str(error)) from error
 
 
 def _route(route) -> Route:

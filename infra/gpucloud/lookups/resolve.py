@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpucloud.config import ConfigError, GroupConfig, StackSettings
 from gpucloud.config.network import NODE_ENDPOINTS, SESSION_MANAGER_ENDPOINTS, WITHOUT_INTERNET
+from gpucloud.lookups.quotas import increase_command, quota_needs
 from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE
 from gpucloud.lookups.facts import EGRESS_TARGETS, DEEP_LEARNING_AMI_PARAMETER, Ami, AwsLookups, InstanceTypeFacts, Subnet
 
@@ -50,6 +51,8 @@ class ResolvedStack:
     groups: tuple[ResolvedGroup, ...]
     warnings: tuple[tuple[str, str], ...] = ()
     """(key, reason) pairs that do not stop the stack but that a reviewer must see."""
+    failures: tuple[str, ...] = ()
+    """What makes the stack deploy and never run (a vCPU quota below minSize): `pulumi up` must not go on."""
     create_service_linked_role: bool = False
     """The account lacks the Auto Scaling service-linked role and the config asks the stack to create it."""
     network_zones: tuple[str, ...] = ()
@@ -254,6 +257,33 @@ def _service_linked_role_missing(settings: StackSettings, lookups: AwsLookups, p
     return True
 
 
+def _check_quotas(settings: StackSettings, lookups: AwsLookups, groups, problems: _Problems) -> list[str]:
+    """Each EC2 vCPU quota the groups draw on against its applied value: below minSize is a failure,
+    below maxSize a warning, both with the command that asks for more."""
+    failures, unknown = [], []
+    for need in quota_needs(groups):
+        available = lookups.ec2_quota(need.code)
+        if available is None:
+            unknown.append(need.code)
+            continue
+        where = f"groups {', '.join(need.groups)} need"
+        for scenario, vcpus in (("minSize", need.vcpus_at_min), ("maxSize", need.vcpus_at_max)):
+            if vcpus <= available:
+                continue
+            message = (f"EC2 quota {need.name} ({need.code}): {where} {vcpus} vCPUs at {scenario}, the account has "
+                       f"{available:g} in {settings.region}; no instance beyond it ever starts. Ask for more: "
+                       f"{increase_command(need.code, vcpus, settings.region)}")
+            if scenario == "minSize":
+                failures.append(message)
+                break
+            problems.warn("groups", message)
+    if unknown:
+        problems.warn("groups", f"EC2 vCPU quotas were not checked ({', '.join(unknown)}): their values are not "
+                      "known here (offline, give the plan account facts with quotas; online, the deploying role "
+                      "needs servicequotas:GetServiceQuota)")
+    return failures
+
+
 def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack:
     """Check every rule that needs AWS facts; raise one ConfigError listing every problem."""
     problems = _Problems(settings)
@@ -294,6 +324,7 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
             resolved.append(ResolvedGroup(config=group, instance_types=instance_types, subnets=group_subnets,
                                           ami=ami, zones=group_zones))
     problems.raise_if_any()
+    failures = _check_quotas(settings, lookups, [(group.config, group.instance_types) for group in resolved], problems)
     return ResolvedStack(
         settings=settings,
         account_id=lookups.account_id(),
@@ -301,6 +332,7 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
         vpc_id=subnets[0].vpc_id if subnets else None,
         groups=tuple(resolved),
         warnings=tuple(problems.warnings),
+        failures=tuple(failures),
         create_service_linked_role=create_service_linked_role,
         network_zones=network_zones,
     )

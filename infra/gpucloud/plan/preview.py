@@ -20,6 +20,7 @@ from gpucloud.plan.program_source import (
 )
 from gpucloud.policy import PackConfig, PolicyConfig, enforcement_levels
 from gpucloud.testing import Deployment, moto_account, run_program
+from gpucloud.testing.facts import AccountFacts, seed_account
 
 
 def _from_deployment(
@@ -37,6 +38,10 @@ def _from_deployment(
         policy_violations=check_policies(deployment.resources, policy_config),
         policy_levels=enforcement_levels(policy_config),
         findings=[
+            PlanFinding(source="program", severity="failure", rule="program-error", message=error)
+            for error in deployment.errors
+        ]
+        + [
             PlanFinding(source="program", severity="warning", rule="program-warning", message=warning)
             for warning in deployment.warnings
         ]
@@ -47,16 +52,33 @@ def _from_deployment(
     return plan
 
 
-def plan_stack(settings: StackSettings, policy_config: PolicyConfig | PackConfig | None = None) -> Plan:
-    """Run the gpu-cloud program for one stack on a fresh moto account, check the policies, price it."""
+def plan_stack(
+    settings: StackSettings,
+    policy_config: PolicyConfig | PackConfig | None = None,
+    facts: AccountFacts | None = None,
+) -> Plan:
+    """Run the gpu-cloud program for one stack on a fresh moto account (seeded with the account
+    facts, when given), check the policies, price it."""
     from gpucloud.program import build
 
     with moto_account(settings.region) as account:
+        if facts is not None:
+            seed_account(account, facts)
         deployment = run_program(lambda: build(settings), account, project=PROJECT, stack=settings.stack)
         plan = _from_deployment(deployment, settings.region, policy_config)
+    if facts is not None:
+        plan.findings.insert(0, _facts_finding(facts))
     plan.cost_estimate, budget = cost_findings(settings)
     plan.findings.extend(budget)
     return plan
+
+
+def _facts_finding(facts: AccountFacts) -> PlanFinding:
+    stale = facts.age_warning()
+    taken = (f"account facts of {facts.snapshot.account_id} taken {facts.snapshot.taken_on}" if facts.snapshot
+             else "account facts without a snapshot date")
+    return PlanFinding(source="facts", severity="warning" if stale else "info", rule="account-facts",
+                       message=stale or f"planned against {taken}")
 
 
 def plan_program(

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from gpucloud.config import GroupConfig, StackConfig
+from gpucloud.config.groups import purchase_split
 
 from .catalog import (
     HOURS_PER_MONTH,
@@ -158,14 +159,6 @@ def gp3_volume_month(price: StoragePrice, size_gib: float, iops: int = 3000, thr
         + extra_iops * (price.usd_per_iops_month or 0.0)
         + extra_throughput * (price.usd_per_mibps_month or 0.0)
     )
-
-
-def purchase_split(capacity: int, on_demand_base: int, spot_percent: int) -> tuple[int, int]:
-    """(on-demand, spot) instance counts for a running capacity, on-demand share rounded up."""
-    base = min(capacity, on_demand_base)
-    above = capacity - base
-    on_demand_above = -(-above * (100 - spot_percent) // 100)
-    return base + on_demand_above, above - on_demand_above
 
 
 def _lookup(find, *arguments):

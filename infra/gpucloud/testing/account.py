@@ -48,6 +48,8 @@ class Deployment:
     outputs: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     """What the program logged as warnings (`pulumi.log.warn`), which `pulumi preview` shows too."""
+    errors: list[str] = field(default_factory=list)
+    """What the program logged as errors (`pulumi.log.error`): `pulumi preview` and `up` fail on them."""
 
     def client(self, service: str) -> Any:
         return self.account.client(service)
@@ -279,6 +281,7 @@ def run_program(
         resources=list(engine.resources.values()),
         outputs=outputs,
         warnings=program_log.warnings,
+        errors=program_log.errors,
     )
 
 
@@ -289,12 +292,13 @@ class _ProgramLog(logging.Logger):
     def __init__(self) -> None:
         super().__init__("gpucloud.testing.program")
         self.warnings: list[str] = []
+        self.errors: list[str] = []
 
     def warning(self, message: object, *args: Any, **kwargs: Any) -> None:
         self.warnings.append(str(message))
 
     def error(self, message: object, *args: Any, **kwargs: Any) -> None:
-        self.warnings.append(f"error: {message}")
+        self.errors.append(str(message))
 
     def info(self, message: object, *args: Any, **kwargs: Any) -> None:
         logging.getLogger(__name__).debug("program: %s", message)

@@ -53,6 +53,8 @@ class Account:
     session: boto3.Session
     _clients: dict[str, Any] = field(default_factory=dict)
     _account_id: str | None = field(default=None, repr=False)
+    quotas: dict[str, float] = field(default_factory=dict)
+    """EC2 quota code -> applied value, from account facts (moto has no EC2 quotas)."""
     image_deprecations: dict[str, str] = field(default_factory=dict)
     """Image id -> deprecation time (ISO 8601, UTC): moto has no EnableImageDeprecation, so the
     engine keeps them and its image lookups answer as EC2 does (`deprecate_image`)."""

@@ -6,6 +6,7 @@ import datetime
 import json
 from typing import Any
 
+from gpucloud.lookups.facts import QUOTA_NOT_KNOWN
 from gpucloud.testing.registry import Account, invoke
 
 
@@ -237,4 +238,25 @@ def vpc_endpoint(account: Account, args: dict[str, Any]) -> dict[str, Any]:
         "vpcEndpointType": endpoint.get("VpcEndpointType", ""),
         "routeTableIds": endpoint.get("RouteTableIds", []),
         "subnetIds": endpoint.get("SubnetIds", []),
+    }
+
+
+@invoke("aws:servicequotas/getServiceQuota:getServiceQuota")
+def service_quota(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    """moto has no EC2 quotas: the value comes from the account facts the run was given."""
+    code = args.get("quotaCode")
+    if code not in account.quotas:
+        raise LookupError(f"{QUOTA_NOT_KNOWN}: {code} is not among the account facts")
+    return {
+        "id": f"{args['serviceCode']}/{code}",
+        "serviceCode": args["serviceCode"],
+        "quotaCode": code,
+        "value": float(account.quotas[code]),
+        "adjustable": True,
+        "global": False,
+        "quotaName": args.get("quotaName") or code,
+        "serviceName": "Amazon Elastic Compute Cloud (Amazon EC2)",
+        "usageMetrics": [],
+        "arn": f"arn:aws:servicequotas:{account.region}:{account.account_id}:{args['serviceCode']}/{code}",
+        "defaultValue": float(account.quotas[code]),
     }

@@ -1,0 +1,86 @@
+"""EC2 vCPU quotas: what the stack's groups need at minSize and maxSize against the account's values.
+
+New accounts often have 0 vCPUs for P instances: `pulumi up` then succeeds and no instance ever
+starts. The plan sums vCPUs per quota over all groups (the on-demand base and on-demand share on the
+on-demand quota, the spot share on the spot quota) and compares with the applied values.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from gpucloud.config.groups import GroupConfig, purchase_split
+from gpucloud.lookups.facts import InstanceTypeFacts
+
+ON_DEMAND_QUOTAS = {
+    "P": ("L-417A185B", "Running On-Demand P instances"),
+    "G": ("L-DB2E81BA", "Running On-Demand G and VT instances"),
+    "Standard": ("L-1216C47A", "Running On-Demand Standard (A, C, D, H, I, M, R, T, Z) instances"),
+}
+SPOT_QUOTAS = {
+    "P": ("L-7212CCBC", "All P Spot Instance Requests"),
+    "G": ("L-3819A6DF", "All G and VT Spot Instance Requests"),
+    "Standard": ("L-34B43A08", "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests"),
+}
+"""EC2 vCPU quota codes and names as the Service Quotas console lists them (service code `ec2`;
+Amazon EC2 user guide, "On-Demand Instance quotas" and "Spot Instance quotas", read 2026-11-24; the
+codes as used in public tooling that queries them, e.g. search corpus files 58082347583 ("verified
+live 2026-07-27") and 71351104870)."""
+
+
+def quota_family(instance_type: str) -> str | None:
+    """Which vCPU quota a type counts against: P, G (G and VT), Standard, or None for families with
+    quotas of their own (Inf, Trn, DL, F, X, high memory), which the plan does not check."""
+    family = instance_type.split(".", 1)[0]
+    if family.startswith("p"):
+        return "P"
+    if family.startswith(("g", "vt")):
+        return "G"
+    if family[0] in "acdhimrtz" and not family.startswith(("inf", "dl", "trn")):
+        return "Standard"
+    return None
+
+
+@dataclass(frozen=True)
+class QuotaNeed:
+    code: str
+    name: str
+    groups: tuple[str, ...]
+    vcpus_at_min: int
+    vcpus_at_max: int
+
+
+def quota_needs(groups: list[tuple[GroupConfig, tuple[InstanceTypeFacts, ...]]]) -> list[QuotaNeed]:
+    """vCPUs each quota must hold at minSize (at the group's smallest type, so a failure is certain)
+    and at maxSize (at its largest type, as the group may launch it)."""
+    at_min: dict[tuple[str, str], int] = defaultdict(int)
+    at_max: dict[tuple[str, str], int] = defaultdict(int)
+    names: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for group, types in groups:
+        by_family: dict[str, list[int]] = defaultdict(list)
+        for facts in types:
+            family = quota_family(facts.name)
+            if family:
+                by_family[family].append(facts.vcpus)
+        for family, vcpus in by_family.items():
+            for capacity, table, per_instance in ((group.min_size, at_min, min(vcpus)), (group.max_size, at_max, max(vcpus))):
+                on_demand, spot = purchase_split(capacity, group.on_demand_base_capacity, group.spot_percent)
+                for quotas, count in ((ON_DEMAND_QUOTAS, on_demand), (SPOT_QUOTAS, spot)):
+                    key = quotas[family]
+                    table[key] += count * per_instance
+                    if group.name not in names[key]:
+                        names[key].append(group.name)
+    return [
+        QuotaNeed(code=code, name=name, groups=tuple(names[(code, name)]), vcpus_at_min=at_min[(code, name)],
+                  vcpus_at_max=at_max[(code, name)])
+        for code, name in sorted(names)
+        if at_max[(code, name)] or at_min[(code, name)]
+    ]
+
+
+def increase_command(code: str, vcpus: int, region: str) -> str:
+    return (
+        f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} "
+        f"--desired-value {vcpus} --region {region}"
+    )

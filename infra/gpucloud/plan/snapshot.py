@@ -1,0 +1,123 @@
+"""`gpucloud account snapshot`: the account facts of one stack, read from a real account with
+read-only calls, so that offline plans check what a real preview checks. Refresh it like a lock file.
+
+IAM permissions it needs: sts:GetCallerIdentity, servicequotas:GetServiceQuota, iam:GetRole,
+ec2:DescribeSubnets, ec2:DescribeVpcs, ec2:DescribeRouteTables, ec2:DescribeVpcEndpoints and
+ec2:DescribeImages.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import boto3
+import yaml
+from botocore.exceptions import ClientError
+
+from gpucloud.config import StackSettings
+from gpucloud.lookups.quotas import ON_DEMAND_QUOTAS, SPOT_QUOTAS
+from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE
+from gpucloud.testing.facts import AccountFacts
+
+ROUTE_TARGETS = ("GatewayId", "NatGatewayId", "TransitGatewayId", "VpcPeeringConnectionId", "NetworkInterfaceId")
+
+
+def snapshot_account(settings: StackSettings, session: boto3.Session, today: datetime.date | None = None) -> AccountFacts:
+    """What the stack reads from the account: quotas, the Auto Scaling service-linked role, the VPC
+    of its listed subnets (subnets, route tables, endpoints) and its pinned AMIs."""
+    region = settings.region
+    ec2 = session.client("ec2", region_name=region)
+    document: dict[str, Any] = {
+        "snapshot": {
+            "takenOn": (today or datetime.date.today()).isoformat(),
+            "accountId": session.client("sts", region_name=region).get_caller_identity()["Account"],
+            "region": region,
+        },
+        "quotas": _quotas(session.client("service-quotas", region_name=region)),
+        "serviceLinkedRoles": [AUTOSCALING_SERVICE] if _role_exists(session.client("iam"), AUTOSCALING_SERVICE_ROLE) else [],
+        "vpcs": _vpcs(ec2, settings.config.network.subnet_ids or []),
+        "amis": _amis(ec2, sorted({group.ami_id for group in settings.config.groups if group.ami_id})),
+    }
+    return AccountFacts.model_validate(document)
+
+
+def dump_facts(facts: AccountFacts) -> str:
+    header = "# Account facts written by `gpucloud account snapshot`; refresh them like a lock file.\n"
+    return header + yaml.safe_dump(facts.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=False)
+
+
+def _quotas(quotas) -> dict[str, float]:
+    values = {}
+    for code, _name in [*ON_DEMAND_QUOTAS.values(), *SPOT_QUOTAS.values()]:
+        try:
+            values[code] = quotas.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"]
+        except ClientError as error:
+            if error.response["Error"]["Code"] != "NoSuchResourceException":
+                raise
+    return values
+
+
+def _role_exists(iam, name: str) -> bool:
+    try:
+        iam.get_role(RoleName=name)
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "NoSuchEntity":
+            return False
+        raise
+    return True
+
+
+def _vpcs(ec2, subnet_ids: list[str]) -> list[dict[str, Any]]:
+    if not subnet_ids:
+        return []
+    listed = ec2.describe_subnets(SubnetIds=subnet_ids)["Subnets"]
+    vpcs = []
+    for vpc_id in sorted({subnet["VpcId"] for subnet in listed}):
+        [vpc] = ec2.describe_vpcs(VpcIds=[vpc_id])["Vpcs"]
+        in_vpc = [{"Name": "vpc-id", "Values": [vpc_id]}]
+        subnets = ec2.describe_subnets(Filters=in_vpc)["Subnets"]
+        tables = ec2.describe_route_tables(Filters=in_vpc)["RouteTables"]
+        endpoints = ec2.describe_vpc_endpoints(Filters=in_vpc)["VpcEndpoints"]
+        vpcs.append({
+            "id": vpc_id,
+            "cidr": vpc["CidrBlock"],
+            "subnets": [{"id": s["SubnetId"], "zone": s["AvailabilityZone"], "cidr": s["CidrBlock"]}
+                        for s in sorted(subnets, key=lambda s: s["SubnetId"])],
+            "routeTables": [_table(table) for table in tables],
+            "endpoints": [{"id": e["VpcEndpointId"], "service": e["ServiceName"], "type": e["VpcEndpointType"]}
+                          for e in endpoints if e.get("State", "available").lower() == "available"],
+        })
+    return vpcs
+
+
+def _table(table: dict[str, Any]) -> dict[str, Any]:
+    associations = table.get("Associations", [])
+    routes = []
+    for route in table["Routes"]:
+        destination = route.get("DestinationCidrBlock")
+        target = next((route[key] for key in ROUTE_TARGETS if route.get(key)), None)
+        if destination and target:
+            routes.append({"destination": destination, "target": target})
+    return {
+        "id": table["RouteTableId"],
+        "main": any(association.get("Main") for association in associations),
+        "subnets": sorted(a["SubnetId"] for a in associations if a.get("SubnetId")),
+        "routes": routes,
+    }
+
+
+def _amis(ec2, image_ids: list[str]) -> list[dict[str, Any]]:
+    if not image_ids:
+        return []
+    images = ec2.describe_images(ImageIds=image_ids, IncludeDeprecated=True)["Images"]
+    return [
+        {
+            "id": image["ImageId"],
+            "name": image.get("Name", image["ImageId"]),
+            "architecture": image["Architecture"],
+            "rootDeviceName": image["RootDeviceName"],
+            **({"deprecationTime": image["DeprecationTime"]} if image.get("DeprecationTime") else {}),
+        }
+        for image in images
+    ]

@@ -1,0 +1,225 @@
+"""Account facts: what a stack reads from a real account, written down so an offline plan runs the
+same checks a real `pulumi preview` runs.
+
+A facts file (YAML or JSON) lists the EC2 quotas, the VPC and subnets the stack names (zones,
+CIDRs, route tables and their routes, endpoints), pinned AMIs and the service-linked roles.
+`seed_account` creates them in the moto account under their real ids before the program runs;
+what the file leaves out is looked up in moto as usual (and is then reported missing).
+`gpucloud account snapshot` writes the file from a real account, like a lock file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from gpucloud.testing.registry import Account
+
+FACTS_STALE_AFTER_DAYS = 30
+
+
+class _Facts(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True)
+
+
+class SubnetFacts(_Facts):
+    id: str = Field(pattern=r"^subnet-[0-9a-f]{8,17}$")
+    zone: str
+    cidr: str
+
+
+class RouteFacts(_Facts):
+    destination: str
+    target: str = Field(pattern=r"^(local|igw-|nat-|tgw-|vpce-|pcx-|eni-)[0-9a-z]*$")
+    """`local`, or the id of an internet gateway, NAT gateway, transit gateway, VPC endpoint
+    (a firewall's Gateway Load Balancer endpoint), peering connection or network interface (a NAT instance)."""
+
+
+class RouteTableFacts(_Facts):
+    id: str = Field(pattern=r"^rtb-[0-9a-f]{8,17}$")
+    main: bool = False
+    subnets: list[str] = Field(default_factory=list)
+    routes: list[RouteFacts] = Field(default_factory=list)
+
+
+class EndpointFacts(_Facts):
+    id: str = Field(pattern=r"^vpce-[0-9a-f]{8,17}$")
+    service: str
+    type: Literal["Gateway", "Interface", "GatewayLoadBalancer"] = "Interface"
+
+
+class VpcFacts(_Facts):
+    id: str = Field(pattern=r"^vpc-[0-9a-f]{8,17}$")
+    cidr: str
+    subnets: list[SubnetFacts] = Field(default_factory=list)
+    route_tables: list[RouteTableFacts] = Field(default_factory=list)
+    endpoints: list[EndpointFacts] = Field(default_factory=list)
+
+
+class AmiFacts(_Facts):
+    id: str = Field(pattern=r"^ami-[0-9a-f]{8,17}$")
+    name: str
+    architecture: Literal["x86_64", "arm64"] = "x86_64"
+    root_device_name: str = "/dev/sda1"
+    deprecation_time: str | None = None
+
+
+class SnapshotFacts(_Facts):
+    taken_on: datetime.date
+    account_id: str
+    region: str
+
+
+class AccountFacts(_Facts):
+    snapshot: SnapshotFacts | None = None
+    quotas: dict[str, float] = Field(default_factory=dict)
+    """EC2 quota code -> applied value (vCPUs)."""
+    service_linked_roles: list[str] = Field(default_factory=list)
+    """AWS service names whose service-linked role exists (`autoscaling.amazonaws.com`)."""
+    vpcs: list[VpcFacts] = Field(default_factory=list)
+    amis: list[AmiFacts] = Field(default_factory=list)
+
+    def age_warning(self, today: datetime.date | None = None) -> str | None:
+        """Facts older than FACTS_STALE_AFTER_DAYS may no longer be true of the account."""
+        if self.snapshot is None:
+            return None
+        age = ((today or datetime.date.today()) - self.snapshot.taken_on).days
+        if age > FACTS_STALE_AFTER_DAYS:
+            return (f"the account facts were taken {age} days ago ({self.snapshot.taken_on}), more than "
+                    f"{FACTS_STALE_AFTER_DAYS}: refresh them with `gpucloud account snapshot`")
+        return None
+
+
+class FactsError(Exception):
+    """A facts file that cannot be read; the message names the file and the key."""
+
+
+def load_facts(path: str | Path) -> AccountFacts:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        document = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        return AccountFacts.model_validate(document or {})
+    except FileNotFoundError:
+        raise FactsError(f"account facts {path} do not exist") from None
+    except (yaml.YAMLError, json.JSONDecodeError) as error:
+        raise FactsError(f"account facts {path} are not valid YAML/JSON: {error}") from None
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}" for item in error.errors(include_url=False)
+        )
+        raise FactsError(f"account facts {path}: {problems}") from None
+
+
+@contextlib.contextmanager
+def _moto_ids(module_name: str, function: str, value: str) -> Iterator[None]:
+    """moto draws EC2 ids from module-level functions and takes no custom id for them: for one
+    call, the id the facts give is drawn instead, so the program sees the account's real ids."""
+    import importlib
+
+    module = importlib.import_module(f"moto.ec2.models.{module_name}")
+    original = getattr(module, function)
+    setattr(module, function, lambda *args, **kwargs: value)
+    try:
+        yield
+    finally:
+        setattr(module, function, original)
+
+
+def seed_account(account: Account, facts: AccountFacts) -> None:
+    """Create what the facts describe in the moto account, under their ids."""
+    ec2, iam = account.client("ec2"), account.client("iam")
+    account.quotas.update(facts.quotas)
+    for service in facts.service_linked_roles:
+        iam.create_service_linked_role(AWSServiceName=service)
+    for ami in facts.amis:
+        _seed_image(account, ec2, ami)
+        if ami.deprecation_time:
+            account.image_deprecations[ami.id] = ami.deprecation_time
+    for vpc in facts.vpcs:
+        _seed_vpc(ec2, vpc)
+
+
+def _seed_image(account: Account, ec2, ami: AmiFacts) -> None:
+    """moto's RegisterImage keeps no architecture; an image made from an instance of a catalog
+    image of the same architecture does, and its root device name is then set to the fact's."""
+    [source] = ec2.describe_images(
+        Owners=["amazon"], Filters=[{"Name": "architecture", "Values": [ami.architecture]}], MaxResults=5
+    )["Images"][:1] or [None]
+    if source is None:
+        raise FactsError(f"ami {ami.id}: the engine has no {ami.architecture} image to model it on")
+    instance = ec2.run_instances(ImageId=source["ImageId"], MinCount=1, MaxCount=1)["Instances"][0]["InstanceId"]
+    with _moto_ids("amis", "random_ami_id", ami.id):
+        ec2.create_image(InstanceId=instance, Name=ami.name)
+    ec2.terminate_instances(InstanceIds=[instance])
+    from moto.ec2.models import ec2_backends
+
+    ec2_backends[account.account_id][account.region].amis[ami.id].root_device_name = ami.root_device_name
+
+
+def _seed_vpc(ec2, vpc: VpcFacts) -> None:
+    main_id = next((table.id for table in vpc.route_tables if table.main), None)
+    with _moto_ids("vpcs", "random_vpc_id", vpc.id), contextlib.ExitStack() as ids:
+        if main_id:
+            ids.enter_context(_moto_ids("route_tables", "random_route_table_id", main_id))
+        ec2.create_vpc(CidrBlock=vpc.cidr)
+    for subnet in vpc.subnets:
+        with _moto_ids("subnets", "random_subnet_id", subnet.id):
+            ec2.create_subnet(VpcId=vpc.id, CidrBlock=subnet.cidr, AvailabilityZone=subnet.zone)
+    [main] = ec2.describe_route_tables(
+        Filters=[{"Name": "vpc-id", "Values": [vpc.id]}, {"Name": "association.main", "Values": ["true"]}]
+    )["RouteTables"]
+    targets = {route.target for table in vpc.route_tables for route in table.routes}
+    for endpoint in vpc.endpoints:
+        with _moto_ids("vpcs", "random_vpc_ep_id", endpoint.id):
+            ec2.create_vpc_endpoint(VpcId=vpc.id, ServiceName=endpoint.service, VpcEndpointType=endpoint.type)
+    for target in sorted(targets):
+        _seed_target(ec2, vpc, target)
+    for table in vpc.route_tables:
+        table_id = main["RouteTableId"]
+        if not table.main:
+            with _moto_ids("route_tables", "random_route_table_id", table.id):
+                table_id = ec2.create_route_table(VpcId=vpc.id)["RouteTable"]["RouteTableId"]
+            for subnet in table.subnets:
+                ec2.associate_route_table(RouteTableId=table_id, SubnetId=subnet)
+        for route in table.routes:
+            if route.target != "local":
+                ec2.create_route(RouteTableId=table_id, DestinationCidrBlock=route.destination, **_target(route.target))
+
+
+def _seed_target(ec2, vpc: VpcFacts, target: str) -> None:
+    """The gateways routes point at, so that the routes can be created (their own settings are not facts)."""
+    if target.startswith("igw-"):
+        with _moto_ids("internet_gateways", "random_internet_gateway_id", target):
+            ec2.create_internet_gateway()
+        ec2.attach_internet_gateway(InternetGatewayId=target, VpcId=vpc.id)
+    elif target.startswith("nat-") and vpc.subnets:
+        address = ec2.allocate_address(Domain="vpc")["AllocationId"]
+        with _moto_ids("nat_gateways", "random_nat_gateway_id", target):
+            ec2.create_nat_gateway(SubnetId=vpc.subnets[0].id, AllocationId=address)
+    elif target.startswith("eni-") and vpc.subnets:
+        with _moto_ids("elastic_network_interfaces", "random_eni_id", target):
+            ec2.create_network_interface(SubnetId=vpc.subnets[0].id, Description="NAT instance (account fact)")
+    elif target.startswith("tgw-"):
+        with _moto_ids("transit_gateway", "random_transit_gateway_id", target):
+            ec2.create_transit_gateway()
+    elif target.startswith("vpce-") and target not in {endpoint.id for endpoint in vpc.endpoints}:
+        with _moto_ids("vpcs", "random_vpc_ep_id", target):
+            ec2.create_vpc_endpoint(VpcId=vpc.id, ServiceName="com.amazonaws.vpce.firewall", VpcEndpointType="GatewayLoadBalancer")
+
+
+def _target(target: str) -> dict[str, str]:
+    for prefix, key in (("igw-", "GatewayId"), ("nat-", "NatGatewayId"), ("tgw-", "TransitGatewayId"),
+                        ("vpce-", "VpcEndpointId"), ("pcx-", "VpcPeeringConnectionId"),
+                        ("eni-", "NetworkInterfaceId")):
+        if target.startswith(prefix):
+            return {key: target}
+    raise FactsError(f"route target {target} is not one the facts can describe")

@@ -1,0 +1,86 @@
+"""`gpucloud account snapshot` reads an account with read-only calls and writes facts that plan the
+same as the account: against moto, with botocore stubs for the EC2 quotas moto lacks."""
+
+from __future__ import annotations
+
+import datetime
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from moto import mock_aws
+
+from gpucloud.config import parse_stack_config
+from gpucloud.plan import plan_stack
+from gpucloud.plan.snapshot import dump_facts, snapshot_account
+from gpucloud.testing.facts import load_facts
+from support import minimal_config, private_subnets
+
+QUOTA_CODES = ["L-417A185B", "L-DB2E81BA", "L-1216C47A", "L-7212CCBC", "L-3819A6DF", "L-34B43A08"]
+
+
+@pytest.fixture
+def credentials(monkeypatch):
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+
+
+class QuotaStubbedSession:
+    """The session, except that service-quotas answers from botocore stubs (moto has no EC2 quotas)."""
+
+    def __init__(self, session: boto3.Session, values: dict[str, float]):
+        self.session = session
+        self.quotas = session.client("service-quotas", region_name="us-east-1")
+        self.stubber = Stubber(self.quotas)
+        for code in QUOTA_CODES:
+            if code in values:
+                self.stubber.add_response("get_service_quota", {"Quota": {"QuotaCode": code, "Value": values[code]}},
+                                          {"ServiceCode": "ec2", "QuotaCode": code})
+            else:
+                self.stubber.add_client_error("get_service_quota", "NoSuchResourceException",
+                                              expected_params={"ServiceCode": "ec2", "QuotaCode": code})
+        self.stubber.activate()
+
+    def client(self, service, **kwargs):
+        return self.quotas if service == "service-quotas" else self.session.client(service, **kwargs)
+
+
+def test_the_snapshot_of_an_account_plans_like_the_account(credentials, tmp_path):
+    with mock_aws():
+        written, settings, subnets = take_snapshot(boto3.Session(region_name="us-east-1"), tmp_path)
+
+    plan = plan_stack(settings, facts=written)
+    assert not plan.failed
+    [group] = [resource for resource in plan.resources if resource.type == "aws:autoscaling/group:Group"]
+    assert sorted(group.inputs["vpcZoneIdentifiers"]) == sorted(subnets)
+    assert any("(L-3819A6DF): groups workers need 8 vCPUs at maxSize, the account has 0" in finding.message
+               for finding in plan.findings)
+
+
+def take_snapshot(aws_session, tmp_path):
+    ec2 = aws_session.client("ec2")
+    subnets = private_subnets(ec2, "10.70.0.0/16", "ab")
+    public = private_subnets(ec2, "10.71.0.0/16", "a", egress="igw")
+    aws_session.client("iam").create_service_linked_role(AWSServiceName="autoscaling.amazonaws.com")
+    values = minimal_config(network={"subnetIds": subnets})
+    del values["account"]
+    settings = parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")
+    session = QuotaStubbedSession(aws_session, {"L-DB2E81BA": 64.0, "L-3819A6DF": 0.0})
+
+    facts = snapshot_account(settings, session, today=datetime.date(2026, 11, 24))
+
+    session.stubber.assert_no_pending_responses()
+    assert facts.quotas == {"L-DB2E81BA": 64.0, "L-3819A6DF": 0.0}
+    assert facts.service_linked_roles == ["autoscaling.amazonaws.com"]
+    [vpc] = facts.vpcs
+    assert {subnet.id for subnet in vpc.subnets} >= set(subnets)
+    assert public[0] not in {subnet.id for subnet in vpc.subnets}, "only the listed subnets' VPC is read"
+    [main] = [table for table in vpc.route_tables if table.main]
+    assert [route.target[:4] for route in main.routes if route.destination == "0.0.0.0/0"] == ["nat-"]
+    path = tmp_path / "facts" / "demo.yaml"
+    path.parent.mkdir()
+    path.write_text(dump_facts(facts))
+    written = load_facts(path)
+    assert written == facts and written.snapshot.taken_on == datetime.date(2026, 11, 24)
+    return written, settings, subnets
