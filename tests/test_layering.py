@@ -13,7 +13,7 @@ import pytest
 from support import ROOT
 
 PACKAGE = ROOT / "infra" / "gpucloud"
-LATER = ("gpucloud.program", "gpucloud.testing", "gpucloud.plan", "gpucloud.cli")
+LATER = ("gpucloud.program", "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.cli")
 EVERYTHING = (
     "gpucloud.config", "gpucloud.lookups", "gpucloud.components", "gpucloud.documents", "gpucloud.naming",
     "gpucloud.limits",
@@ -35,11 +35,12 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "gpucloud.pricing": ("gpucloud.lookups", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",
                          "gpucloud.backend", "gpucloud.node", *LATER),
     "gpucloud.program": ("gpucloud.policy", "gpucloud.pricing", "gpucloud.backend", "gpucloud.node",
-                         "gpucloud.testing", "gpucloud.plan", "gpucloud.cli"),
+                         "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.cli"),
     "gpucloud.testing": ("gpucloud.config", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",
                          "gpucloud.pricing", "gpucloud.backend", "gpucloud.node", "gpucloud.program",
                          "gpucloud.plan", "gpucloud.cli"),
-    "gpucloud.plan": ("gpucloud.backend", "gpucloud.node", "gpucloud.cli"),
+    "gpucloud.plan": ("gpucloud.backend", "gpucloud.node", "gpucloud.connect", "gpucloud.cli"),
+    "gpucloud.connect": ("gpucloud.components", "gpucloud.testing", "gpucloud.plan", "gpucloud.cli"),
     "gpucloud.backend": tuple(name for name in EVERYTHING if name != "gpucloud.backend"),
     "gpucloud.node": tuple(name for name in EVERYTHING if name != "gpucloud.node"),
 }

@@ -44,3 +44,15 @@ def test_entry_point_refuses_a_bad_config_naming_stack_key_and_reason_before_any
     assert "gpu-cloud:access.jupyterCidrs[0]" in message and "0.0.0.0/0" in message
     assert account.client("kms").list_keys()["Keys"] == []
     assert account.client("iam").list_roles()["Roles"] == []
+
+
+def test_entry_point_stops_before_any_resource_when_a_quota_is_below_min_size(account):
+    account.quotas.update({"L-DB2E81BA": 0, "L-3819A6DF": 0})
+    config = copy.deepcopy(stack_file_config("llm-infer"))
+
+    with pytest.raises(pulumi.RunError) as stopped:
+        run_program_file(PROGRAM, account, project=PROJECT, stack="llm-infer", config=config)
+
+    assert "EC2 quota Running On-Demand G and VT instances (L-DB2E81BA)" in str(stopped.value)
+    assert "request-service-quota-increase" in str(stopped.value)
+    assert account.client("kms").list_keys()["Keys"] == []

@@ -182,6 +182,38 @@ def account_snapshot(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def connect(arguments: argparse.Namespace) -> int:
+    """Forward a local port to a node of the stack through Session Manager (or print the command)."""
+    import subprocess
+
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from gpucloud.connect import PORTS, ConnectError, find_connection
+
+    try:
+        settings = load_stack_file(_stack_file(arguments), region=arguments.region)
+        port = PORTS.get(str(arguments.port), None) or int(arguments.port)
+        session = boto3.Session(region_name=settings.region)
+        connection = find_connection(settings, session.client("autoscaling"), arguments.group, port)
+    except (ConfigError, ConnectError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return PLAN_BAD_INPUT
+    except (BotoCoreError, ClientError) as error:
+        print(f"error: finding a node failed: {error}", file=sys.stderr)
+        return PLAN_FAILED
+    if arguments.print:
+        print(connection.shell())
+        return 0
+    print(f"forwarding localhost:{connection.local_port} to {connection.instance_id}:{connection.remote_port} "
+          f"({connection.group}); Ctrl-C ends it", file=sys.stderr)
+    try:
+        return subprocess.call(connection.command())
+    except FileNotFoundError:
+        print("error: the AWS CLI is not installed; run the command --print gives where it is", file=sys.stderr)
+        return PLAN_FAILED
+
+
 def refresh_prices(arguments: argparse.Namespace) -> int:
     """Rebuild the price catalog from the AWS Price List API (needs AWS credentials)."""
     import boto3
@@ -316,6 +348,20 @@ def build_parser() -> argparse.ArgumentParser:
     plan_parser.add_argument("--json", action="store_true", help="print the plan in `pulumi preview --json` layout")
     plan_parser.add_argument("--width", type=int, default=None, help="terminal width for the tree")
     plan_parser.set_defaults(handler=plan)
+
+    connect_parser = commands.add_parser(
+        "connect",
+        help="forward a local port to a node (Jupyter, TensorBoard, SSH) through Session Manager",
+        epilog=f"exit codes: the session's, {PLAN_BAD_INPUT} nothing to connect to, {PLAN_FAILED} an AWS call failed",
+    )
+    connect_which = connect_parser.add_mutually_exclusive_group(required=True)
+    connect_which.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
+    connect_which.add_argument("--config", help="any stack config file")
+    connect_parser.add_argument("--group", help="the group whose node to reach (default: the stack's only group)")
+    connect_parser.add_argument("--port", default="8888", help="remote port, or jupyter, tensorboard, ssh (default 8888)")
+    connect_parser.add_argument("--region", help="override aws:region from the stack file")
+    connect_parser.add_argument("--print", action="store_true", help="print the aws ssm start-session command instead of running it")
+    connect_parser.set_defaults(handler=connect)
 
     account = commands.add_parser("account", help="the AWS account a stack deploys into")
     account_commands = account.add_subparsers(dest="account_command", required=True)

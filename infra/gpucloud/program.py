@@ -11,7 +11,7 @@ from pulumi.runtime import config as runtime_config
 from gpucloud.config import ConfigError, StackSettings, parse_stack_config, split_namespace
 from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
 from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
-from gpucloud.lookups import LookupUnavailable, resolve_stack
+from gpucloud.lookups import LookupUnavailable, ResolvedStack, resolve_stack
 
 
 def _decode(value: Any) -> Any:
@@ -34,9 +34,13 @@ def settings_from_pulumi_config() -> StackSettings:
     return parse_stack_config(values, stack=stack, source=source, region=region)
 
 
-def build(settings: StackSettings) -> ProjectEnvironment:
-    """Resolve AWS facts (failing before any resource on a bad config), then declare everything."""
-    resolved = resolve_stack(settings, PulumiAwsLookups())
+def build(settings: StackSettings, resolved: ResolvedStack | None = None) -> ProjectEnvironment:
+    """Resolve AWS facts (failing before any resource on a bad config), then declare everything.
+
+    What would deploy and never run (a quota below minSize) is logged as an error, so the offline
+    plan shows the whole plan and fails; `main` stops a real preview or update on it instead,
+    because an error log does not fail a Pulumi update (pulumi/pulumi#6090)."""
+    resolved = resolved or resolve_stack(settings, PulumiAwsLookups())
     for key, reason in resolved.warnings:
         pulumi.log.warn(f"{key}: {reason}")
     for failure in resolved.failures:
@@ -52,7 +56,10 @@ def build(settings: StackSettings) -> ProjectEnvironment:
 def main() -> None:
     try:
         settings = settings_from_pulumi_config()
-        build(settings)
+        resolved = resolve_stack(settings, PulumiAwsLookups())
+        if resolved.failures:
+            raise pulumi.RunError(f"stack {settings.stack!r}: " + "\n".join(resolved.failures))
+        build(settings, resolved)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
     except LookupUnavailable as error:

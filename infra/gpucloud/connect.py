@@ -1,0 +1,75 @@
+"""`gpucloud connect`: reach a node in a private subnet through Session Manager port forwarding.
+
+Nodes have no public IP. `access.jupyterCidrs`, `tensorboardCidrs` and `sshCidrs` help only over a
+network routed into the VPC (VPN, Direct Connect, transit gateway); everyone else forwards a local
+port to the node with `aws ssm start-session` (it needs the AWS CLI and its Session Manager plugin,
+and `ssm:StartSession` on the instance and on the `AWS-StartPortForwardingSession` document).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from dataclasses import dataclass
+
+from gpucloud.config import StackSettings
+from gpucloud.naming import autoscaling_group_name
+
+PORTS = {"jupyter": 8888, "tensorboard": 6006, "ssh": 22}
+SSH_LOCAL_PORT = 2222
+"""Port 22 is forwarded to this local port: the local sshd (or a missing root right) holds 22."""
+
+
+class ConnectError(Exception):
+    """Nothing to connect to, or the stack does not allow it; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class Connection:
+    instance_id: str
+    group: str
+    remote_port: int
+    local_port: int
+    region: str
+
+    def command(self) -> list[str]:
+        parameters = {"portNumber": [str(self.remote_port)], "localPortNumber": [str(self.local_port)]}
+        return [
+            "aws", "ssm", "start-session",
+            "--target", self.instance_id,
+            "--document-name", "AWS-StartPortForwardingSession",
+            "--parameters", json.dumps(parameters, separators=(",", ":")),
+            "--region", self.region,
+        ]
+
+    def shell(self) -> str:
+        return shlex.join(self.command())
+
+
+def find_connection(settings: StackSettings, autoscaling, group: str | None = None, port: int = 8888) -> Connection:
+    """An in-service node of the group (the only group when none is named) and the forwarding to it."""
+    config = settings.config
+    if not config.access.ssm:
+        raise ConnectError(f"stack {settings.stack!r} has access.ssm: false: its nodes run no Session Manager "
+                           "channel; connect over a network routed into the VPC instead")
+    names = [candidate.name for candidate in config.groups]
+    if group is None:
+        if len(names) > 1:
+            raise ConnectError(f"stack {settings.stack!r} has several groups ({', '.join(names)}): pick one with --group")
+        group = names[0]
+    if group not in names:
+        raise ConnectError(f"stack {settings.stack!r} has no group {group!r} (groups: {', '.join(names)})")
+    asg = autoscaling_group_name(settings.name_base, group)
+    found = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg])["AutoScalingGroups"]
+    in_service = sorted(
+        instance["InstanceId"]
+        for record in found
+        for instance in record.get("Instances", [])
+        if instance.get("LifecycleState") == "InService" and instance.get("HealthStatus", "Healthy") == "Healthy"
+    )
+    if not in_service:
+        raise ConnectError(f"group {group} ({asg}) has no node in service: scale it up (its schedule or "
+                           f"`aws autoscaling set-desired-capacity --auto-scaling-group-name {asg} --desired-capacity 1`) "
+                           "and wait for the node to pass its launch hook")
+    local = SSH_LOCAL_PORT if port == 22 else port
+    return Connection(instance_id=in_service[0], group=group, remote_port=port, local_port=local, region=settings.region)

@@ -1,0 +1,80 @@
+"""`gpucloud connect`: finds an in-service node of the group in the account and builds the Session
+Manager port-forwarding command; refuses, saying what to do, when there is nothing to reach."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpucloud.cli import main
+from gpucloud.connect import ConnectError, find_connection
+from support import STACKS, deploy, minimal_config, settings_for
+
+
+def in_service(account, group_name: str, count: int = 1) -> list[str]:
+    """Instances of the group, put in service as Auto Scaling does once the launch hook completes."""
+    autoscaling = account.client("autoscaling")
+    autoscaling.update_auto_scaling_group(AutoScalingGroupName=group_name, MinSize=count, DesiredCapacity=count, MaxSize=max(count, 2))
+    autoscaling.delete_lifecycle_hook(AutoScalingGroupName=group_name, LifecycleHookName=f"{group_name}-launch")
+    autoscaling.set_desired_capacity(AutoScalingGroupName=group_name, DesiredCapacity=count)
+    [group] = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group_name])["AutoScalingGroups"]
+    return sorted(instance["InstanceId"] for instance in group["Instances"] if instance["LifecycleState"] == "InService")
+
+
+def test_the_command_forwards_the_jupyter_port_of_an_in_service_node(account):
+    settings = settings_for(minimal_config())
+    deploy(settings, account)
+    instances = in_service(account, "gpu-cloud-demo-workers")
+    assert instances
+
+    connection = find_connection(settings, account.client("autoscaling"))
+
+    assert connection.instance_id == instances[0]
+    command = connection.command()
+    assert command[:6] == ["aws", "ssm", "start-session", "--target", instances[0], "--document-name"]
+    assert command[6] == "AWS-StartPortForwardingSession"
+    assert json.loads(command[8]) == {"portNumber": ["8888"], "localPortNumber": ["8888"]}
+    assert command[-2:] == ["--region", "us-east-1"]
+
+
+def test_ssh_is_forwarded_to_a_local_port_the_user_may_bind(account):
+    settings = settings_for(minimal_config())
+    deploy(settings, account)
+    in_service(account, "gpu-cloud-demo-workers")
+    connection = find_connection(settings, account.client("autoscaling"), port=22)
+    assert json.loads(connection.command()[8]) == {"portNumber": ["22"], "localPortNumber": ["2222"]}
+
+
+def test_a_group_with_no_node_in_service_says_how_to_get_one(account):
+    settings = settings_for(minimal_config())
+    deploy(settings, account)
+    with pytest.raises(ConnectError, match="has no node in service: scale it up"):
+        find_connection(settings, account.client("autoscaling"))
+
+
+@pytest.mark.parametrize(("values", "group", "reason"), [
+    (minimal_config(access={"ssm": False, "sshCidrs": ["10.0.0.0/8"]}), None, "access.ssm: false"),
+    (minimal_config(groups=[{"name": "a1", "instanceTypes": ["g5.xlarge"], "maxSize": 1},
+                            {"name": "b1", "instanceTypes": ["g5.xlarge"], "maxSize": 1}]), None, "pick one with --group"),
+    (minimal_config(), "nope", "has no group 'nope'"),
+])
+def test_what_cannot_be_connected_is_refused_before_any_aws_call(values, group, reason):
+    class NoCalls:
+        def describe_auto_scaling_groups(self, **kwargs):
+            raise AssertionError("no AWS call expected")
+
+    with pytest.raises(ConnectError, match=reason):
+        find_connection(settings_for(values), NoCalls(), group)
+
+
+def test_the_cli_prints_the_command_for_a_stack_file(account, capsys, monkeypatch):
+    settings = settings_for(minimal_config(), stack="notebooks")
+    monkeypatch.setattr("gpucloud.cli.load_stack_file", lambda *args, **kwargs: settings)
+    deploy(settings, account)
+    [instance] = in_service(account, "gpu-cloud-demo_notebooks-workers")
+    assert main(["connect", "--stack", "notebooks", "--port", "tensorboard", "--print"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"aws ssm start-session --target {instance} --document-name AWS-StartPortForwardingSession")
+    assert '{"portNumber":["6006"],"localPortNumber":["6006"]}' in out
+    assert (STACKS / "Pulumi.notebooks.yaml").exists()
