@@ -300,6 +300,14 @@ def bootstrap_backend(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _add_stack_source(parser: argparse.ArgumentParser) -> None:
+    """--stack NAME or --config FILE, and --region: which stack file a command reads."""
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
+    which.add_argument("--config", help="any stack config file")
+    parser.add_argument("--region", help="override aws:region from the stack file")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpucloud", description="Per-project GPU environments on AWS.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -354,12 +362,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="forward a local port to a node (Jupyter, TensorBoard, SSH) through Session Manager",
         epilog=f"exit codes: the session's, {PLAN_BAD_INPUT} nothing to connect to, {PLAN_FAILED} an AWS call failed",
     )
-    connect_which = connect_parser.add_mutually_exclusive_group(required=True)
-    connect_which.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
-    connect_which.add_argument("--config", help="any stack config file")
+    _add_stack_source(connect_parser)
     connect_parser.add_argument("--group", help="the group whose node to reach (default: the stack's only group)")
     connect_parser.add_argument("--port", default="8888", help="remote port, or jupyter, tensorboard, ssh (default 8888)")
-    connect_parser.add_argument("--region", help="override aws:region from the stack file")
     connect_parser.add_argument("--print", action="store_true", help="print the aws ssm start-session command instead of running it")
     connect_parser.set_defaults(handler=connect)
 
@@ -370,10 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write a stack's account facts (quotas, its VPC, pinned AMIs) from the real account, read-only",
         epilog=f"exit codes: 0 written, {PLAN_BAD_INPUT} bad stack file, {PLAN_FAILED} an AWS call failed",
     )
-    which = snapshot.add_mutually_exclusive_group(required=True)
-    which.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
-    which.add_argument("--config", help="any stack config file")
-    snapshot.add_argument("--region", help="override aws:region from the stack file")
+    _add_stack_source(snapshot)
     snapshot.add_argument("--out", help="file to write (default: facts/<stack>.yaml beside the stack file)")
     snapshot.set_defaults(handler=account_snapshot)
 

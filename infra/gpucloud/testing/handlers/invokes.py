@@ -64,6 +64,18 @@ def _filters(args: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"Name": item["name"], "Values": item["values"]} for item in args.get("filters") or []]
 
 
+def _argument_filters(args: dict[str, Any], **names: str) -> list[dict[str, Any]]:
+    """A singular data source's arguments (`vpcId`) as the EC2 filters they stand for (`vpc-id`)."""
+    return [{"Name": name, "Values": [args[key]]} for key, name in names.items() if args.get(key)]
+
+
+def _single(found: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    """A singular data source matches exactly one thing, or fails in the provider's words."""
+    if len(found) != 1:
+        raise LookupError(f"no matching EC2 {kind} found ({len(found)} match)")
+    return found[0]
+
+
 @invoke("aws:ec2/getVpc:getVpc")
 def vpc(account: Account, args: dict[str, Any]) -> dict[str, Any]:
     filters = _filters(args)
@@ -181,17 +193,10 @@ def instance_type_offerings(account: Account, args: dict[str, Any]) -> dict[str,
 
 @invoke("aws:ec2/getRouteTable:getRouteTable")
 def route_table(account: Account, args: dict[str, Any]) -> dict[str, Any]:
-    filters = _filters(args)
-    if args.get("subnetId"):
-        filters.append({"Name": "association.subnet-id", "Values": [args["subnetId"]]})
-    if args.get("vpcId"):
-        filters.append({"Name": "vpc-id", "Values": [args["vpcId"]]})
-    if args.get("routeTableId"):
-        filters.append({"Name": "route-table-id", "Values": [args["routeTableId"]]})
-    tables = account.client("ec2").describe_route_tables(Filters=filters)["RouteTables"]
-    if len(tables) != 1:
-        raise LookupError(f"no matching EC2 Route Table found ({len(tables)} match)")
-    [table] = tables
+    filters = _filters(args) + _argument_filters(
+        args, subnetId="association.subnet-id", vpcId="vpc-id", routeTableId="route-table-id"
+    )
+    table = _single(account.client("ec2").describe_route_tables(Filters=filters)["RouteTables"], "Route Table")
     return {
         "id": table["RouteTableId"],
         "routeTableId": table["RouteTableId"],
@@ -222,14 +227,10 @@ def route_table(account: Account, args: dict[str, Any]) -> dict[str, Any]:
 
 @invoke("aws:ec2/getVpcEndpoint:getVpcEndpoint")
 def vpc_endpoint(account: Account, args: dict[str, Any]) -> dict[str, Any]:
-    filters = _filters(args)
-    for key, name in (("vpcId", "vpc-id"), ("serviceName", "service-name"), ("state", "vpc-endpoint-state")):
-        if args.get(key):
-            filters.append({"Name": name, "Values": [args[key]]})
-    endpoints = account.client("ec2").describe_vpc_endpoints(Filters=filters)["VpcEndpoints"]
-    if len(endpoints) != 1:
-        raise LookupError(f"no matching EC2 VPC Endpoint found ({len(endpoints)} match)")
-    [endpoint] = endpoints
+    filters = _filters(args) + _argument_filters(
+        args, vpcId="vpc-id", serviceName="service-name", state="vpc-endpoint-state"
+    )
+    endpoint = _single(account.client("ec2").describe_vpc_endpoints(Filters=filters)["VpcEndpoints"], "VPC Endpoint")
     return {
         "id": endpoint["VpcEndpointId"],
         "vpcId": endpoint["VpcId"],
