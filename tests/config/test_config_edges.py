@@ -1,0 +1,103 @@
+"""Edges of the config rules that sampled mutation testing found unguarded (tests/mutation): each
+case sits exactly on a rule's boundary, or checks a default the rules build on."""
+
+from __future__ import annotations
+
+import pytest
+
+from support import minimal_config, settings_for
+from gpucloud.config import ConfigError
+
+CLOUDWATCH_LOGS_RETENTION_DAYS = [
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+]
+"""PutRetentionPolicy `retentionInDays`, CloudWatch Logs API reference (read 2026-11-24), written out
+here apart from the module's own list."""
+
+
+def group(**changes):
+    return {"name": "workers", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 2, **changes}
+
+
+def refused(values) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as error:
+        settings_for(values)
+    return error.value.problems
+
+
+@pytest.mark.parametrize("days", CLOUDWATCH_LOGS_RETENTION_DAYS)
+def test_every_retention_cloudwatch_logs_takes_is_accepted_and_its_neighbours_are_not(days):
+    assert settings_for(minimal_config(network={"flowLogsRetentionDays": days})).config.network.flow_logs_retention_days == days
+    for neighbour in (days - 1, days + 1):
+        if neighbour not in CLOUDWATCH_LOGS_RETENTION_DAYS:
+            [(key, _)] = refused(minimal_config(network={"flowLogsRetentionDays": neighbour}))
+            assert key == "gpu-cloud:network.flowLogsRetentionDays"
+
+
+def test_the_smallest_vpc_the_subnet_plan_takes_is_a_slash_22():
+    assert settings_for(minimal_config(network={"cidr": "10.0.0.0/22"})).config.network.cidr == "10.0.0.0/22"
+
+
+@pytest.mark.parametrize("data", [
+    {"bucket": "demo-data", "readPrefixes": ["datasets/"]},
+    {"bucket": "demo-data", "writePrefixes": ["runs/"]},
+])
+def test_read_or_write_prefixes_alone_grant_access(data):
+    assert settings_for(minimal_config(data=data)).config.data.bucket == "demo-data"
+
+
+def test_a_persistent_volume_group_defaults_to_on_demand_and_others_to_spot():
+    config = settings_for(minimal_config(groups=[group(name="home", maxSize=1, persistentVolumeGiB=100), group()])).config
+    home, workers = config.groups
+    assert (home.spot_percent, home.uses_spot) == (0, False)
+    assert (workers.spot_percent, workers.uses_spot) == (100, True)
+
+
+def test_an_on_demand_base_covering_max_size_uses_no_spot_and_may_equal_it():
+    [workers] = settings_for(minimal_config(groups=[group(onDemandBaseCapacity=2)])).config.groups
+    assert workers.uses_spot is False
+    assert refused(minimal_config(groups=[group(onDemandBaseCapacity=3)]))[0][0] == "gpu-cloud:groups[0]"
+
+
+def test_a_recurrence_of_255_characters_is_the_longest_auto_scaling_takes():
+    def with_recurrence(recurrence):
+        return minimal_config(groups=[group(scaling={"schedules": [
+            {"name": "morning", "recurrence": recurrence, "desiredCapacity": 1}]})])
+
+    longest = "0 8 * * " + ",".join(["1"] * 124)
+    assert len(longest) == 255
+    settings_for(with_recurrence(longest))
+    [(_, reason)] = refused(with_recurrence(longest + "2"))
+    assert "256 characters long" in reason
+
+
+def test_a_name_base_of_40_characters_is_the_longest():
+    project = "p" * 24
+    settings_for(minimal_config(project=project), stack="s" * 15)
+    [(key, _)] = refused_stack(minimal_config(project=project), "s" * 16)
+    assert key == "stack name"
+
+
+def refused_stack(values, stack):
+    with pytest.raises(ConfigError) as error:
+        settings_for(values, stack=stack)
+    return error.value.problems
+
+
+def test_group_and_scaling_defaults():
+    values = minimal_config(groups=[group(scaling={
+        "stepScaling": [{"metricName": "Q", "namespace": "N", "threshold": 1, "scaleOutBy": 1}],
+        "targetTracking": {"metricName": "Q", "namespace": "N", "targetValue": 5},
+        "gpuIdleScaleIn": {"utilizationPercent": 5},
+    }, idleShutdown={})])
+    [workers] = settings_for(values).config.groups
+    assert (workers.root_volume_gib, workers.spot_percent, workers.checkpoint.timeout_seconds) == (100, 100, 90)
+    assert workers.scaling.target_tracking.disable_scale_in is False
+    assert workers.scaling.step_scaling[0].cooldown_seconds == 300
+    assert workers.scaling.gpu_idle_scale_in.minutes == 60 and workers.idle_shutdown.minutes == 60
+
+
+def test_fifty_groups_are_the_most_a_stack_takes():
+    many = [group(name=f"g{index:02d}") for index in range(51)]
+    settings_for(minimal_config(groups=many[:50]))
+    assert refused(minimal_config(groups=many))[0][0] == "gpu-cloud:groups"
