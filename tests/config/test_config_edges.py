@@ -101,3 +101,34 @@ def test_fifty_groups_are_the_most_a_stack_takes():
     many = [group(name=f"g{index:02d}") for index in range(51)]
     settings_for(minimal_config(groups=many[:50]))
     assert refused(minimal_config(groups=many))[0][0] == "gpu-cloud:groups"
+
+
+@pytest.mark.parametrize("bucket", ["my..bucket", "192.168.5.4"])
+def test_bucket_names_s3_refuses_are_refused(bucket):
+    [(key, _)] = refused(minimal_config(data={"bucket": bucket, "readPrefixes": ["datasets/"]}))
+    assert key == "gpu-cloud:data.bucket"
+
+
+def test_prefixes_are_accepted_up_to_exactly_the_role_policy_limit_and_refused_one_character_past_it():
+    """The node role's policy may be 10,240 characters (IAM quotas, inline policies of a role);
+    the config is sized for the longest account, region and project any stack can have."""
+    from gpucloud.config.access import DataConfig, _longest_node_role_policy_size
+
+    writes = [f"{index:02d}" + "w" * 118 + "/" for index in range(16)]
+
+    def data(read_length: int, write_length: int) -> dict:
+        return {"bucket": "demo-data", "readPrefixes": ["r" * read_length + "/"],
+                "writePrefixes": writes + ["x" * write_length + "/"]}
+
+    def size(read_length: int, write_length: int) -> int:
+        values = data(read_length, write_length)
+        return _longest_node_role_policy_size(DataConfig.model_construct(
+            bucket=values["bucket"], read_prefixes=values["readPrefixes"], write_prefixes=values["writePrefixes"]))
+
+    sizes = {(read, write): size(read, write) for read in range(1, 80) for write in range(1, 4)}
+    at_limit = next(key for key, size in sizes.items() if size == 10240)
+    past_limit = next(key for key, size in sizes.items() if size == 10241)
+
+    settings_for(minimal_config(data=data(*at_limit)))
+    [(key, reason)] = refused(minimal_config(data=data(*past_limit)))
+    assert key == "gpu-cloud:data" and "10241 characters, above the 10240 IAM allows a role" in reason

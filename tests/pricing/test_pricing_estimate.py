@@ -376,6 +376,7 @@ def test_a_region_without_network_prices_lists_the_network_unpriced(stack_config
     estimate = estimate_stack(stack_config(group, region="eu-central-1", network={}), "eu-central-1")
     unpriced = {line.resource: line.reason for line in estimate.unpriced}
     assert "no NAT gateway or VPC endpoint price for eu-central-1" in unpriced["vision/NAT gateways (single)"]
+    assert "vision/NAT public IPv4 addresses" in unpriced
 
 
 def test_notes_name_the_max_type_only_for_several_types_and_the_spot_gap_only_for_spot_groups(stack_config):
