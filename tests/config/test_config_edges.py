@@ -132,3 +132,20 @@ def test_prefixes_are_accepted_up_to_exactly_the_role_policy_limit_and_refused_o
     settings_for(minimal_config(data=data(*at_limit)))
     [(key, reason)] = refused(minimal_config(data=data(*past_limit)))
     assert key == "gpu-cloud:data" and "10241 characters, above the 10240 IAM allows a role" in reason
+
+
+def test_the_size_check_holds_for_the_longest_real_stack():
+    """12-digit account, a 40-character name base (project_stack), a KMS key id of 36 characters,
+    Session Manager on: the check must count what such a stack's node role policy really is."""
+    import json
+
+    from gpucloud.config.access import DataConfig, _longest_node_role_policy_size
+    from gpucloud.documents import instance_role_policy
+
+    data = DataConfig.model_validate({"bucket": "demo-data", "readPrefixes": ["datasets/"], "writePrefixes": ["runs/"]})
+    real = instance_role_policy(
+        partition="aws-us-gov", region="ap-southeast-7", account_id="123456789012", project="p" * 24 + "_" + "s" * 15,
+        key_arn="arn:aws-us-gov:kms:ap-southeast-7:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+        bucket="demo-data", read_prefixes=data.read_prefixes, write_prefixes=data.write_prefixes, session_manager=True,
+    )
+    assert _longest_node_role_policy_size(data) == len(json.dumps(real, separators=(",", ":")))

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from gpucloud.config.fields import BucketName, Cidr, ConfigModel, Prefix
 from gpucloud.documents import instance_role_policy
+from gpucloud.naming import NAME_BASE_MAX_LENGTH
 
 
 class DataConfig(ConfigModel):
@@ -41,13 +42,13 @@ IAM_ROLE_POLICY_LIMIT = 10240
 
 def _longest_node_role_policy_size(data: DataConfig) -> int:
     """The node role's policy for these prefixes with the longest partition, region, account,
-    key and project name any stack can have, so the check holds for every stack."""
+    key and name base (project and stack) any stack can have, so the check holds for every stack."""
     region = "ap-southeast-7"
     document = instance_role_policy(
         partition="aws-us-gov",
         region=region,
         account_id="0" * 12,
-        project="p" * 24,
+        project="p" * NAME_BASE_MAX_LENGTH,
         key_arn=f"arn:aws-us-gov:kms:{region}:{'0' * 12}:key/{'0' * 36}",
         bucket=data.bucket,
         read_prefixes=data.read_prefixes,
