@@ -27,10 +27,12 @@ def credentials(monkeypatch):
 
 
 class QuotaStubbedSession:
-    """The session, except that service-quotas answers from botocore stubs (moto has no EC2 quotas)."""
+    """The session (at `endpoint_url`, a moto server, when given), except that service-quotas
+    answers from botocore stubs (moto has no EC2 quotas)."""
 
-    def __init__(self, session: boto3.Session, values: dict[str, float]):
+    def __init__(self, session: boto3.Session, values: dict[str, float], endpoint_url: str | None = None):
         self.session = session
+        self.endpoint_url = endpoint_url
         self.quotas = session.client("service-quotas", region_name="us-east-1")
         self.stubber = Stubber(self.quotas)
         for code in QUOTA_CODES:
@@ -43,7 +45,9 @@ class QuotaStubbedSession:
         self.stubber.activate()
 
     def client(self, service, **kwargs):
-        return self.quotas if service == "service-quotas" else self.session.client(service, **kwargs)
+        if service == "service-quotas":
+            return self.quotas
+        return self.session.client(service, **kwargs, **({"endpoint_url": self.endpoint_url} if self.endpoint_url else {}))
 
 
 def test_the_snapshot_of_an_account_plans_like_the_account(credentials, tmp_path):
@@ -58,15 +62,32 @@ def test_the_snapshot_of_an_account_plans_like_the_account(credentials, tmp_path
                for finding in plan.findings)
 
 
-def take_snapshot(aws_session, tmp_path):
-    ec2 = aws_session.client("ec2")
+def test_the_snapshot_reads_a_moto_server_over_http_like_a_real_endpoint(credentials, tmp_path):
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        written, settings, subnets = take_snapshot(boto3.Session(region_name="us-east-1"), tmp_path,
+                                                   endpoint_url=f"http://{host}:{port}")
+    finally:
+        server.stop()
+    [vpc] = written.vpcs
+    assert set(subnets) <= {subnet.id for subnet in vpc.subnets}
+    assert written.quotas == {"L-DB2E81BA": 64.0, "L-3819A6DF": 0.0}
+
+
+def take_snapshot(aws_session, tmp_path, endpoint_url=None):
+    ec2 = aws_session.client("ec2", **({"endpoint_url": endpoint_url} if endpoint_url else {}))
     subnets = private_subnets(ec2, "10.70.0.0/16", "ab")
     public = private_subnets(ec2, "10.71.0.0/16", "a", egress="igw")
-    aws_session.client("iam").create_service_linked_role(AWSServiceName="autoscaling.amazonaws.com")
+    aws_session.client("iam", **({"endpoint_url": endpoint_url} if endpoint_url else {})).create_service_linked_role(
+        AWSServiceName="autoscaling.amazonaws.com")
     values = minimal_config(network={"subnetIds": subnets})
     del values["account"]
     settings = parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")
-    session = QuotaStubbedSession(aws_session, {"L-DB2E81BA": 64.0, "L-3819A6DF": 0.0})
+    session = QuotaStubbedSession(aws_session, {"L-DB2E81BA": 64.0, "L-3819A6DF": 0.0}, endpoint_url)
 
     facts = snapshot_account(settings, session, today=datetime.date(2026, 11, 24))
 

@@ -23,10 +23,13 @@ SPOT_QUOTAS = {
     "G": ("L-3819A6DF", "All G and VT Spot Instance Requests"),
     "Standard": ("L-34B43A08", "All Standard (A, C, D, H, I, M, R, T, Z) Spot Instance Requests"),
 }
-"""EC2 vCPU quota codes and names as the Service Quotas console lists them (service code `ec2`;
-Amazon EC2 user guide, "On-Demand Instance quotas" and "Spot Instance quotas", read 2026-11-24; the
-codes as used in public tooling that queries them, e.g. search corpus files 58082347583 ("verified
-live 2026-07-27") and 71351104870)."""
+"""EC2 vCPU quota codes and names (service code `ec2`), as read on 2026-11-24: L-1216C47A and its
+name from the AWS CLI user guide's Service Quotas examples (`get-aws-default-service-quota
+--service-code ec2 --quota-code L-1216C47A`, https://docs.aws.amazon.com/cli/latest/userguide/
+cli_service-quotas_code_examples.html); the P, G and VT and spot codes and names from public tools
+that query them in real accounts (search corpus files 58082347583, "verified live 2026-07-27",
+71351104870 and 60649601317), not from an AWS page: check them with
+`aws service-quotas list-service-quotas --service-code ec2` when in doubt."""
 
 
 def quota_family(instance_type: str) -> str | None:
