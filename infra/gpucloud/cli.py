@@ -1,4 +1,9 @@
-"""The `gpucloud` command."""
+"""The `gpucloud` command: plan, connect, account snapshot, prices refresh, backend bootstrap.
+
+One module (past 400 lines) because it is the command's argument parser and, per subcommand, a
+thin handler that loads the stack file, calls one package and turns its errors into exit codes;
+the work itself lives in plan/, connect.py, pricing/ and backend/.
+"""
 
 from __future__ import annotations
 
