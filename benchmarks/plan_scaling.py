@@ -100,6 +100,7 @@ def stack_values(groups: list[dict[str, Any]]) -> dict[str, Any]:
         "owner": "bench-team@example.com",
         "costCenter": "cc-bench",
         "budget": {"monthlyUsd": 5_000_000},
+        "account": {"createServiceLinkedRole": True},
         "data": {"bucket": "bench-data", "readPrefixes": ["datasets/"], "writePrefixes": ["runs/bench/"]},
         "access": {"jupyterCidrs": ["203.0.113.0/24"]},
         "groups": groups,
@@ -142,7 +143,7 @@ def _peak_rss_mib() -> float:
 
 def measure_engine(group_count: int, _calls: Path) -> dict[str, Any]:
     """(a): plan_stack, timed whole, with the share spent applying the program on moto."""
-    from gpucloud import plan as plan_module
+    from gpucloud.plan import preview as plan_module
 
     settings = stack_settings(group_count)
     apply_seconds: list[float] = []
@@ -356,6 +357,16 @@ def _constant_invoke(token: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"id": args["name"], "name": args["name"], "value": "ami-0bench00000000001", "insecureValue": "ami-0bench00000000001", "type": "String", "version": 1}
     if token == "aws:ec2/getAmi:getAmi":
         return {"id": "ami-0bench00000000001", "imageId": "ami-0bench00000000001", "name": "bench-dlami", "architecture": "x86_64", "rootDeviceName": "/dev/sda1"}
+    if token == "aws:iam/getRole:getRole":
+        return {"id": args["name"], "name": args["name"], "arn": f"arn:aws:iam::{FAKE_ACCOUNT}:role/aws-service-role/autoscaling.amazonaws.com/{args['name']}"}
+    if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+        return {"id": REGION, "names": sorted(set(SUBNETS.values())), "zoneIds": ["use1-az1", "use1-az2"]}
+    if token == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
+        zones = sorted(set(SUBNETS.values()))
+        return {"id": REGION, "locations": zones, "instanceTypes": [args["filters"][0]["values"][0]] * len(zones),
+                "locationTypes": ["availability-zone"] * len(zones)}
+    if token == "aws:servicequotas/getServiceQuota:getServiceQuota":
+        return {"id": args["quotaCode"], "quotaCode": args["quotaCode"], "serviceCode": "ec2", "value": 100_000.0}
     raise KeyError(f"the plain mocks have no answer for invoke {token}")
 
 
