@@ -18,8 +18,9 @@ def test_every_folder_of_python_modules_is_a_regular_package():
 def test_package_data_is_declared_for_the_wheel():
     assert (PACKAGE / "py.typed").exists()
     assert (PACKAGE / "data" / "prices.json").exists()
+    assert (PACKAGE / "node" / "xid_catalog.json").exists()
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'gpucloud = ["py.typed", "data/*"]' in pyproject
+    assert 'gpucloud = ["py.typed", "data/*", "node/*.json"]' in pyproject
 
 
 def test_import_gpucloud_loads_nothing_heavy():

@@ -13,6 +13,11 @@ from importlib import resources
 
 AGENT_PACKAGE_INIT = '"""gpu-cloud node agent, written from user data."""\n'
 
+WATCH_MODULES = frozenset({"kernel_log.py"})
+"""Node modules of the watch service, which user data has no room for (EC2's 16 KB): they ship
+with the agent bundle from S3 that replaces the user-data copy."""
+
+
 def agent_sources() -> dict[str, str]:
     """The node agent's modules by path under the agent lib dir, trimmed by shippable_source."""
     return dict(_agent_sources())
@@ -23,7 +28,7 @@ def _agent_sources() -> tuple[tuple[str, str], ...]:
     sources = [("gpucloud/__init__.py", AGENT_PACKAGE_INIT)]
     package = resources.files("gpucloud.node")
     for entry in sorted(package.iterdir(), key=lambda item: item.name):
-        if entry.name.endswith(".py"):
+        if entry.name.endswith(".py") and entry.name not in WATCH_MODULES:
             sources.append(
                 (f"gpucloud/node/{entry.name}", shippable_source(entry.read_text(encoding="utf-8")))
             )
