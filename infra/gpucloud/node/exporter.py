@@ -1,0 +1,100 @@
+"""GPU readings in Prometheus text format, for node_exporter's textfile collector.
+
+Names follow NVIDIA's dcgm-exporter where a reading means the same (its default counters:
+DCGM_FI_DEV_GPU_TEMP in °C, DCGM_FI_DEV_GPU_UTIL in %, DCGM_FI_DEV_FB_USED and _FB_FREE in MiB,
+DCGM_FI_DEV_POWER_USAGE in W, DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, DCGM_FI_DEV_ROW_REMAP_FAILURE, and
+DCGM_FI_DEV_XID_ERRORS, the value of the last Xid), with its `gpu`, `UUID`, `pci_bus_id` and
+`modelName` labels, so dashboards and alerts written for dcgm-exporter read these too. Xid events
+are also a counter, `gpucloud_xid_events_total`, which loses no event between scrapes as the
+last-value gauge does. Only the standard library is used: this runs on the node.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from gpucloud.node.nvidia import QUERY_FIELDS, GpuRecord
+
+WATCH_FIELDS = (*QUERY_FIELDS, "utilization.gpu", "memory.used", "memory.free", "power.draw")
+"""What `watch` asks nvidia-smi each interval: the gate's fields plus utilisation, memory and power."""
+
+GAUGES = (
+    ("DCGM_FI_DEV_GPU_TEMP", "temperature.gpu", "GPU temperature (in C)."),
+    ("DCGM_FI_DEV_GPU_UTIL", "utilization.gpu", "GPU utilization (in %)."),
+    ("DCGM_FI_DEV_FB_USED", "memory.used", "Framebuffer memory used (in MiB)."),
+    ("DCGM_FI_DEV_FB_FREE", "memory.free", "Framebuffer memory free (in MiB)."),
+    ("DCGM_FI_DEV_POWER_USAGE", "power.draw", "Power draw (in W)."),
+    ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "remapped_rows.failure", "Whether remapping of rows has failed."),
+    ("gpucloud_row_remap_pending", "remapped_rows.pending", "Whether rows are waiting to be remapped (a GPU reset applies them)."),
+)
+COUNTERS = (
+    ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "ecc.errors.uncorrected.volatile.total", "Total number of double-bit volatile ECC errors."),
+)
+_YES_NO = {"yes": 1.0, "no": 0.0, "enabled": 1.0, "disabled": 0.0}
+
+
+def bus_key(pci_bus_id: str) -> str:
+    """`00000000:53:00.0` (nvidia-smi) and `0000:53:00` (kernel Xid lines) name the same GPU."""
+    parts = pci_bus_id.lower().split(".")[0].split(":")
+    return ":".join(parts[-2:])
+
+
+def _number(raw: str) -> float | None:
+    text = raw.strip().lower()
+    if text in _YES_NO:
+        return _YES_NO[text]
+    try:
+        return float(text)
+    except ValueError:
+        return None  # [N/A], [Not Supported], [GPU requires reset]: no sample rather than a wrong one
+
+
+def _labels(values: Mapping[str, str]) -> str:
+    escaped = (
+        f'{key}="{value.replace(chr(92), chr(92) * 2).replace(chr(34), chr(92) + chr(34)).replace(chr(10), " ")}"'
+        for key, value in values.items()
+    )
+    return "{" + ",".join(escaped) + "}"
+
+
+def render_textfile(
+    gpus: Sequence[GpuRecord],
+    xid_counts: Mapping[tuple[str, int, str], int],
+    last_xid: Mapping[str, int],
+    node_labels: Mapping[str, str],
+) -> str:
+    """The exposition text: per GPU gauges and counters, then Xid counts by GPU, Xid and kind.
+    `xid_counts` is keyed by (bus key, Xid, kind); `last_xid` by bus key."""
+    by_bus = {bus_key(gpu.value("pci.bus_id")): gpu for gpu in gpus}
+    gpu_labels = {
+        bus: {"gpu": gpu.value("index"), "UUID": gpu.value("uuid"), "pci_bus_id": gpu.value("pci.bus_id"),
+              "modelName": gpu.value("name"), **node_labels}
+        for bus, gpu in by_bus.items()
+    }
+    lines: list[str] = []
+    for kind, table in (("gauge", GAUGES), ("counter", COUNTERS)):
+        for name, field, help_text in table:
+            samples = [(labels, _number(by_bus[bus].value(field))) for bus, labels in gpu_labels.items()]
+            samples = [(labels, value) for labels, value in samples if value is not None]
+            if samples:
+                lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
+                lines += [f"{name}{_labels(labels)} {value:g}" for labels, value in samples]
+    lines += ["# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.", "# TYPE DCGM_FI_DEV_XID_ERRORS gauge"]
+    lines += [f"DCGM_FI_DEV_XID_ERRORS{_labels(labels)} {last_xid.get(bus, 0)}" for bus, labels in gpu_labels.items()]
+    lines += ["# HELP gpucloud_xid_events_total Xid events in the kernel log since the agent started watching.",
+              "# TYPE gpucloud_xid_events_total counter"]
+    for (bus, xid, kind), count in sorted(xid_counts.items()):
+        labels = gpu_labels.get(bus, {"gpu": "", "pci_bus_id": bus, **node_labels})
+        lines.append(f"gpucloud_xid_events_total{_labels({**labels, 'xid': str(xid), 'kind': kind})} {count}")
+    return "\n".join(lines) + "\n"
+
+
+def write_textfile(path: Path, text: str) -> None:
+    """Written beside and renamed over, so the collector never reads half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
