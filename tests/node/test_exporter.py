@@ -36,14 +36,14 @@ def test_the_recorded_h100_reads_under_dcgm_exporters_names_and_labels():
     text = render_textfile(recorded_gpus(), {}, {}, NODE)
     found = samples(text)
 
-    assert found["DCGM_FI_DEV_GPU_TEMP"][0][1] == 47
+    assert found["DCGM_FI_DEV_GPU_TEMP"][0][1] == 41
     assert found["DCGM_FI_DEV_GPU_UTIL"][0][1] == 0
     assert found["DCGM_FI_DEV_FB_FREE"][0][1] == 81079
-    assert found["DCGM_FI_DEV_POWER_USAGE"][0][1] == 80.67
+    assert found["DCGM_FI_DEV_POWER_USAGE"][0][1] == 93.5
     assert found["DCGM_FI_DEV_ROW_REMAP_FAILURE"][0][1] == 0
     assert found["DCGM_FI_DEV_XID_ERRORS"][0][1] == 0
     labels = found["DCGM_FI_DEV_GPU_TEMP"][0][0]
-    for expected in ('gpu="0"', 'UUID="GPU-89aae31d-16ba-4a97-1158-fa1df6d4b6ae"', 'pci_bus_id="00000000:00:06.0"',
+    for expected in ('gpu="0"', 'UUID="GPU-faf61053-8af5-d0a8-85af-f8bcdb2c5fc7"', 'pci_bus_id="00000000:00:06.0"',
                      'modelName="NVIDIA H100 80GB HBM3"', 'instance_type="p5.48xlarge"', 'group="trainers"'):
         assert expected in labels
     assert "# TYPE DCGM_FI_DEV_ECC_DBE_VOL_TOTAL counter" in text

@@ -15,10 +15,12 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from gpucloud.node.faults import THROTTLE_FIELDS
 from gpucloud.node.nvidia import QUERY_FIELDS, GpuRecord
 
-WATCH_FIELDS = (*QUERY_FIELDS, "utilization.gpu", "memory.used", "memory.free", "power.draw")
-"""What `watch` asks nvidia-smi each interval: the gate's fields plus utilisation, memory and power."""
+WATCH_FIELDS = (*QUERY_FIELDS, "utilization.gpu", "memory.used", "memory.free", "power.draw", *THROTTLE_FIELDS)
+"""What `watch` asks nvidia-smi each interval: the gate's fields plus utilisation, memory, power
+and the slowdown reasons."""
 
 GAUGES = (
     ("DCGM_FI_DEV_GPU_TEMP", "temperature.gpu", "GPU temperature (in C)."),
