@@ -13,7 +13,7 @@ from importlib import resources
 
 AGENT_PACKAGE_INIT = '"""gpu-cloud node agent, written from user data."""\n'
 
-WATCH_MODULES = frozenset({"exporter.py", "faults.py", "kernel_log.py", "replace.py"})
+WATCH_MODULES = frozenset({"exporter.py", "faults.py", "kernel_log.py", "replace.py", "watch.py"})
 """Node modules of the watch service, which user data has no room for (EC2's 16 KB): they ship
 with the agent bundle from S3 that replaces the user-data copy."""
 

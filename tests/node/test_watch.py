@@ -1,0 +1,89 @@
+"""The watch loop on recorded H100 readings and a fixture kernel log: healthy intervals export
+readings and act on nothing; an Xid 79 gets the node replaced once; with replacement off it is
+only reported; Xid 13 never replaces."""
+
+from __future__ import annotations
+
+from gpucloud.node.commands import CommandResult
+from gpucloud.node.config import NodeConfig
+from gpucloud.node.watch import WatchSettings, watch
+from node_fakes import GROUP, REGION, aws_client, fixture_text
+
+READINGS = fixture_text("h100-watch/query-watch.csv")
+XID_79 = "Nov 24 10:02:11 ip-10-64-1-20 kernel: [250.3] NVRM: Xid (PCI:0000:00:06): 79, GPU has fallen off the bus.\n"
+XID_13 = "Nov 24 10:02:11 ip-10-64-1-20 kernel: [250.3] NVRM: Xid (PCI:0000:00:06): 13, Graphics SM Warp Exception\n"
+LABELS = {"project": "demo", "group": GROUP, "instance_id": "", "instance_type": "p5.48xlarge"}
+
+
+class Node:
+    """nvidia-smi answering the recorded readings; the kernel log a file the test appends to."""
+
+    def __init__(self, tmp_path):
+        self.kernel_log = tmp_path / "kern.log"
+        self.kernel_log.write_text("boot\n")
+        self.settings = WatchSettings(interval_s=60, kernel_log=self.kernel_log, state_dir=tmp_path / "state",
+                                      textfile=tmp_path / "textfile" / "gpucloud.prom")
+        self.commands: list[tuple[str, ...]] = []
+        self.appended: list[str] = []
+
+    def run(self, argv, timeout_s, env=None):
+        self.commands.append(tuple(argv))
+        if argv[0] == "nvidia-smi":
+            return CommandResult(tuple(argv), 0, stdout=READINGS)
+        return CommandResult(tuple(argv), 0)
+
+    def sleep(self, seconds):
+        if self.appended:
+            with self.kernel_log.open("a") as log:
+                log.write(self.appended.pop(0))
+
+
+def run_watch(node, instance_id, intervals, replace=True, config=None):
+    settings = node.settings if replace else WatchSettings(**{**node.settings.__dict__, "replace": False})
+    return watch(config or NodeConfig(group_name=GROUP, region=REGION, expected_gpu_count=1), settings, instance_id,
+                 REGION, LABELS, node.run, aws_client, sleep=node.sleep, max_intervals=intervals)
+
+
+def health(instance_id):
+    [instance] = aws_client("autoscaling").describe_auto_scaling_instances(InstanceIds=[instance_id])["AutoScalingInstances"]
+    return instance["HealthStatus"].upper()
+
+
+def test_healthy_intervals_export_the_readings_and_act_on_nothing(gpu_group, tmp_path):
+    node = Node(tmp_path)
+    state = run_watch(node, gpu_group.instance_id, intervals=3)
+    assert state.outcome is None and health(gpu_group.instance_id) == "HEALTHY"
+    text = node.settings.textfile.read_text()
+    assert "DCGM_FI_DEV_GPU_TEMP{" in text and "DCGM_FI_DEV_XID_ERRORS{" in text
+    assert sum(1 for argv in node.commands if argv[0] == "nvidia-smi") == 3
+
+
+def test_an_xid_79_gets_the_node_replaced_once(gpu_group, tmp_path):
+    node = Node(tmp_path)
+    node.appended = [XID_79]
+    state = run_watch(node, gpu_group.instance_id, intervals=5)
+    assert state.outcome == "replaced" and health(gpu_group.instance_id) == "UNHEALTHY"
+    assert state.xid_counts == {("00:06", 79, "node-fault"): 1}
+    assert 'gpucloud_xid_events_total{' in node.settings.textfile.read_text()
+
+
+def test_with_replacement_off_a_fault_is_only_reported(gpu_group, tmp_path):
+    node = Node(tmp_path)
+    node.appended = [XID_79]
+    state = run_watch(node, gpu_group.instance_id, intervals=3, replace=False)
+    assert state.outcome == "reported" and health(gpu_group.instance_id) == "HEALTHY"
+
+
+def test_xid_13_alone_never_replaces_the_node(gpu_group, tmp_path):
+    node = Node(tmp_path)
+    node.appended = [XID_13, XID_13]
+    state = run_watch(node, gpu_group.instance_id, intervals=4)
+    assert state.outcome is None and health(gpu_group.instance_id) == "HEALTHY"
+    assert state.xid_counts == {("00:06", 13, "application"): 2}
+
+
+def test_a_gpu_missing_from_the_count_gets_the_node_replaced(gpu_group, tmp_path):
+    node = Node(tmp_path)
+    config = NodeConfig(group_name=GROUP, region=REGION, expected_gpu_count=8)
+    state = run_watch(node, gpu_group.instance_id, intervals=2, config=config)
+    assert state.outcome == "replaced"
