@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpucloud.naming import (
+    NODE_METRICS_NAMESPACE,
     STACK_TAG,
     autoscaling_group_name,
     autoscaling_service_role_arn,
@@ -257,7 +258,13 @@ def node_statements(
             "Effect": "Allow",
             "Action": "cloudwatch:PutMetricData",
             "Resource": "*",
-            "Condition": {"StringEquals": {"cloudwatch:namespace": "CWAgent"}},
+            "Condition": {"StringEquals": {"cloudwatch:namespace": ["CWAgent", NODE_METRICS_NAMESPACE]}},
+        },
+        {
+            "Sid": "ReplacementCountReadsHaveNoResourceLevelPermissions",
+            "Effect": "Allow",
+            "Action": "cloudwatch:GetMetricStatistics",
+            "Resource": "*",
         },
         {
             "Sid": "DescribeCallsHaveNoResourceLevelPermissions",

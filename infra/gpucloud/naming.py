@@ -3,6 +3,10 @@ before the thing exists."""
 
 from __future__ import annotations
 
+NODE_METRICS_NAMESPACE = "gpu-cloud/Node"
+"""Where the node agent counts node faults, replacements and held replacements (its copy of the
+name is gpucloud.node.replace.NAMESPACE: the agent imports nothing from the package)."""
+
 STACK_TAG = "gpu-cloud:stack"
 """Carries a stack's name base on everything it creates: what a node may touch is scoped by it,
 while the `Project` tag stays the project's, for budgets and cost reports."""

@@ -114,20 +114,20 @@ def test_prefixes_are_accepted_up_to_exactly_the_role_policy_limit_and_refused_o
     the config is sized for the longest account, region and project any stack can have."""
     from gpucloud.config.access import DataConfig, _longest_node_role_policy_size
 
-    writes = [f"{index:02d}" + "w" * 118 + "/" for index in range(16)]
-
-    def data(read_length: int, write_length: int) -> dict:
+    def data(count: int, read_length: int, write_length: int) -> dict:
+        writes = [f"{index:02d}" + "w" * 118 + "/" for index in range(count)]
         return {"bucket": "demo-data", "readPrefixes": ["r" * read_length + "/"],
                 "writePrefixes": writes + ["x" * write_length + "/"]}
 
-    def size(read_length: int, write_length: int) -> int:
-        values = data(read_length, write_length)
+    def size(count: int, read_length: int, write_length: int) -> int:
+        values = data(count, read_length, write_length)
         return _longest_node_role_policy_size(DataConfig.model_construct(
             bucket=values["bucket"], read_prefixes=values["readPrefixes"], write_prefixes=values["writePrefixes"]))
 
-    sizes = {(read, write): size(read, write) for read in range(1, 80) for write in range(1, 4)}
-    at_limit = next(key for key, size in sizes.items() if size == 10240)
-    past_limit = next(key for key, size in sizes.items() if size == 10241)
+    count = max(count for count in range(1, 30) if size(count, 1, 1) < 10240 - 200)
+    sizes = {(count, read, write): size(count, read, write) for read in range(1, 199) for write in range(1, 4)}
+    at_limit = next(key for key, value in sizes.items() if value == 10240)
+    past_limit = next(key for key, value in sizes.items() if value == 10241)
 
     settings_for(minimal_config(data=data(*at_limit)))
     [(key, reason)] = refused(minimal_config(data=data(*past_limit)))

@@ -11,6 +11,7 @@ import pulumi_aws as aws
 
 from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE, GPU_UTILIZATION_METRIC
 from gpucloud.documents import alerts_topic_policy
+from gpucloud.naming import NODE_METRICS_NAMESPACE
 
 GPU_TEMPERATURE_METRIC = "nvidia_smi_temperature_gpu"
 GPU_MEMORY_USED_METRIC = "nvidia_smi_memory_used"
@@ -110,6 +111,28 @@ class GpuMonitoring(pulumi.ComponentResource):
         self.alarms: list[aws.cloudwatch.MetricAlarm] = []
         self.idle_alarm_arns = {}
         for group in args.group_names:
+            for metric, what in (
+                ("NodeFaults", "a node reported a GPU fault (Xid, missing GPU, failed row remap) and asked to be replaced"),
+                ("ReplacementsHeld", "the replacement breaker is open: a faulty node stays in service, marked only"),
+            ):
+                self.alarms.append(
+                    aws.cloudwatch.MetricAlarm(
+                        f"{name}-{group}-{metric.lower()}",
+                        alarm_description=f"{group}: {what}",
+                        namespace=NODE_METRICS_NAMESPACE,
+                        metric_name=metric,
+                        dimensions=_by_group(group),
+                        statistic="Sum",
+                        period=300,
+                        evaluation_periods=1,
+                        threshold=1,
+                        comparison_operator="GreaterThanOrEqualToThreshold",
+                        treat_missing_data="notBreaching",
+                        alarm_actions=notify,
+                        tags=dict(args.tags),
+                        opts=child,
+                    )
+                )
             self.alarms.append(
                 aws.cloudwatch.MetricAlarm(
                     f"{name}-{group}-gpu-hot",

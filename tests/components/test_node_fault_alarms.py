@@ -1,0 +1,37 @@
+"""What the stack gives the node agent's fault handling: alarms to the project's topic on node
+faults and on the open breaker, per group; and a node role that may count them only in its namespaces."""
+
+from __future__ import annotations
+
+import json
+
+from support import deploy, minimal_config, settings_for
+from gpucloud.naming import NODE_METRICS_NAMESPACE
+from gpucloud.node.replace import NAMESPACE as AGENT_NAMESPACE
+
+
+def test_the_agent_and_the_stack_name_the_same_namespace():
+    assert AGENT_NAMESPACE == NODE_METRICS_NAMESPACE == "gpu-cloud/Node"
+
+
+def test_each_group_alarms_on_node_faults_and_on_the_open_breaker(account):
+    deployment = deploy(settings_for(minimal_config()), account)
+    topic = deployment.outputs["alertsTopicArn"]
+    alarms = {alarm["MetricName"]: alarm for alarm in account.client("cloudwatch").describe_alarms()["MetricAlarms"]
+              if alarm.get("Namespace") == NODE_METRICS_NAMESPACE}
+
+    assert set(alarms) == {"NodeFaults", "ReplacementsHeld"}
+    for alarm in alarms.values():
+        assert alarm["Dimensions"] == [{"Name": "AutoScalingGroupName", "Value": "gpu-cloud-demo-workers"}]
+        assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == (
+            "Sum", 1.0, "GreaterThanOrEqualToThreshold")
+        assert alarm["AlarmActions"] == [topic] and alarm["TreatMissingData"] == "notBreaching"
+
+
+def test_the_node_may_put_metrics_only_in_its_namespaces(account):
+    deploy(settings_for(minimal_config()), account)
+    iam = account.client("iam")
+    document = iam.get_role_policy(RoleName="gpu-cloud-demo-node", PolicyName="gpu-cloud-node-access")["PolicyDocument"]
+    document = json.loads(document) if isinstance(document, str) else document
+    [put] = [statement for statement in document["Statement"] if "cloudwatch:PutMetricData" in statement["Action"]]
+    assert put["Condition"] == {"StringEquals": {"cloudwatch:namespace": ["CWAgent", "gpu-cloud/Node"]}}
