@@ -79,6 +79,12 @@ class GroupConfig(ConfigModel):
         return self.min_size if self.desired_capacity is None else self.desired_capacity
 
     @property
+    def single_zone(self) -> bool:
+        """Multi-node groups (one cluster placement group) and groups with a persistent volume (an
+        EBS volume lives in one zone) stay in one zone."""
+        return self.multi_node or bool(self.persistent_volume_gib)
+
+    @property
     def uses_spot(self) -> bool:
         return self.spot_percent > 0 and self.max_size > self.on_demand_base_capacity
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 from gpucloud.config import ConfigError, GroupConfig, StackSettings
 from gpucloud.config.network import NODE_ENDPOINTS, SESSION_MANAGER_ENDPOINTS, WITHOUT_INTERNET
+from gpucloud.lookups.facts import DEEP_LEARNING_AMI_PARAMETER, EGRESS_TARGETS, Ami, AwsLookups, InstanceTypeFacts, Subnet
 from gpucloud.lookups.quotas import increase_command, quota_needs
 from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE
-from gpucloud.lookups.facts import EGRESS_TARGETS, DEEP_LEARNING_AMI_PARAMETER, Ami, AwsLookups, InstanceTypeFacts, Subnet
 
 
 @dataclass(frozen=True)
@@ -33,12 +33,6 @@ class ResolvedGroup:
     @property
     def availability_zone(self) -> str:
         return self.zones[0]
-
-    @property
-    def single_zone(self) -> bool:
-        """Multi-node groups (one placement group) and groups with a persistent volume (an EBS
-        volume lives in one zone) stay in one zone."""
-        return self.config.multi_node or bool(self.config.persistent_volume_gib)
 
 
 @dataclass(frozen=True)
@@ -156,7 +150,7 @@ def _choose_network_zones(
             if not zones & set(region_zones):
                 problems.add(f"{key}.instanceTypes[{index}]", f"{name} is not offered in any zone of the region "
                              f"(DescribeInstanceTypeOfferings lists none of {', '.join(region_zones)})")
-        if not (group.multi_node or group.persistent_volume_gib):
+        if not group.single_zone:
             continue
         fitting = [zone for zone in ranked if all(zone in zones for zones in offered.values())]
         if not fitting:
@@ -185,8 +179,7 @@ def _group_zones(
     """The group's zones (and listed subnets) among the stack's: a single-zone group takes the first
     zone offering every type it lists; a multi-zone group every zone offering one of its types.
     A type no zone offers is an error; a type missing from some zones, a warning."""
-    single = group.multi_node or bool(group.persistent_volume_gib)
-    if single:
+    if group.single_zone:
         fitting = [zone for zone in zones if all(zone in offered_in for offered_in in offered.values())]
         if not fitting:
             lacking = "; ".join(
@@ -209,7 +202,7 @@ def _group_zones(
                               "the group launches it only in its other zones")
     if subnets is None:
         return tuple(chosen), ()
-    if single:
+    if group.single_zone:
         first = next(subnet for subnet in subnets if subnet.availability_zone == chosen[0])
         if first.availability_zone != subnets[0].availability_zone:
             problems.warn(f"{key}", f"stays in {chosen[0]}, the first zone of the listed subnets that offers every "
