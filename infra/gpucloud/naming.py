@@ -3,6 +3,8 @@ before the thing exists."""
 
 from __future__ import annotations
 
+import hashlib
+
 NODE_METRICS_NAMESPACE = "gpu-cloud/Node"
 """Where the node agent counts node faults, replacements and held replacements (its copy of the
 name is gpucloud.node.replace.NAMESPACE: the agent imports nothing from the package)."""
@@ -23,6 +25,21 @@ def name_base(project: str, stack: str) -> str:
     after it, else `<project>_<stack>` (a project name holds no `_`, so no two stacks meet)."""
     return project if stack == project else f"{project}_{stack}"
 
+
+
+def artifacts_bucket_name(base: str, account_id: str) -> str:
+    """The stack's artifacts bucket (the node agent bundle). Bucket names are global, lowercase,
+    3-63 characters of letters, digits, `-` and `.`
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html, read
+    2026-11-24): the base lowercased with `_` as `-`, cut to fit, made unique again by a hash of
+    the base, and the account id, which no other account's bucket ends with."""
+    slug = base.lower().replace("_", "-")[:28].rstrip("-")
+    digest = hashlib.sha256(base.encode("utf-8")).hexdigest()[:8]
+    return f"gpu-cloud-{slug}-{digest}-{account_id}"
+
+
+AGENT_BUNDLE_PREFIX = "agent/"
+"""Where the bundles lie in the artifacts bucket; the node role may read only under it."""
 
 
 def instance_role_name(base: str) -> str:

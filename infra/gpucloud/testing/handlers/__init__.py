@@ -10,6 +10,7 @@ from gpucloud.testing.handlers import (  # noqa: F401
     invokes,
     kms,
     logs,
+    s3,
     sns,
     vpc,
 )
