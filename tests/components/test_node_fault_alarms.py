@@ -20,7 +20,7 @@ def test_each_group_alarms_on_node_faults_and_on_the_open_breaker(account):
     alarms = {alarm["MetricName"]: alarm for alarm in account.client("cloudwatch").describe_alarms()["MetricAlarms"]
               if alarm.get("Namespace") == NODE_METRICS_NAMESPACE}
 
-    assert set(alarms) == {"NodeFaults", "ReplacementsHeld"}
+    assert set(alarms) == {"NodeFaults", "ReplacementsHeld", "ThrottledGpus"}
     for alarm in alarms.values():
         assert alarm["Dimensions"] == [{"Name": "AutoScalingGroupName", "Value": "gpu-cloud-demo-workers"}]
         assert (alarm["Statistic"], alarm["Threshold"], alarm["ComparisonOperator"]) == (

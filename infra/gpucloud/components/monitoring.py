@@ -114,6 +114,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             for metric, what in (
                 ("NodeFaults", "a node reported a GPU fault (Xid, missing GPU, failed row remap) and asked to be replaced"),
                 ("ReplacementsHeld", "the replacement breaker is open: a faulty node stays in service, marked only"),
+                ("ThrottledGpus", "a GPU has been thermal or power throttled for health.throttleMinutes (not replaced)"),
             ):
                 self.alarms.append(
                     aws.cloudwatch.MetricAlarm(

@@ -12,14 +12,17 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-
 from pathlib import Path
 
+from gpucloud.node.boot import boot
+from gpucloud.node.commands import run_command
 from gpucloud.node.config import NodeConfig, NodeConfigError, load_node_config
-from gpucloud.node.imds import InstanceMetadata
-from gpucloud.node.lifecycle import LifecycleError, boto3_client, drain, gate, heartbeat, sync_to_s3
+from gpucloud.node.imds import InstanceMetadata, MetadataError
+from gpucloud.node.lifecycle import LifecycleError, boto3_client, drain, gate, heartbeat, identify, sync_to_s3
 from gpucloud.node.nvidia import Expectations, HealthReport, check_gpus
+from gpucloud.node.tuning import efa_problems, network_problems, tune
 from gpucloud.node.volumes import VolumeError, attach_persistent_volume, local_device_for
+from gpucloud.node.watch import WatchSettings, watch
 
 IMDS_ENDPOINT_ENV = "GPUCLOUD_IMDS_ENDPOINT"
 EXIT_NOT_REPORTED = 3
@@ -51,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpucloud-node",
-        description="Health gate, drain and storage helpers for a gpu-cloud GPU instance.",
+        description="Boot, health gate, GPU watch, drain and storage helpers for a gpu-cloud GPU instance.",
     )
     parser.add_argument(
         "--config", help="node config JSON (default: $GPUCLOUD_NODE_CONFIG or /etc/gpucloud/node.json)"
@@ -86,6 +89,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     drain.add_argument("--max-polls", type=int, help="give up after this many polls (default: never)")
     drain.set_defaults(handler=_drain)
+
+    boot_parser = commands.add_parser(
+        "boot", help="install the agent bundle's scripts and units and start them (run by the bootstrap stub)"
+    )
+    boot_parser.set_defaults(handler=_boot)
+
+    tune_parser = commands.add_parser(
+        "tune", help="hold the driver and kernel packages, set TCP BBR with fq, and the EFA environment on EFA nodes"
+    )
+    tune_parser.set_defaults(handler=_tune)
+
+    watch_parser = commands.add_parser(
+        "watch", help="every health interval: read the GPUs and the kernel log, export readings, act on faults"
+    )
+    watch_parser.add_argument("--intervals", type=int, help="stop after this many intervals (default: never)")
+    watch_parser.add_argument("--interval-seconds", type=float, help="override health.intervalSeconds")
+    watch_parser.add_argument("--kernel-log", type=Path, default=WatchSettings.kernel_log)
+    watch_parser.add_argument("--state-dir", type=Path, default=WatchSettings.state_dir)
+    watch_parser.add_argument("--textfile", type=Path, default=WatchSettings.textfile,
+                              help="Prometheus textfile to write (node_exporter's textfile collector reads it)")
+    watch_parser.set_defaults(handler=_watch)
 
     sync = commands.add_parser(
         "sync-checkpoint", help="upload new and changed files under DIRECTORY to S3_URI (the default checkpoint)"
@@ -161,12 +185,17 @@ def run_node_check(config: NodeConfig, read_only: bool = False) -> HealthReport:
         fabric=config.fabric_expected,
         required_mounts=config.required_mounts,
     )
-    return check_gpus(
+    report = check_gpus(
         expectations,
         nvidia_smi=config.nvidia_smi,
         timeout_s=config.command_timeout_s,
         enable_persistence=not read_only,
     )
+    if config.network_tuning:
+        report.problems += network_problems()
+    if config.efa_expected:
+        report.problems += efa_problems(run_command)
+    return report
 
 
 def _check(config: NodeConfig, arguments: argparse.Namespace) -> int:
@@ -197,6 +226,42 @@ def _heartbeat(config: NodeConfig, arguments: argparse.Namespace) -> int:
 
 def _drain(config: NodeConfig, arguments: argparse.Namespace) -> int:
     return drain(config, InstanceMetadata(config.imds_endpoint), max_polls=arguments.max_polls)
+
+
+def _boot(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    return boot(run_command)
+
+
+def _tune(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    return tune(run_command, config.efa_expected, _instance_type(InstanceMetadata(config.imds_endpoint)))
+
+
+def _instance_type(metadata: InstanceMetadata) -> str:
+    try:
+        return metadata.get("/latest/meta-data/instance-type") or ""
+    except MetadataError:
+        return ""
+
+
+def _watch(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    metadata = InstanceMetadata(config.imds_endpoint)
+    instance_id, region = identify(config, metadata)
+    instance_type = _instance_type(metadata)
+    settings = WatchSettings(
+        interval_s=arguments.interval_seconds or config.health_interval_s,
+        throttle_minutes=config.throttle_minutes,
+        max_replacements_per_hour=config.max_replacements_per_hour,
+        replace=config.replace_faulty_nodes,
+        kernel_log=arguments.kernel_log,
+        state_dir=arguments.state_dir,
+        textfile=arguments.textfile,
+    )
+    labels = {"project": config.project, "group": config.group_name, "instance_id": instance_id,
+              "instance_type": instance_type}
+    state = watch(config, settings, instance_id, region, labels, run_command, boto3_client,
+                  max_intervals=arguments.intervals)
+    log.info("watch ended: %s", state.outcome or "no node fault")
+    return 0
 
 
 def _sync_checkpoint(config: NodeConfig, arguments: argparse.Namespace) -> int:

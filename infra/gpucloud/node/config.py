@@ -57,6 +57,16 @@ class NodeConfig:
     command_timeout_s: float = 30.0
     poll_interval_s: float = 5.0
     imds_endpoint: str = "http://169.254.169.254"
+    agent_bucket: str | None = None
+    agent_key: str | None = None
+    agent_sha256: str | None = None
+    efa_expected: bool = False
+    network_tuning: bool = False
+    """The node was tuned at boot (BBR and fq): `check` then requires the settings in effect."""
+    health_interval_s: float = 60.0
+    throttle_minutes: float = 10.0
+    max_replacements_per_hour: int = 2
+    replace_faulty_nodes: bool = True
 
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> NodeConfig:

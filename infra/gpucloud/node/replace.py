@@ -40,6 +40,18 @@ def replacements_last_hour(cloudwatch: Any, group: str, now: datetime.datetime) 
     return int(sum(point["Sum"] for point in found))
 
 
+def report_throttling(client_factory: Callable[[str, str], Any], region: str, group: str, gpus: int) -> None:
+    """ThrottledGpus in the group's series: sustained throttling is alarmed, never replaced. A
+    failed put is logged and the watch goes on (the next interval reports again)."""
+    try:
+        client_factory("cloudwatch", region).put_metric_data(Namespace=NAMESPACE, MetricData=[{
+            "MetricName": "ThrottledGpus", "Dimensions": [{"Name": "AutoScalingGroupName", "Value": group}],
+            "Value": gpus, "Unit": "Count",
+        }])
+    except Exception as error:  # noqa: BLE001 - botocore's errors; reporting must not stop the watch
+        log.warning("could not report %d throttled GPU(s): %s", gpus, error)
+
+
 def replace_node(
     config: NodeConfig,
     instance_id: str,
@@ -51,7 +63,7 @@ def replace_node(
     run: CommandRunner,
     backoff: Backoff = Backoff(attempts=3),
     sleep: Callable[[float], None] = time.sleep,
-    now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.UTC),
+    now: Callable[[], datetime.datetime] = lambda: datetime.datetime.now(datetime.timezone.utc),
 ) -> str:
     """'replaced' (checkpoint saved, instance marked Unhealthy) or 'held' (the breaker is open)."""
     cloudwatch = client_factory("cloudwatch", region)

@@ -17,7 +17,7 @@ from gpucloud.node.exporter import WATCH_FIELDS, bus_key, render_textfile, write
 from gpucloud.node.faults import ThrottleMemory, evaluate_watch, node_faults
 from gpucloud.node.kernel_log import KernelLogFollower, xid_events, xid_table
 from gpucloud.node.nvidia import parse_gpu_query, query_argv
-from gpucloud.node.replace import replace_node
+from gpucloud.node.replace import report_throttling, replace_node
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +77,9 @@ def watch(
         write_textfile(settings.textfile, render_textfile(gpus, state.xid_counts, state.last_xid, node_labels))
         for finding in findings:
             log.warning("%s on %s: %s", finding.kind, finding.gpu or "the node", finding.reason)
+        throttled = sum(1 for finding in findings if finding.kind == "throttling")
+        if throttled:
+            report_throttling(client_factory, region, config.group_name, throttled)
         faults = node_faults(findings)
         if faults and state.outcome is None:
             if settings.replace:
