@@ -25,7 +25,9 @@ def test_entry_point_builds_the_stack_from_its_pulumi_config(account):
 
     [environment] = deployment.of_type("gpu-cloud:index:ProjectEnvironment")
     assert environment.name == "notebooks"
-    assert set(deployment.outputs) == {"kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "groups"}
+    assert set(deployment.outputs) == {
+        "kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "artifactsBucketName", "agentBundleKey", "groups"
+    }
     [group] = account.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
     assert group["AutoScalingGroupName"] == "gpu-cloud-notebooks-workbench"
     [volume] = [v for v in account.client("ec2").describe_volumes()["Volumes"] if v.get("Tags")]

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from gpucloud.naming import (
+    AGENT_BUNDLE_PREFIX,
     NODE_METRICS_NAMESPACE,
     STACK_TAG,
+    artifacts_bucket_name,
     autoscaling_group_name,
     autoscaling_service_role_arn,
     log_group_prefix,
@@ -59,22 +61,25 @@ KEY_USE_THROUGH_SERVICES_ACTIONS = [
 ]
 """What the principal running `pulumi up` needs to create an encrypted EBS volume (EBS user guide,
 "Requirements for Amazon EBS encryption") and a backup vault (AWS Backup developer guide, "Backup
-vault creation and deletion") under the key; both pages read on 2026-11-23."""
+vault creation and deletion") under the key; both pages read on 2026-11-23. S3 makes the same calls
+for whoever uploads the agent bundle to the SSE-KMS artifacts bucket (S3 user guide, "Using
+server-side encryption with AWS KMS keys": the uploader needs kms:GenerateDataKey, and kms:Decrypt
+to read it back; read 2026-11-24)."""
 
 
 def key_policy(
     partition: str, account_id: str, region: str, user_role_names: Sequence[str], log_groups: str | None = None
 ) -> Document:
     """Key policy: the account administers the key; only the named roles and Auto Scaling use it
-    directly, and the account's principals use it only through EC2 and AWS Backup.
+    directly, and the account's principals use it only through EC2, AWS Backup and S3.
 
     In a key policy `Resource: "*"` means "this key". The instance roles are matched on
     `aws:PrincipalArn` under the account principal, so the key can be created before the roles;
     the Auto Scaling service-linked role is named directly, as EBS encryption at launch requires.
-    Whoever runs `pulumi up` creates the persistent volumes and the backup vault, and EC2 and
-    Backup make KMS calls on their behalf: the statement for that is AWS's own `aws/ebs` key
-    policy, held to EC2 and Backup in this region and to callers of this account (they still need
-    an IAM policy that allows it). Nobody but the named roles can decrypt with the key directly.
+    Whoever runs `pulumi up` creates the persistent volumes, the backup vault and the agent bundle
+    object, and EC2, Backup and S3 make KMS calls on their behalf: the statement for that is AWS's
+    own `aws/ebs` key policy, held to those services in this region and to callers of this account
+    (they still need an IAM policy that allows it). Nobody but the named roles can decrypt with the key directly.
     """
     root = f"arn:{partition}:iam::{account_id}:root"
     user_arns = [role_arn(partition, account_id, name) for name in user_role_names]
@@ -109,7 +114,7 @@ def key_policy(
                 },
             },
             {
-                "Sid": "AccountUsesKeyOnlyThroughEc2AndBackup",
+                "Sid": "AccountUsesKeyOnlyThroughEc2BackupAndS3",
                 "Effect": "Allow",
                 "Principal": {"AWS": root},
                 "Action": KEY_USE_THROUGH_SERVICES_ACTIONS,
@@ -117,7 +122,11 @@ def key_policy(
                 "Condition": {
                     "StringEquals": {
                         "kms:CallerAccount": account_id,
-                        "kms:ViaService": [f"ec2.{region}.amazonaws.com", f"backup.{region}.amazonaws.com"],
+                        "kms:ViaService": [
+                            f"ec2.{region}.amazonaws.com",
+                            f"backup.{region}.amazonaws.com",
+                            f"s3.{region}.amazonaws.com",
+                        ],
                     }
                 },
             },
@@ -211,8 +220,9 @@ def s3_prefix_statements(partition: str, bucket: str, read_prefixes: Sequence[st
 def node_statements(
     partition: str, region: str, account_id: str, project: str, key_arn: str, session_manager: bool = True
 ) -> list[Document]:
-    """What the node needs besides data: the project key, Session Manager (unless SSH replaces it),
-    the CloudWatch agent, its own Auto Scaling lifecycle, and attaching the group's persistent volume."""
+    """What the node needs besides data: the agent bundle, the project key, Session Manager (unless
+    SSH replaces it), the CloudWatch agent, its own Auto Scaling lifecycle, and attaching the
+    group's persistent volume."""
     instances = f"arn:{partition}:ec2:{region}:{account_id}:instance/*"
     volumes = f"arn:{partition}:ec2:{region}:{account_id}:volume/*"
     groups = (
@@ -222,6 +232,12 @@ def node_statements(
     log_groups = f"arn:{partition}:logs:{region}:{account_id}:log-group:{log_group_prefix(project)}*"
     own_stack = {"StringEquals": {f"aws:ResourceTag/{STACK_TAG}": project}}
     statements = [
+        {
+            "Sid": "FetchAgentBundle",
+            "Effect": "Allow",
+            "Action": "s3:GetObject",
+            "Resource": f"arn:{partition}:s3:::{artifacts_bucket_name(project, account_id)}/{AGENT_BUNDLE_PREFIX}*",
+        },
         {"Sid": "UseProjectKey", "Effect": "Allow", "Action": KEY_USE_ACTIONS, "Resource": key_arn},
         {
             "Sid": "AttachEncryptedVolumesWithProjectKey",
@@ -323,6 +339,38 @@ def instance_role_policy(
     if bucket:
         statements = s3_prefix_statements(partition, bucket, read_prefixes, write_prefixes) + statements
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def artifacts_bucket_policy(bucket_arn: str, readers: Sequence[str]) -> Document:
+    """TLS only, and objects readable by the named principals only (the node roles and whoever
+    runs `pulumi up`), whatever identity policies elsewhere in the account allow.
+
+    `aws:SecureTransport` false denies plain HTTP (S3 user guide, "Security best practices for
+    Amazon S3": enforce encryption of data in transit); `aws:PrincipalArn` is a role's ARN, not its
+    session's, for assumed-role callers (IAM user guide, "AWS global condition context keys"). Both
+    pages read 2026-11-24."""
+    objects = f"{bucket_arn}/*"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DenyWithoutTls",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [bucket_arn, objects],
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+            {
+                "Sid": "ObjectsReadableOnlyByNodeRolesAndDeployer",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": ["s3:GetObject", "s3:GetObjectVersion"],
+                "Resource": objects,
+                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted(set(readers))}},
+            },
+        ],
+    }
 
 
 def alerts_topic_policy(topic_arn: str, account_id: str) -> Document:

@@ -49,6 +49,8 @@ def build(settings: StackSettings, resolved: ResolvedStack | None = None) -> Pro
     pulumi.export("kmsKeyArn", environment.kms_key_arn)
     pulumi.export("instanceRoleArn", environment.instance_role_arn)
     pulumi.export("alertsTopicArn", environment.alerts_topic_arn)
+    pulumi.export("artifactsBucketName", environment.artifacts_bucket_name)
+    pulumi.export("agentBundleKey", environment.agent_bundle_key)
     pulumi.export("groups", environment.groups)
     return environment
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 
 import yaml
@@ -37,8 +38,12 @@ def test_stack_builds_with_every_resource_applied(example):
     types = {resource.type for resource in example.resources}
     assert {"aws:kms/key:Key", "aws:iam/role:Role", "aws:ec2/launchTemplate:LaunchTemplate", "aws:autoscaling/group:Group"} <= types
     not_validated = {resource.type for resource in example.unvalidated}
-    assert not_validated <= {"aws:ec2/placementGroup:PlacementGroup", "aws:backup/selection:Selection"}
-    assert set(example.outputs) == {"kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "groups"}
+    assert not_validated <= {
+        "aws:ec2/placementGroup:PlacementGroup", "aws:backup/selection:Selection", "aws:s3/bucketPolicy:BucketPolicy"
+    }
+    assert set(example.outputs) == {
+        "kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "artifactsBucketName", "agentBundleKey", "groups"
+    }
 
 def test_key_is_customer_managed_with_rotation(example):
     kms = example.client("kms")
@@ -62,7 +67,7 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
         "AccountAdministersKey": {"AWS": root},
         "ProjectInstanceRolesUseKey": {"AWS": root},
         "ProjectInstanceRolesAttachEncryptedVolumes": {"AWS": root},
-        "AccountUsesKeyOnlyThroughEc2AndBackup": {"AWS": root},
+        "AccountUsesKeyOnlyThroughEc2BackupAndS3": {"AWS": root},
         "AutoScalingLaunchesEncryptedVolumes": {"AWS": autoscaling},
         "AlarmAndBudgetServicesPublishToEncryptedTopic": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
         "AutoScalingAttachesEncryptedVolumes": {"AWS": autoscaling},
@@ -76,9 +81,10 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
         example.outputs["instanceRoleArn"],
         example.outputs["instanceRoleArn"].replace("-node", "-backup"),
     ]
-    assert statements["AccountUsesKeyOnlyThroughEc2AndBackup"]["Condition"]["StringEquals"]["kms:ViaService"] == [
+    assert statements["AccountUsesKeyOnlyThroughEc2BackupAndS3"]["Condition"]["StringEquals"]["kms:ViaService"] == [
         f"ec2.{example.settings.region}.amazonaws.com",
         f"backup.{example.settings.region}.amazonaws.com",
+        f"s3.{example.settings.region}.amazonaws.com",
     ]
     assert "kms:Decrypt" not in statements["AccountAdministersKey"]["Action"]
     for statement in policy["Statement"]:
@@ -357,7 +363,7 @@ def test_user_data_passes_cloud_init_schema_and_shellcheck(example, tmp_path):
         folder.mkdir()
         assert schema_problems(text, folder) == ""
         scripts, complaints = shellcheck_problems(text, folder)
-        assert "runcmd" in scripts and len(scripts) >= 4
+        assert scripts == ["runcmd"], "user data carries no shell scripts: they come in the agent bundle"
         assert complaints == ""
 
 def test_user_data_tells_each_node_what_its_type_must_show(example):
@@ -390,3 +396,31 @@ def test_generated_iam_documents_lint_clean_with_parliament(example):
     for document in documents:
         findings = iam_lint.lint_policy(document)
         assert not iam_lint.has_medium_or_worse(findings), iam_lint.summarize(findings)
+
+def test_agent_bundle_lies_in_a_private_kms_encrypted_versioned_bucket_under_the_pinned_hash(example):
+    s3 = example.client("s3")
+    bucket = example.outputs["artifactsBucketName"]
+    key = example.outputs["agentBundleKey"]
+    encryption = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    assert encryption == [{
+        "ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "aws:kms", "KMSMasterKeyID": project_key_arn(example)},
+        "BucketKeyEnabled": True,
+    }]
+    assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
+    assert set(s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"].values()) == {True}
+    assert s3.get_bucket_ownership_controls(Bucket=bucket)["OwnershipControls"]["Rules"] == [
+        {"ObjectOwnership": "BucketOwnerEnforced"}
+    ]
+    bundle = s3.get_object(Bucket=bucket, Key=key)
+    data = bundle["Body"].read()
+    assert bundle["ServerSideEncryption"] == "aws:kms" and bundle["SSEKMSKeyId"] == project_key_arn(example)
+    pinned = {
+        json.loads(entry["content"])["agent_sha256"]
+        for text in rendered_user_data(example)
+        for entry in yaml.safe_load(text)["write_files"]
+        if entry["path"] == "/etc/gpucloud/node.json"
+    }
+    assert pinned == {hashlib.sha256(data).hexdigest()} and key.endswith(f"-{hashlib.sha256(data).hexdigest()}.zip")
+    [policy] = [r for r in example.of_type("aws:s3/bucketPolicy:BucketPolicy")]
+    readers = json.loads(policy.inputs["policy"])["Statement"][1]["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+    assert example.outputs["instanceRoleArn"] in readers

@@ -7,10 +7,11 @@ import pulumi
 import pulumi_aws as aws
 import pytest
 
-from gpucloud import GpuInstanceGroup, GpuInstanceGroupArgs
+from gpucloud import AgentArtifacts, AgentArtifactsArgs, GpuInstanceGroup, GpuInstanceGroupArgs
 from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER
 from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
 from gpucloud.testing import UnsupportedResourceError, run_program
+from gpucloud.userdata.bundle import build_agent_bundle
 
 GROUP = "team-gpus"
 
@@ -24,6 +25,10 @@ def team_program(launch_timeout: int = 900, terminate_timeout: int = 600, max_si
         profile = aws.iam.InstanceProfile("node", role=role.name)
         key = aws.kms.Key("key")
         security_group = aws.ec2.SecurityGroup("nodes", vpc_id=subnets[0].vpc_id, description="GPU nodes")
+        artifacts = AgentArtifacts("agent", AgentArtifactsArgs(
+            bucket_name="team-gpus-artifacts", kms_key_arn=key.arn, reader_role_arns=[role.arn],
+            bundle=build_agent_bundle(),
+        ))
         GpuInstanceGroup("gpus", GpuInstanceGroupArgs(
             group_name=GROUP,
             instance_types=[lookups.instance_type("g5.xlarge")],
@@ -36,7 +41,10 @@ def team_program(launch_timeout: int = 900, terminate_timeout: int = 600, max_si
             max_size=max_size,
             launch_hook_timeout_seconds=launch_timeout,
             terminate_hook_timeout_seconds=terminate_timeout,
-        ))
+            agent_bucket=artifacts.args.bucket_name,
+            agent_key=artifacts.args.bundle.key,
+            agent_sha256=artifacts.args.bundle.sha256,
+        ), opts=pulumi.ResourceOptions(depends_on=[artifacts]))
         pulumi.export("group", GROUP)
 
     return program

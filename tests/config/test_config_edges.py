@@ -124,7 +124,7 @@ def test_prefixes_are_accepted_up_to_exactly_the_role_policy_limit_and_refused_o
         return _longest_node_role_policy_size(DataConfig.model_construct(
             bucket=values["bucket"], read_prefixes=values["readPrefixes"], write_prefixes=values["writePrefixes"]))
 
-    count = max(count for count in range(1, 30) if size(count, 1, 1) < 10240 - 200)
+    count = max(count for count in range(1, 30) if size(count, 1, 1) < 10240 - 20)
     sizes = {(count, read, write): size(count, read, write) for read in range(1, 199) for write in range(1, 4)}
     at_limit = next(key for key, value in sizes.items() if value == 10240)
     past_limit = next(key for key, value in sizes.items() if value == 10241)
@@ -149,3 +149,30 @@ def test_the_size_check_holds_for_the_longest_real_stack():
         bucket="demo-data", read_prefixes=data.read_prefixes, write_prefixes=data.write_prefixes, session_manager=True,
     )
     assert _longest_node_role_policy_size(data) == len(json.dumps(real, separators=(",", ":")))
+
+
+def test_health_defaults_replace_faulty_nodes_behind_a_breaker_of_two_an_hour():
+    [workers] = settings_for(minimal_config(groups=[group()])).config.groups
+
+    health = workers.health
+    assert (health.interval_seconds, health.throttle_minutes, health.max_replacements_per_hour, health.replace) == (
+        60, 10, 2, True)
+
+
+@pytest.mark.parametrize(
+    "health, field",
+    [
+        ({"intervalSeconds": 5}, "intervalSeconds"),
+        ({"intervalSeconds": 3601}, "intervalSeconds"),
+        ({"throttleMinutes": 0}, "throttleMinutes"),
+        ({"maxReplacementsPerHour": 0}, "maxReplacementsPerHour"),
+        ({"maxReplacementsPerHour": 101}, "maxReplacementsPerHour"),
+        ({"replace": "sometimes"}, "replace"),
+        ({"replaceNodes": False}, "replaceNodes"),
+    ],
+)
+def test_bad_health_settings_are_refused_naming_the_field(health, field):
+    [(key, _)] = refused(minimal_config(groups=[group(health=health)]))
+
+    assert key == f"gpu-cloud:groups[0].health.{field}"
+

@@ -30,7 +30,8 @@ def group_args(**changes) -> GpuInstanceGroupArgs:
         group_name="gpu-cloud-demo-train", instance_types=[facts("p5.48xlarge", 8)], subnet_ids=["subnet-1"],
         ami_id="ami-1", root_device_name="/dev/sda1", instance_profile_arn="arn", kms_key_arn="arn",
         security_group_id="sg-1", max_size=2, region="us-east-1", checkpoint_bucket="bucket",
-        checkpoint_prefix="runs/",
+        checkpoint_prefix="runs/", agent_bucket="gpu-cloud-demo-artifacts", agent_key="agent/gpucloud-node-0.zip",
+        agent_sha256="0" * 64,
     )
     return GpuInstanceGroupArgs(**{**values, **changes})
 
@@ -51,6 +52,23 @@ def test_configured_checkpoint_reaches_node_json_as_data(account):
     assert node["checkpoint_command"] == CHECKPOINT["command"]
     assert (node["checkpoint_dir"], node["checkpoint_timeout_s"]) == ("/data/ckpt", 120)
     assert (node["checkpoint_bucket"], node["checkpoint_prefix"]) == ("demo-data", "runs/demo")
+
+
+def test_health_settings_reach_node_json(account):
+    values = minimal_config(groups=[
+        {"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 2,
+         "health": {"intervalSeconds": 30, "throttleMinutes": 20, "maxReplacementsPerHour": 5, "replace": False}},
+    ])
+
+    deployment = deploy(settings_for(values), account)
+
+    ec2 = deployment.client("ec2")
+    [template] = ec2.describe_launch_templates()["LaunchTemplates"]
+    [version] = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"]
+    document = yaml.safe_load(gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"])))
+    [node] = [json.loads(entry["content"]) for entry in document["write_files"] if entry["path"] == NODE_CONFIG_PATH]
+    assert (node["health_interval_s"], node["throttle_minutes"]) == (30, 20)
+    assert (node["max_replacements_per_hour"], node["replace_faulty_nodes"]) == (5, False)
 
 
 def test_checkpoint_defaults_to_the_agent_sync_of_the_scratch_directory():

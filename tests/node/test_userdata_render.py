@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import ast
 import functools
 import gzip
 import inspect
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from gpucloud.userdata import agent_source, layout, render, scripts
+from gpucloud.userdata import layout, render, scripts
 from gpucloud.node.config import NodeConfig
-from gpucloud.userdata.agent_source import WATCH_MODULES, agent_sources
 from gpucloud.userdata.render import NodeBootstrap, UserDataTooLarge, bootstrap_env, encode_user_data, instance_type_has_nvlink, render_user_data, user_data_base64
-from node_fakes import fixture_text
-from userdata_samples import HOSTILE, HOSTILE_PARAMS, LARGEST_REALISTIC, MINIMAL, TYPICAL, rendered
-
-AGENT_DIR = Path(render.__file__).parents[1] / "node"
-
+from userdata_samples import BUNDLE, HOSTILE, HOSTILE_PARAMS, LARGEST_REALISTIC, MINIMAL, TYPICAL, rendered
 
 @functools.cache
 def parsed(params: NodeBootstrap) -> dict:
@@ -104,6 +96,7 @@ def test_sourcing_hostile_env_file_runs_nothing(tmp_path):
         persistent_volume_tag_key=f"$(touch {canary})`touch {canary}`",
         persistent_volume_tag_value="v",
         checkpoint_dir=f"/x'$(touch {canary})'",
+        **BUNDLE,
     )
 
     sourced_env(bootstrap_env(params), tmp_path)
@@ -121,15 +114,26 @@ def test_scripts_units_and_commands_do_not_vary_with_values():
     assert "reboot" not in json.dumps(parsed(HOSTILE_PARAMS)["runcmd"])
 
 
-def test_heartbeat_starts_before_storage_and_the_gate_last_after_storage_and_metrics():
-    commands = [" ".join(command) for command in parsed(TYPICAL)["runcmd"]]
+def test_cloud_init_only_starts_the_bootstrap_stub_with_the_images_python():
+    files = written_files(TYPICAL)
 
-    heartbeat = "systemd-run --unit=gpucloud-node-heartbeat /usr/local/bin/gpucloud-node heartbeat"
-    storage = "systemctl start gpucloud-storage.service"
-    metrics = f"timeout 600 {layout.CLOUDWATCH_SCRIPT_PATH}"
-    assert commands[0] == layout.INSTALL_SCRIPT_PATH, "the heartbeat needs boto3"
-    assert commands.index(heartbeat) < commands.index(storage) < commands.index(metrics)
-    assert commands[-1] == "systemctl start --no-block gpucloud-node-drain.service gpucloud-node-gate.service"
+    assert parsed(TYPICAL)["runcmd"] == [[layout.NODE_PYTHON, layout.BOOTSTRAP_STUB_PATH]]
+    assert files[layout.BOOTSTRAP_STUB_PATH] == {
+        "path": layout.BOOTSTRAP_STUB_PATH, "content": render.bootstrap_stub_source(), "permissions": "0755"
+    }
+    assert set(files) == {
+        layout.NODE_CONFIG_PATH, layout.BOOTSTRAP_ENV_PATH, layout.CLOUDWATCH_CONFIG_PATH, layout.BOOTSTRAP_STUB_PATH
+    }
+
+
+def test_node_json_pins_the_bundle_and_carries_the_health_settings():
+    node = json.loads(written_files(LARGEST_REALISTIC)[layout.NODE_CONFIG_PATH]["content"])
+
+    assert node["agent_sha256"] == "f" * 64 and node["agent_key"].endswith("f" * 64 + ".zip")
+    assert node["agent_bucket"] == LARGEST_REALISTIC.agent_bucket
+    assert (node["efa_expected"], node["network_tuning"]) == (True, True)
+    assert (node["health_interval_s"], node["throttle_minutes"], node["max_replacements_per_hour"]) == (60, 10, 2)
+    assert node["replace_faulty_nodes"] is True
 
 
 def unit_timeout(unit_text: str) -> int:
@@ -158,6 +162,9 @@ def test_preparation_limits_are_consistent_with_the_launch_hook():
     assert node["launch_heartbeat_limit_s"] >= storage_limit + layout.CLOUDWATCH_SETUP_TIMEOUT_SECONDS + gate_limit
     assert node["launch_heartbeat_limit_s"] + LAUNCH_HOOK_TIMEOUT_SECONDS <= min(100 * LAUNCH_HOOK_TIMEOUT_SECONDS, 48 * 3600)
     assert storage_waits > LAUNCH_HOOK_TIMEOUT_SECONDS, "why the heartbeat exists: storage alone can outlast the hook"
+    assert layout.BUNDLE_FETCH_WORST_SECONDS < LAUNCH_HOOK_TIMEOUT_SECONDS - 300, (
+        "the stub fetches before any heartbeat: its retries must end well within the hook, leaving time to boot"
+    )
 
 
 def test_checkpoint_retries_fit_in_the_terminate_hook():
@@ -193,16 +200,15 @@ def test_encoded_user_data_fits_ec2_limit_even_with_long_hostile_values():
         assert gzip.decompress(payload).decode() == text
 
 
-USER_DATA_HEADROOM_BYTES = 256
-"""Room the largest realistic node must leave under EC2's limit. The agent travels inside the
-16 KB of user data; this fails while a template still fits, so that growth is paid for by cuts
-(or the agent moves out of user data) before EC2 refuses a launch template."""
+USER_DATA_STUB_BOUND_BYTES = 5 * 1024
+"""User data carries the stub and data files only: a few KB, whatever the agent grows to."""
 
 
-def test_largest_realistic_node_leaves_headroom_under_ec2s_limit():
-    size = len(encode_user_data(render_user_data(LARGEST_REALISTIC)))
+@pytest.mark.parametrize("params", [LARGEST_REALISTIC, HOSTILE_PARAMS], ids=["largest", "hostile"])
+def test_user_data_stays_a_few_kb_for_the_largest_node(params):
+    size = len(encode_user_data(rendered(params)))
 
-    assert size <= layout.USER_DATA_LIMIT_BYTES - USER_DATA_HEADROOM_BYTES, size
+    assert size <= USER_DATA_STUB_BOUND_BYTES, size
 
 
 def test_encoding_is_reproducible_and_base64_is_what_launch_templates_take():
@@ -234,132 +240,6 @@ def test_too_large_user_data_is_refused():
         encode_user_data(f"#cloud-config\n# {incompressible}\n")
 
 
-def test_agent_written_from_user_data_runs_on_the_standard_library_alone(tmp_path):
-    lib = tmp_path / "lib"
-    files = written_files(MINIMAL)
-    (tmp_path / "node.json").write_text(files[layout.NODE_CONFIG_PATH]["content"])
-    for path, entry in files.items():
-        if path.startswith(layout.AGENT_LIB_DIR + "/"):
-            target = lib / path[len(layout.AGENT_LIB_DIR) + 1 :]
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(entry["content"])
-    fake = tmp_path / "bin" / "nvidia-smi"
-    fake.parent.mkdir()
-    (tmp_path / "query.csv").write_text(fixture_text("h100/query-gpu.csv"))
-    fake.write_text(f'#!/bin/sh\ncat "{tmp_path / "query.csv"}"\n')
-    fake.chmod(0o755)
-    environment = {
-        "PATH": f"{fake.parent}:/usr/bin:/bin",
-        "PYTHONPATH": str(lib),
-        "GPUCLOUD_NODE_CONFIG": str(tmp_path / "node.json"),
-    }
-
-    # -S: no site-packages, so neither boto3 nor the repository's gpucloud package can be found.
-    check = subprocess.run(
-        [sys.executable, "-S", "-m", "gpucloud.node", "check", "--json", "--expect-model", "H100"],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=30,
-    )
-    imports = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import gpucloud.node.lifecycle, gpucloud.node.volumes, gpucloud, sys; print(gpucloud.__file__)",
-        ],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=30,
-    )
-
-    assert check.returncode == 0, check.stderr
-    assert json.loads(check.stdout)["healthy"] is True
-    assert imports.returncode == 0, imports.stderr
-    assert imports.stdout.strip() == str(lib / "gpucloud" / "__init__.py")
-
-
-def statement_lines(source: str) -> set[tuple[int, str]]:
-    """(line, kind) of every statement that begins a line, docstrings left out."""
-    lines = source.splitlines()
-    return {
-        (node.lineno, type(node).__name__)
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.stmt)
-        and not lines[node.lineno - 1][: node.col_offset].strip()
-        and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str))
-    }
-
-
-@pytest.mark.parametrize("module", sorted(path.name for path in AGENT_DIR.glob("*.py") if path.name not in WATCH_MODULES))
-def test_shipped_agent_keeps_every_statement_on_its_repository_line(module):
-    """Tracebacks on a node then name lines that a reader finds in the repository."""
-    source = (AGENT_DIR / module).read_text()
-
-    shipped = agent_sources()[f"gpucloud/node/{module}"]
-
-    assert statement_lines(shipped) == statement_lines(source)
-
-
-def test_shipped_agent_drops_docstrings_comments_and_annotations():
-    source = (AGENT_DIR / "nvidia.py").read_text()
-
-    shipped = agent_sources()["gpucloud/node/nvidia.py"]
-
-    assert "Parse `nvidia-smi nvlink --status`" in source and "Parse `nvidia-smi nvlink" not in shipped
-    assert "# `nvidia-smi topo -m` underlines" in source and "underlines" not in shipped
-    assert "def parse_nvlink_status(text):" in shipped
-    assert len(gzip.compress(shipped.encode())) < 0.8 * len(gzip.compress(source.encode()))
-
-
-def test_shippable_source_keeps_meaning_of_tricky_tokens():
-    source = (
-        "def f(a: int, *rest: str, key: 'X' = 1) -> dict[str, int]:\n"
-        '    """Only a docstring."""\n'
-        "class Empty:\n"
-        '    """Only a docstring."""\n'
-        "x = f(1) if 1 .real else f'{x!r:>{width}} {{literal}}'  # comment\n"
-        "y = [\n    1,  # one\n    2,\n]\n"
-        "z = 'a' 'b' in'ab'\n"
-    )
-
-    shipped = agent_source.shippable_source(source)
-
-    assert shipped.splitlines() == [
-        "def f(a,*rest,key=1):",
-        ' ""',
-        "class Empty:",
-        ' ""',
-        "x=f(1)if 1 .real else f'{x!r:>{width}} {{literal}}'",
-        "y=[1,2,]",
-        "",
-        "",
-        "",
-        "z='a''b'in'ab'",
-    ]
-
-
-@pytest.mark.parametrize("python", ["python3.12", "python3.13"])
-def test_every_supported_python_ships_the_same_agent_bytes(python):
-    """The launch template must not change with the Python that runs `pulumi up`."""
-    interpreter = shutil.which(python)
-    if interpreter is None or subprocess.run([interpreter, "-c", ""], capture_output=True).returncode:
-        pytest.skip(f"{python} is not installed")
-    module = Path(agent_source.__file__).read_text()
-    program = (
-        "import ast, io, json, sys, tokenize\nfrom collections.abc import Iterator\n"
-        + module[module.index("def shippable_source") : module.index("def shippable_shell(")]
-        + "\nprint(json.dumps({name: shippable_source(open(name).read()) for name in sys.argv[1:]}))"
-    )
-    modules = sorted(str(path) for path in AGENT_DIR.glob("*.py"))
-
-    result = subprocess.run([interpreter, "-c", program, *modules], capture_output=True, text=True, timeout=60)
-
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {name: agent_source.shippable_source(Path(name).read_text()) for name in modules}
-
-
 @pytest.mark.parametrize(
     "changes, message",
     [
@@ -373,6 +253,10 @@ def test_every_supported_python_ships_the_same_agent_bytes(python):
         ({"checkpoint_prefix": "p"}, "checkpoint_bucket"),
         ({"group_name": "nul\x00byte"}, "NUL"),
         ({"persistent_volume_device": "/dev/sdf", "data_disk_device": "/dev/sdf"}, "different device names"),
+        ({"agent_sha256": "AB" * 32}, "agent_sha256"),
+        ({"agent_sha256": "ab" * 31}, "agent_sha256"),
+        ({"agent_bucket": ""}, "agent_bucket"),
+        ({"health_interval_s": 5}, "health_interval_s"),
     ],
 )
 def test_invalid_bootstrap_values_are_refused(changes, message):
@@ -396,8 +280,3 @@ def test_invalid_bootstrap_values_are_refused(changes, message):
 )
 def test_nvlink_is_expected_only_on_multi_gpu_nvlink_families(instance_type, gpus, expected):
     assert instance_type_has_nvlink(instance_type, gpus) is expected
-
-
-def test_agent_parses_as_python_3_9_the_oldest_python_on_supported_images():
-    for path, source in agent_sources().items():
-        ast.parse(source, filename=path, feature_version=(3, 9))

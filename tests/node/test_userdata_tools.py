@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from gpucloud.userdata import agent_source, layout, render, scripts
+from gpucloud.userdata import layout, render, scripts
 from gpucloud.userdata.render import NodeBootstrap, bootstrap_env
 from userdata_checks import require_tool, runcmd_script, shell_scripts
 from userdata_samples import HOSTILE_PARAMS, MINIMAL, TYPICAL, rendered
@@ -32,19 +32,14 @@ def test_cloud_init_accepts_the_document(rendering, tmp_path):
     assert "Valid cloud-config" in result.stdout
 
 
-@pytest.mark.parametrize("rendering", RENDERINGS)
-def test_every_shell_script_passes_shellcheck(rendering, tmp_path):
+def test_every_shell_script_the_bundle_installs_and_runcmd_pass_shellcheck(tmp_path):
     shellcheck = require_tool("shellcheck")
-    document = yaml.safe_load(rendered(RENDERINGS[rendering]))
-    written = shell_scripts(document)
-    written["runcmd"] = runcmd_script(document, tmp_path)
-    assert written.keys() == {
-        layout.AGENT_COMMAND_PATH,
-        layout.INSTALL_SCRIPT_PATH,
-        layout.STORAGE_SCRIPT_PATH,
-        layout.CLOUDWATCH_SCRIPT_PATH,
-        "runcmd",
-    }
+    written = dict(scripts.SCRIPTS)
+    for rendering in RENDERINGS.values():
+        document = yaml.safe_load(rendered(rendering))
+        assert shell_scripts(document) == {}, "user data carries no shell script"
+        written[f"runcmd-{rendering.group_name[:8]}"] = runcmd_script(document, tmp_path)
+    assert {layout.AGENT_COMMAND_PATH, layout.STORAGE_SCRIPT_PATH, layout.CLOUDWATCH_SCRIPT_PATH} == set(scripts.SCRIPTS)
     files = []
     for number, (name, content) in enumerate(sorted(written.items())):
         files.append(tmp_path / f"{number}-{Path(name).name}")
@@ -122,7 +117,7 @@ class DiskTools:
 
     def run(self) -> tuple[int, list[str]]:
         script = self.root / "gpucloud-storage"
-        script.write_text(agent_source.shippable_shell(scripts.STORAGE_SCRIPT))
+        script.write_text(scripts.STORAGE_SCRIPT)
         environment = {
             "PATH": f"{self.bin}:/usr/bin:/bin",
             "GPUCLOUD_BOOTSTRAP_ENV": str(self.root / "bootstrap.env"),

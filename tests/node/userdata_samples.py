@@ -5,6 +5,11 @@ import functools
 from gpucloud.userdata.render import NodeBootstrap, render_user_data
 
 HOSTILE = 'it\'s "quoted"\n$(reboot) `reboot` ${HOME} \\ ; rm -rf / # \t end'
+BUNDLE = {
+    "agent_bucket": "gpu-cloud-ml-1a2b3c4d-123456789012",
+    "agent_key": "agent/gpucloud-node-" + "ab" * 32 + ".zip",
+    "agent_sha256": "ab" * 32,
+}
 
 TYPICAL = NodeBootstrap(
     project="ml",
@@ -22,6 +27,7 @@ TYPICAL = NodeBootstrap(
     checkpoint_bucket="ml-artifacts",
     checkpoint_prefix="ml/train",
     cloudwatch_namespace="GpuCloud/ml",
+    **BUNDLE,
 )
 
 HOSTILE_PARAMS = NodeBootstrap(
@@ -40,6 +46,7 @@ HOSTILE_PARAMS = NodeBootstrap(
     checkpoint_bucket="bucket",
     checkpoint_prefix=f"prefix/{HOSTILE}/" * 4,
     cloudwatch_namespace=HOSTILE,
+    **BUNDLE,
 )
 
 LARGEST_REALISTIC = NodeBootstrap(
@@ -62,15 +69,19 @@ LARGEST_REALISTIC = NodeBootstrap(
     checkpoint_command=("python3", "/opt/training/save_checkpoint.py", "--to", "s3", "--" + "x" * 60),
     checkpoint_timeout_s=180,
     cloudwatch_namespace="GpuCloud",
+    agent_bucket=f"gpu-cloud-{'p' * 28}-1a2b3c4d-123456789012",
+    agent_key="agent/gpucloud-node-" + "f" * 64 + ".zip",
+    agent_sha256="f" * 64,
+    efa_expected=True,
 )
 """A p5e-class node with every disk and the longest names and values a stack realistically has."""
 
 MINIMAL = NodeBootstrap(
-    project="p", group_name="g", region="eu-west-1", expected_gpu_count=1, expected_gpu_model="L4"
+    project="p", group_name="g", region="eu-west-1", expected_gpu_count=1, expected_gpu_model="L4", **BUNDLE
 )
 
 
 @functools.cache
 def rendered(params: NodeBootstrap) -> str:
-    """render_user_data, once per parameter set: rendering embeds the whole agent."""
+    """render_user_data, once per parameter set."""
     return render_user_data(params)

@@ -97,7 +97,9 @@ def check_role_policy(resource, config: StackConfig) -> None:
             {f"{prefix}*" for prefix in (*config.data.read_prefixes, *config.data.write_prefixes)}
         )
     else:
-        assert not any(":s3:" in arn for arn in resources)
+        assert not any(":s3:" in arn for arn in resources if ":s3:::gpu-cloud-" not in arn)
+    [bundle] = [s for s in document["Statement"] if s.get("Sid") == "FetchAgentBundle"]
+    assert bundle["Action"] == "s3:GetObject" and bundle["Resource"].endswith("/agent/*")
     findings = lint_policy(document)
     assert not has_medium_or_worse(findings), [finding.describe() for finding in findings]
 

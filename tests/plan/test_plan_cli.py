@@ -18,7 +18,7 @@ def in_repository(monkeypatch):
 
 
 def test_plan_prints_the_resource_tree_and_summary(capsys):
-    assert main(["plan", "--stack", "notebooks", "--width", "250"]) == 0
+    assert main(["plan", "--stack", "notebooks", "--width", "300"]) == 0
     out = capsys.readouterr().out
     assert "Previewing update (notebooks) on the moto engine" in out
     assert "└─ gpu-cloud:index:ProjectEnvironment" in out

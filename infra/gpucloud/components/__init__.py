@@ -4,6 +4,7 @@
 own programs (`from gpucloud import GpuInstanceGroup, GpuInstanceGroupArgs`).
 """
 
+from gpucloud.components.agent_artifacts import AgentArtifacts, AgentArtifactsArgs
 from gpucloud.components.autoscaling import GpuAutoscaling, GpuAutoscalingArgs
 from gpucloud.components.cost_budget import CostBudget, CostBudgetArgs
 from gpucloud.components.encrypted_volume import EncryptedVolume, EncryptedVolumeArgs
@@ -17,6 +18,8 @@ from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGrou
 from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
 
 __all__ = [
+    "AgentArtifacts",
+    "AgentArtifactsArgs",
     "CostBudget",
     "CostBudgetArgs",
     "EncryptedVolume",

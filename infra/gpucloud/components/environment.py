@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from gpucloud.components.agent_artifacts import AgentArtifacts, AgentArtifactsArgs
 from gpucloud.components.autoscaling import GpuAutoscaling, GpuAutoscalingArgs
 from gpucloud.components.cost_budget import CostBudget, CostBudgetArgs
 from gpucloud.components.encrypted_volume import EncryptedVolume, EncryptedVolumeArgs
@@ -18,8 +19,10 @@ from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
 from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
 from gpucloud.lookups import ResolvedGroup, ResolvedStack
+from gpucloud.userdata.bundle import build_agent_bundle
 from gpucloud.naming import (
     AUTOSCALING_SERVICE,
+    artifacts_bucket_name,
     autoscaling_group_name,
     backup_role_name,
     flow_log_group_prefix,
@@ -33,7 +36,8 @@ class ProjectEnvironmentArgs:
 
 
 class ProjectEnvironment(pulumi.ComponentResource):
-    """Key, node role, and per group: security group, persistent volume, instances, autoscaling.
+    """Key, node role, the artifacts bucket with the node agent bundle, and per group: security
+    group, persistent volume, instances, autoscaling.
 
     Where the account lacks the Auto Scaling service-linked role and the config allows it, the
     role is created first (and kept on destroy: the account's other groups use it too)."""
@@ -44,6 +48,10 @@ class ProjectEnvironment(pulumi.ComponentResource):
     """The role every node of the project runs as."""
     alerts_topic_arn: pulumi.Output[str]
     """SNS topic for GPU alarms and budget alerts."""
+    artifacts_bucket_name: pulumi.Output[str]
+    """The bucket holding the node agent bundle."""
+    agent_bundle_key: pulumi.Output[str]
+    """The bundle's content-addressed key, which every launch template pins with its SHA-256."""
     groups: pulumi.Output[dict]
     """Per group: Auto Scaling group name and ARN, security group id, persistent volume id."""
 
@@ -118,6 +126,18 @@ class ProjectEnvironment(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        self.artifacts = AgentArtifacts(
+            f"{name}-artifacts",
+            AgentArtifactsArgs(
+                bucket_name=artifacts_bucket_name(base, stack.account_id),
+                kms_key_arn=self.key.key_arn,
+                reader_role_arns=[self.access.role_arn],
+                bundle=build_agent_bundle(),
+                partition=stack.partition,
+                tags=tags,
+            ),
+            opts=child,
+        )
         group_outputs = {}
         self.instance_groups: dict[str, GpuInstanceGroup] = {}
         for group in stack.groups:
@@ -169,12 +189,16 @@ class ProjectEnvironment(pulumi.ComponentResource):
         self.kms_key_arn = self.key.key_arn
         self.instance_role_arn = self.access.role_arn
         self.alerts_topic_arn = self.monitoring.topic_arn
+        self.artifacts_bucket_name = self.artifacts.bucket_name
+        self.agent_bundle_key = self.artifacts.bundle_key
         self.groups = pulumi.Output.from_input(group_outputs)
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
                 "kmsKeyArn": self.kms_key_arn,
                 "instanceRoleArn": self.instance_role_arn,
+                "artifactsBucketName": self.artifacts_bucket_name,
+                "agentBundleKey": self.agent_bundle_key,
                 "alertsTopicArn": self.alerts_topic_arn,
                 "budgetName": self.budget.budget_name,
                 "groups": self.groups,
@@ -250,9 +274,16 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 checkpoint_command=settings.checkpoint.command,
                 checkpoint_directory=settings.checkpoint.directory,
                 checkpoint_timeout_seconds=settings.checkpoint.timeout_seconds,
+                agent_bucket=self.artifacts.args.bucket_name,
+                agent_key=self.artifacts.args.bundle.key,
+                agent_sha256=self.artifacts.args.bundle.sha256,
+                health_interval_seconds=settings.health.interval_seconds,
+                throttle_minutes=settings.health.throttle_minutes,
+                max_replacements_per_hour=settings.health.max_replacements_per_hour,
+                replace_faulty_nodes=settings.health.replace,
                 tags=tags,
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.access]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.access, self.artifacts]),
         )
         self.instance_groups[settings.name] = instances
         GpuAutoscaling(

@@ -63,6 +63,16 @@ class GpuInstanceGroupArgs:
     """Runs instead of the sync (argv, no shell) when set."""
     checkpoint_directory: str = "/scratch/checkpoints"
     checkpoint_timeout_seconds: int = 90
+    agent_bucket: str = ""
+    agent_key: str = ""
+    agent_sha256: str = ""
+    """The agent bundle the nodes fetch: an AgentArtifacts component's bucket name and its
+    bundle's key and SHA-256 (plain values, since they are pinned in the user data)."""
+    health_interval_seconds: int = 60
+    throttle_minutes: int = 10
+    max_replacements_per_hour: int = 2
+    replace_faulty_nodes: bool = True
+    """What the node's watch does on a GPU fault: mark the node Unhealthy (True) or only report it."""
     tags: Mapping[str, str] = field(default_factory=dict)
     launch_hook_timeout_seconds: int = LAUNCH_HOOK_TIMEOUT_SECONDS
     """How long a new node has to pass its gate (it sends heartbeats while it works) before it is abandoned."""
@@ -74,6 +84,11 @@ class GpuInstanceGroupArgs:
         return self.spot_percent > 0 and self.max_size > self.on_demand_base_capacity
 
     def __post_init__(self) -> None:
+        if not (self.agent_bucket and self.agent_key and self.agent_sha256):
+            raise ValueError(
+                "agent_bucket, agent_key and agent_sha256 name the node agent bundle: create an "
+                "AgentArtifacts component and pass its bucket name and its bundle's key and sha256"
+            )
         if self.persistent_volume_attach_to and self.uses_spot:
             raise ValueError(
                 "a group whose node attaches a persistent volume must run on-demand (spot_percent 0 or "
@@ -117,6 +132,14 @@ def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> Node
         checkpoint_dir=args.checkpoint_directory,
         checkpoint_timeout_s=args.checkpoint_timeout_seconds,
         cloudwatch_namespace=GPU_METRICS_NAMESPACE,
+        agent_bucket=args.agent_bucket,
+        agent_key=args.agent_key,
+        agent_sha256=args.agent_sha256,
+        efa_expected=args.multi_node and facts.efa_interfaces > 0,
+        health_interval_s=args.health_interval_seconds,
+        throttle_minutes=args.throttle_minutes,
+        max_replacements_per_hour=args.max_replacements_per_hour,
+        replace_faulty_nodes=args.replace_faulty_nodes,
     )
 
 

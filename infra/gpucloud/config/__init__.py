@@ -8,7 +8,7 @@ one named validator each. Rules that need AWS facts (GPU types, EFA, subnets) ar
 from gpucloud.config.access import IAM_ROLE_POLICY_LIMIT, AccessConfig, DataConfig
 from gpucloud.config.network import NetworkConfig
 from gpucloud.config.errors import NAMESPACE, ConfigError
-from gpucloud.config.groups import CHECKPOINT_TIMEOUT_LIMIT_SECONDS, CheckpointConfig, GroupConfig
+from gpucloud.config.groups import CHECKPOINT_TIMEOUT_LIMIT_SECONDS, CheckpointConfig, GroupConfig, HealthConfig
 from gpucloud.config.operations import AccountConfig, BackupConfig, BudgetConfig, MonitoringConfig
 from gpucloud.config.scaling import (
     GpuIdleScaleIn,
@@ -30,6 +30,7 @@ __all__ = [
     "BackupConfig",
     "BudgetConfig",
     "CheckpointConfig",
+    "HealthConfig",
     "ConfigError",
     "DataConfig",
     "GpuIdleScaleIn",

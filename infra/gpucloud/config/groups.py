@@ -44,6 +44,19 @@ class CheckpointConfig(ConfigModel):
         return command
 
 
+class HealthConfig(ConfigModel):
+    """How the node agent's watch treats this group's GPUs once they are in service."""
+
+    interval_seconds: int = Field(default=60, ge=10, le=3600)
+    throttle_minutes: int = Field(default=10, ge=1, le=1440)
+    """How long thermal or power throttling must last before it is reported and alarmed."""
+    max_replacements_per_hour: int = Field(default=2, ge=1, le=100)
+    """The breaker: past this many replacements in the group within an hour, a faulty node is
+    only marked and the ReplacementsHeld alarm fires, so a bad driver or image cannot drain the group."""
+    replace: bool = True
+    """False: node faults are reported and alarmed, and no node is ever marked Unhealthy."""
+
+
 class GroupConfig(ConfigModel):
     """One GPU instance group: an Auto Scaling group over one or more GPU instance types."""
 
@@ -63,6 +76,7 @@ class GroupConfig(ConfigModel):
     scaling: ScalingConfig = Field(default_factory=ScalingConfig)
     idle_shutdown: IdleShutdown | None = None
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    health: HealthConfig = Field(default_factory=HealthConfig)
 
     @model_validator(mode="before")
     @classmethod

@@ -122,6 +122,31 @@ def _alarm(state: dict[str, Any]) -> str:
     )
 
 
+def _bucket_encryption(state: dict[str, Any]) -> str:
+    rules = state.get("rules") or [{}]
+    default = rules[0].get("applyServerSideEncryptionByDefault") or {}
+    if default.get("sseAlgorithm") == "aws:kms" and default.get("kmsMasterKeyId"):
+        return "SSE-KMS with the project key" + (", bucket key" if rules[0].get("bucketKeyEnabled") else "")
+    return f"NOT KMS: {default.get('sseAlgorithm')}"
+
+
+def _public_access_block(state: dict[str, Any]) -> str:
+    settings = ("blockPublicAcls", "ignorePublicAcls", "blockPublicPolicy", "restrictPublicBuckets")
+    open_settings = [name for name in settings if not state.get(name)]
+    return "all public access blocked" if not open_settings else "PUBLIC ACCESS ALLOWED: " + ", ".join(open_settings) + " off"
+
+
+def _bucket_policy(state: dict[str, Any]) -> str:
+    statements = json.loads(state.get("policy") or "{}").get("Statement", [])
+    return ", ".join(f"{statement.get('Effect', '?').lower()} {statement.get('Sid', '?')}" for statement in statements)
+
+
+def _bucket_object(state: dict[str, Any]) -> str:
+    size = len(state.get("contentBase64") or "") * 3 // 4 or len(state.get("content") or "")
+    encryption = "SSE-KMS" if state.get("serverSideEncryption") == "aws:kms" else "NOT SSE-KMS"
+    return f"{state.get('key')}, {size / 1024:.0f} KiB, {encryption}"
+
+
 SUMMARIES: dict[str, Summary] = {
     "aws:kms/key:Key": _key,
     "aws:kms/alias:Alias": lambda state: str(state.get("name")),
@@ -149,6 +174,19 @@ SUMMARIES: dict[str, Summary] = {
     "aws:backup/selection:Selection": lambda state: ", ".join(
         f"{tag.get('key')}={tag.get('value')}" for tag in state.get("selectionTags", [])
     ),
+    "aws:s3/bucket:Bucket": lambda state: str(state.get("bucket")),
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": _bucket_encryption,
+    "aws:s3/bucketVersioning:BucketVersioning": lambda state: (
+        f"versioning {str((state.get('versioningConfiguration') or {}).get('status', '?')).lower()}"
+    ),
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": _public_access_block,
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": lambda state: (
+        str((state.get("rule") or {}).get("objectOwnership")) + " (ACLs off)"
+        if (state.get("rule") or {}).get("objectOwnership") == "BucketOwnerEnforced"
+        else str((state.get("rule") or {}).get("objectOwnership"))
+    ),
+    "aws:s3/bucketPolicy:BucketPolicy": _bucket_policy,
+    "aws:s3/bucketObjectv2:BucketObjectv2": _bucket_object,
     "aws:iam/rolePolicyAttachment:RolePolicyAttachment": lambda state: str(state.get("policyArn")),
     "aws:budgets/budget:Budget": lambda state: (
         f"{state.get('limitAmount')} {state.get('limitUnit')}/month on "

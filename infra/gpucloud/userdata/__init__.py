@@ -1,7 +1,8 @@
 """User data for gpu-cloud GPU instances: what a node runs at boot, rendered from plain values.
 
-`render` builds the `#cloud-config` document; `scripts` holds the fixed text it writes, `layout`
-where everything lives on the node, `agent_source` the node agent as shipped.
+`render` builds the `#cloud-config` document, whose `bootstrap_stub` fetches the agent `bundle`
+from S3; `scripts` holds the fixed text the bundle installs, `layout` where everything lives on
+the node.
 """
 
 from gpucloud.userdata.layout import USER_DATA_LIMIT_BYTES

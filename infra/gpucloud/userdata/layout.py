@@ -8,16 +8,26 @@ USER_DATA_LIMIT_BYTES = 16 * 1024
 """EC2 rejects user data larger than this (counted before base64 encoding)."""
 
 AGENT_LIB_DIR = "/opt/gpucloud/lib"
+"""Where the stub unpacks the agent bundle (the bootstrap stub's AGENT_LIB, without the root)."""
 NODE_CONFIG_PATH = "/etc/gpucloud/node.json"
 BOOTSTRAP_ENV_PATH = "/etc/gpucloud/bootstrap.env"
+BOOTSTRAP_STUB_PATH = "/usr/local/sbin/gpucloud-bootstrap"
+NODE_PYTHON = "/usr/bin/python3"
+"""The image's own Python: 3.10 on the default AMI (Deep Learning Base OSS Nvidia Driver GPU AMI,
+Ubuntu 22.04: "python_location /usr/bin/python3.10" in its release notes,
+https://docs.aws.amazon.com/dlami/latest/devguide/ , read 2026-11-24), which also carries boto3.
+The agent keeps to Python 3.9 so that Amazon Linux 2023 images run it too."""
 AGENT_COMMAND_PATH = "/usr/local/bin/gpucloud-node"
-INSTALL_SCRIPT_PATH = "/usr/local/sbin/gpucloud-install-agent"
+BOOT_MANIFEST_MEMBER = "boot/manifest.json"
 STORAGE_SCRIPT_PATH = "/usr/local/sbin/gpucloud-storage"
 CLOUDWATCH_SCRIPT_PATH = "/usr/local/sbin/gpucloud-cloudwatch"
 CLOUDWATCH_CONFIG_PATH = "/opt/aws/amazon-cloudwatch-agent/etc/gpucloud.json"
 STORAGE_UNIT = "gpucloud-storage.service"
 GATE_UNIT = "gpucloud-node-gate.service"
 DRAIN_UNIT = "gpucloud-node-drain.service"
+TUNE_UNIT = "gpucloud-node-tune.service"
+CLOUDWATCH_UNIT = "gpucloud-cloudwatch.service"
+WATCH_UNIT = "gpucloud-node-watch.service"
 HEARTBEAT_UNIT = "gpucloud-node-heartbeat"
 """A transient unit (systemd-run): it runs once, at first boot, and needs no unit file."""
 
@@ -40,6 +50,16 @@ for udev, RAID assembly and mkfs."""
 CLOUDWATCH_SETUP_TIMEOUT_SECONDS = 600
 GATE_TIMEOUT_SECONDS = 1200
 """systemd's limit for the gate: boot checks with their pauses, each nvidia-smi call bounded."""
+BUNDLE_FETCH_ATTEMPTS = 6
+BUNDLE_FETCH_TIMEOUT_SECONDS = 30
+BUNDLE_BACKOFF_SECONDS = (5, 60)
+"""The stub's retries (first pause, longest pause): its bootstrap_stub.py constants, which a test
+holds equal to these."""
+BUNDLE_FETCH_WORST_SECONDS = BUNDLE_FETCH_ATTEMPTS * BUNDLE_FETCH_TIMEOUT_SECONDS + sum(
+    min(BUNDLE_BACKOFF_SECONDS[0] * 2**attempt, BUNDLE_BACKOFF_SECONDS[1]) for attempt in range(BUNDLE_FETCH_ATTEMPTS - 1)
+)
+"""How long the stub may take before it gives up: before the heartbeat starts, so it must end well
+within the launch hook's own timeout."""
 LAUNCH_HEARTBEAT_LIMIT_SECONDS = STORAGE_TIMEOUT_SECONDS + CLOUDWATCH_SETUP_TIMEOUT_SECONDS + GATE_TIMEOUT_SECONDS
 """The agent keeps the launch action pending this long at most: storage, CloudWatch set-up and the
 gate, one after the other. Past it, the launch hook's timeout ABANDONs a node that never got ready."""

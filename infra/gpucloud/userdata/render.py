@@ -1,13 +1,13 @@
-"""User data for gpu-cloud GPU instances: a `#cloud-config` document, delivered gzip-compressed.
+"""User data for gpu-cloud GPU instances: a small `#cloud-config` document, gzip-compressed.
 
-`render_user_data` is a pure function of plain values. The scripts and units it carries are fixed
-text; every value that varies (names, prefixes, tags) reaches the instance only inside data files
-(JSON via json.dumps, a shell env file via shlex.quote) written through a YAML dumper, so a hostile
-string can never become code. The node agent (`gpucloud.node`) travels inside as source, so the
-instance needs no package index except for boto3 when its image lacks it.
+`render_user_data` is a pure function of plain values. It carries the node's data files and the
+bootstrap stub, which fetches the agent bundle from S3 (by the key and SHA-256 pinned in
+node.json), unpacks it and hands over to its boot step. Every value that varies (names, prefixes,
+tags) reaches the instance only inside data files (JSON via json.dumps, a shell env file via
+shlex.quote) written through a YAML dumper, so a hostile string can never become code.
 
-EC2 caps user data at 16 KB before base64, and the document with the agent is larger than that,
-so `encode_user_data` gzips it: cloud-init recognises gzip and unpacks it before parsing.
+EC2 caps user data at 16 KB before base64; `encode_user_data` gzips the document (cloud-init
+recognises gzip) and the largest node's comes to a few KB.
 """
 
 from __future__ import annotations
@@ -18,36 +18,29 @@ import json
 import re
 import shlex
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 import yaml
 
-from gpucloud.userdata.agent_source import agent_sources, shippable_shell
 from gpucloud.userdata.layout import (
-    AGENT_COMMAND_PATH,
-    AGENT_LIB_DIR,
     BOOTSTRAP_ENV_PATH,
+    BOOTSTRAP_STUB_PATH,
     CLOUDWATCH_CONFIG_PATH,
-    CLOUDWATCH_SCRIPT_PATH,
-    CLOUDWATCH_SETUP_TIMEOUT_SECONDS,
     DATA_MOUNT,
-    DRAIN_UNIT,
-    GATE_UNIT,
-    HEARTBEAT_UNIT,
-    INSTALL_SCRIPT_PATH,
     LAUNCH_HEARTBEAT_LIMIT_SECONDS,
     NODE_CONFIG_PATH,
+    NODE_PYTHON,
     NVLINK_FAMILIES,
     NVSWITCH_FAMILIES,
     PERSIST_MOUNT,
     SCRATCH_MOUNT,
-    STORAGE_UNIT,
     USER_DATA_LIMIT_BYTES,
     VOLUME_WAIT_SECONDS,
 )
-from gpucloud.userdata.scripts import DRAIN_UNIT_TEXT, GATE_UNIT_TEXT, SCRIPTS, STORAGE_UNIT_TEXT
 
 _ATTACHMENT_NAME = re.compile(r"^/dev/(sd[b-z]|xvd[b-z][a-z]?)$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 class UserDataTooLarge(ValueError):
@@ -83,6 +76,16 @@ class NodeBootstrap:
     """Runs instead of the agent's S3 sync when set; it reaches the node as JSON data, never as shell."""
     checkpoint_timeout_s: int = 90
     cloudwatch_namespace: str = "GpuCloud"
+    agent_bucket: str = ""
+    agent_key: str = ""
+    agent_sha256: str = ""
+    """Where the agent bundle lies and the SHA-256 the stub holds it to."""
+    efa_expected: bool = False
+    """Multi-node groups: the node sets the NCCL/EFA environment and `check` wants the EFA provider."""
+    health_interval_s: int = 60
+    throttle_minutes: int = 10
+    max_replacements_per_hour: int = 2
+    replace_faulty_nodes: bool = True
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -117,6 +120,10 @@ class NodeBootstrap:
             raise ValueError("checkpoint_prefix needs checkpoint_bucket")
         if not self.cloudwatch_namespace.strip():
             raise ValueError("cloudwatch_namespace must not be empty")
+        if not (self.agent_bucket and self.agent_key and _SHA256.match(self.agent_sha256)):
+            raise ValueError("agent_bucket, agent_key and agent_sha256 (64 lowercase hex digits) name the agent bundle")
+        if not 10 <= self.health_interval_s <= 3600:
+            raise ValueError("health_interval_s must be between 10 and 3600 seconds")
 
     @property
     def has_persistent_volume(self) -> bool:
@@ -141,30 +148,20 @@ def render_user_data(params: NodeBootstrap) -> str:
     document["write_files"] = [
         _file(NODE_CONFIG_PATH, json.dumps(node_config_document(params), indent=1, sort_keys=True) + "\n"),
         _file(BOOTSTRAP_ENV_PATH, bootstrap_env(params)),
-        *(_file(f"{AGENT_LIB_DIR}/{name}", source) for name, source in agent_sources().items()),
-        *(_file(path, shippable_shell(script), executable=True) for path, script in SCRIPTS.items()),
         _file(
             CLOUDWATCH_CONFIG_PATH, json.dumps(cloudwatch_agent_config(params), separators=(",", ":")) + "\n"
         ),
-        _file(f"/etc/systemd/system/{STORAGE_UNIT}", STORAGE_UNIT_TEXT),
-        _file(f"/etc/systemd/system/{GATE_UNIT}", GATE_UNIT_TEXT),
-        _file(f"/etc/systemd/system/{DRAIN_UNIT}", DRAIN_UNIT_TEXT),
+        _file(BOOTSTRAP_STUB_PATH, bootstrap_stub_source(), executable=True),
     ]
-    # The heartbeat keeps the launch action pending while the disks are prepared; the gate
-    # starts last: once it completes the launch hook the instance takes work, so the disks and
-    # the metrics agent must already be in place.
-    document["runcmd"] = [
-        [INSTALL_SCRIPT_PATH],
-        ["systemctl", "daemon-reload"],
-        ["systemctl", "enable", STORAGE_UNIT, DRAIN_UNIT, GATE_UNIT],
-        ["systemd-run", f"--unit={HEARTBEAT_UNIT}", AGENT_COMMAND_PATH, "heartbeat"],
-        ["systemctl", "start", STORAGE_UNIT],
-        ["timeout", str(CLOUDWATCH_SETUP_TIMEOUT_SECONDS), CLOUDWATCH_SCRIPT_PATH],
-        ["systemctl", "start", "--no-block", DRAIN_UNIT, GATE_UNIT],
-    ]
+    document["runcmd"] = [[NODE_PYTHON, BOOTSTRAP_STUB_PATH]]
     return "#cloud-config\n" + yaml.dump(
         document, Dumper=_CloudConfigDumper, sort_keys=False, default_flow_style=False, width=2**16
     )
+
+
+def bootstrap_stub_source() -> str:
+    """The stub as the node gets it: gpucloud/userdata/bootstrap_stub.py, byte for byte."""
+    return resources.files("gpucloud.userdata").joinpath("bootstrap_stub.py").read_text(encoding="utf-8")
 
 
 def node_config_document(params: NodeBootstrap) -> dict[str, Any]:
@@ -199,6 +196,15 @@ def node_config_document(params: NodeBootstrap) -> dict[str, Any]:
         "checkpoint_timeout_s": params.checkpoint_timeout_s,
         "volume_wait_s": VOLUME_WAIT_SECONDS,
         "launch_heartbeat_limit_s": LAUNCH_HEARTBEAT_LIMIT_SECONDS,
+        "agent_bucket": params.agent_bucket,
+        "agent_key": params.agent_key,
+        "agent_sha256": params.agent_sha256,
+        "efa_expected": params.efa_expected,
+        "network_tuning": True,
+        "health_interval_s": params.health_interval_s,
+        "throttle_minutes": params.throttle_minutes,
+        "max_replacements_per_hour": params.max_replacements_per_hour,
+        "replace_faulty_nodes": params.replace_faulty_nodes,
     }
 
 
@@ -262,8 +268,7 @@ def encode_user_data(text: str) -> bytes:
     payload = gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)
     if len(payload) > USER_DATA_LIMIT_BYTES:
         raise UserDataTooLarge(
-            f"user data is {len(payload)} bytes compressed; EC2 allows {USER_DATA_LIMIT_BYTES}: shorten "
-            "the group's checkpoint command or directory, or the data bucket's write prefix"
+            f"user data is {len(payload)} bytes compressed; EC2 allows {USER_DATA_LIMIT_BYTES}"
         )
     return payload
 

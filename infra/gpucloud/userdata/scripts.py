@@ -1,37 +1,31 @@
-"""The fixed text the user data writes: the agent's launcher and installer, the storage and
-CloudWatch set-up scripts and the systemd units. No value of a stack reaches them; those travel in
-the data files `render` writes."""
+"""The fixed text the agent bundle installs: the agent's launcher, the storage and CloudWatch
+set-up scripts and the systemd units. No value of a stack reaches them; those travel in the data
+files `render` writes into the user data."""
 
 from __future__ import annotations
 
 from gpucloud.userdata.layout import (
     AGENT_COMMAND_PATH,
     CLOUDWATCH_SCRIPT_PATH,
+    CLOUDWATCH_SETUP_TIMEOUT_SECONDS,
+    CLOUDWATCH_UNIT,
+    DRAIN_UNIT,
     GATE_TIMEOUT_SECONDS,
-    INSTALL_SCRIPT_PATH,
+    GATE_UNIT,
     STORAGE_SCRIPT_PATH,
     STORAGE_TIMEOUT_SECONDS,
+    STORAGE_UNIT,
+    TUNE_UNIT,
+    WATCH_UNIT,
 )
 
 AGENT_COMMAND = """\
 #!/bin/sh
-# The gpu-cloud node agent, written from user data to /opt/gpucloud/lib.
+# The gpu-cloud node agent, unpacked from the agent bundle into /opt/gpucloud/lib, run on the
+# image's own Python (the one the bootstrap stub checked for boto3).
 PYTHONPATH=/opt/gpucloud/lib${PYTHONPATH:+:$PYTHONPATH}
 export PYTHONPATH
-exec python3 -m gpucloud.node "$@"
-"""
-
-INSTALL_SCRIPT = """\
-#!/bin/bash
-# Checks the node agent written from user data; fetches boto3 only if the image lacks it.
-set -euo pipefail
-lib=/opt/gpucloud/lib
-if ! python3 -c 'import boto3' >/dev/null 2>&1; then
-  python3 -m pip install --quiet --target "$lib" boto3 ||
-    { command -v apt-get >/dev/null && apt-get update -q && apt-get install -y -q python3-boto3; } ||
-    { command -v dnf >/dev/null && dnf install -y -q python3-boto3; }
-fi
-PYTHONPATH="$lib" python3 -c 'import boto3, gpucloud.node.cli'
+exec /usr/bin/python3 -m gpucloud.node "$@"
 """
 
 STORAGE_SCRIPT = """\
@@ -214,10 +208,64 @@ RestartSec=5
 WantedBy=multi-user.target
 """
 
+TUNE_UNIT_TEXT = """\
+[Unit]
+Description=gpu-cloud node tuning: driver and kernel held, TCP BBR with fq, the EFA environment
+Before=gpucloud-node-gate.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/usr/local/bin/gpucloud-node tune
+TimeoutStartSec=300
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+CLOUDWATCH_UNIT_TEXT = f"""\
+[Unit]
+Description=gpu-cloud CloudWatch agent set-up (first boot)
+Wants=network-online.target
+After=network-online.target
+
+[Service]
+Type=oneshot
+ExecStart=/usr/local/sbin/gpucloud-cloudwatch
+TimeoutStartSec={CLOUDWATCH_SETUP_TIMEOUT_SECONDS}
+"""
+
+WATCH_UNIT_TEXT = """\
+# Requires= and After= the gate: systemd starts the watch only once the gate has succeeded, and
+# never on a node the gate refused (systemd.unit(5), "Requires=").
+[Unit]
+Description=gpu-cloud GPU watch: readings, Xid faults, replacement of a faulty node
+Requires=gpucloud-node-gate.service
+After=gpucloud-node-gate.service
+
+[Service]
+Type=simple
+ExecStart=/usr/local/bin/gpucloud-node watch
+Restart=on-failure
+RestartSec=10
+
+[Install]
+WantedBy=multi-user.target
+"""
+
 SCRIPTS = {
     AGENT_COMMAND_PATH: AGENT_COMMAND,
-    INSTALL_SCRIPT_PATH: INSTALL_SCRIPT,
     STORAGE_SCRIPT_PATH: STORAGE_SCRIPT,
     CLOUDWATCH_SCRIPT_PATH: CLOUDWATCH_SCRIPT,
 }
-"""The executables the user data writes, by path."""
+"""The executables the agent bundle installs, by path."""
+
+UNITS = {
+    TUNE_UNIT: TUNE_UNIT_TEXT,
+    STORAGE_UNIT: STORAGE_UNIT_TEXT,
+    CLOUDWATCH_UNIT: CLOUDWATCH_UNIT_TEXT,
+    GATE_UNIT: GATE_UNIT_TEXT,
+    DRAIN_UNIT: DRAIN_UNIT_TEXT,
+    WATCH_UNIT: WATCH_UNIT_TEXT,
+}
+"""The systemd units the agent bundle installs, by name."""
