@@ -4,6 +4,8 @@ only reported; Xid 13 never replaces."""
 
 from __future__ import annotations
 
+import json
+
 from gpucloud.node.commands import CommandResult
 from gpucloud.node.config import NodeConfig
 from gpucloud.node.watch import WatchSettings, watch
@@ -87,3 +89,33 @@ def test_a_gpu_missing_from_the_count_gets_the_node_replaced(gpu_group, tmp_path
     config = NodeConfig(group_name=GROUP, region=REGION, expected_gpu_count=8)
     state = run_watch(node, gpu_group.instance_id, intervals=2, config=config)
     assert state.outcome == "replaced"
+
+
+H100_RUN = "h100-watch/run-2026-11-25"
+H100_LABELS = {"project": "device", "group": "gpu-cloud-device-watch", "instance_id": "i-device", "instance_type": "device"}
+
+
+def test_the_textfile_is_what_watch_wrote_on_the_real_h100():
+    """record_watch.py ran `watch` from the bundle on an H100 for four 15 s intervals; the exporter
+    turns the readings it recorded into the textfile it wrote there, byte for byte."""
+    from gpucloud.node.exporter import WATCH_FIELDS, render_textfile
+    from gpucloud.node.nvidia import parse_gpu_query
+
+    last_reading = fixture_text(f"{H100_RUN}/query-watch-intervals.csv").splitlines()[-1] + "\n"
+    gpus, stray = parse_gpu_query(last_reading, WATCH_FIELDS)
+
+    assert stray == [] and len(gpus) == 1
+    assert render_textfile(gpus, {}, {}, H100_LABELS) == fixture_text(f"{H100_RUN}/healthy-interval-4.prom")
+
+
+def test_the_replayed_xid_79_on_the_h100_counted_one_node_fault_and_marked_the_node():
+    prom = fixture_text(f"{H100_RUN}/fault-replay.prom")
+    calls = json.loads(fixture_text(f"{H100_RUN}/aws-calls.json"))
+
+    assert 'xid="79",kind="node-fault"} 1' in prom and "DCGM_FI_DEV_XID_ERRORS{" in prom
+    assert [(call["operation"], call["parameters"].get("MetricName") or call["parameters"].get("HealthStatus")
+             or call["parameters"]["MetricData"][0]["MetricName"]) for call in calls] == [
+        ("put_metric_data", "NodeFaults"), ("get_metric_statistics", "NodeReplacements"),
+        ("put_metric_data", "NodeReplacements"), ("set_instance_health", "Unhealthy"),
+    ]
+    assert "restart after the fault: outcome None, xid counts {}" in fixture_text(f"{H100_RUN}/watch.log")
