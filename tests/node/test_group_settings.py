@@ -36,19 +36,24 @@ def group_args(**changes) -> GpuInstanceGroupArgs:
     return GpuInstanceGroupArgs(**{**values, **changes})
 
 
+def node_json(deployment) -> dict:
+    """node.json as the one launch template's user data carries it."""
+    ec2 = deployment.client("ec2")
+    [template] = ec2.describe_launch_templates()["LaunchTemplates"]
+    [version] = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"]
+    document = yaml.safe_load(gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"])))
+    [node] = [json.loads(entry["content"]) for entry in document["write_files"] if entry["path"] == NODE_CONFIG_PATH]
+    return node
+
+
 def test_configured_checkpoint_reaches_node_json_as_data(account):
     values = minimal_config(
         groups=[{"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 2, "checkpoint": CHECKPOINT}],
         data={"bucket": "demo-data", "writePrefixes": ["runs/demo/"]},
     )
 
-    deployment = deploy(settings_for(values), account)
+    node = node_json(deploy(settings_for(values), account))
 
-    ec2 = deployment.client("ec2")
-    [template] = ec2.describe_launch_templates()["LaunchTemplates"]
-    [version] = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"]
-    document = yaml.safe_load(gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"])))
-    [node] = [json.loads(entry["content"]) for entry in document["write_files"] if entry["path"] == NODE_CONFIG_PATH]
     assert node["checkpoint_command"] == CHECKPOINT["command"]
     assert (node["checkpoint_dir"], node["checkpoint_timeout_s"]) == ("/data/ckpt", 120)
     assert (node["checkpoint_bucket"], node["checkpoint_prefix"]) == ("demo-data", "runs/demo")
@@ -60,13 +65,8 @@ def test_health_settings_reach_node_json(account):
          "health": {"intervalSeconds": 30, "throttleMinutes": 20, "maxReplacementsPerHour": 5, "replace": False}},
     ])
 
-    deployment = deploy(settings_for(values), account)
+    node = node_json(deploy(settings_for(values), account))
 
-    ec2 = deployment.client("ec2")
-    [template] = ec2.describe_launch_templates()["LaunchTemplates"]
-    [version] = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"]
-    document = yaml.safe_load(gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"])))
-    [node] = [json.loads(entry["content"]) for entry in document["write_files"] if entry["path"] == NODE_CONFIG_PATH]
     assert (node["health_interval_s"], node["throttle_minutes"]) == (30, 20)
     assert (node["max_replacements_per_hour"], node["replace_faulty_nodes"]) == (5, False)
 
