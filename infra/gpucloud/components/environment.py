@@ -241,6 +241,18 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 opts=child,
             )
             outputs["persistentVolumeId"] = volume.volume_id
+        capacity = settings.capacity
+        block_id: pulumi.Input[str] | None = group.capacity_block.id if group.capacity_block else None
+        if group.block_offering:
+            purchase = aws.ec2.CapacityBlockReservation(
+                f"{prefix}-capacity-block",
+                capacity_block_offering_id=group.block_offering.id,
+                instance_platform="Linux/UNIX",
+                tags={**tags, "Name": f"{asg_name}-capacity-block"},
+                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+            )
+            block_id = purchase.id
+            outputs["capacityBlockId"] = purchase.id
         instances = GpuInstanceGroup(
             f"{prefix}-nodes",
             GpuInstanceGroupArgs(
@@ -281,6 +293,12 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 throttle_minutes=settings.health.throttle_minutes,
                 max_replacements_per_hour=settings.health.max_replacements_per_hour,
                 replace_faulty_nodes=settings.health.replace,
+                capacity_reservation_ids=capacity.reservations.ids if capacity.reservations else (),
+                capacity_reservation_group_arns=capacity.reservations.resource_group_arns if capacity.reservations else (),
+                capacity_reservation_preference=capacity.reservations.preference if capacity.reservations else None,
+                capacity_block_id=block_id,
+                capacity_block_window=group.block_window,
+                warm_pool=settings.warm_pool.model_dump() if settings.warm_pool else None,
                 tags=tags,
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.access, self.artifacts]),

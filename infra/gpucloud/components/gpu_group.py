@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -73,6 +74,18 @@ class GpuInstanceGroupArgs:
     max_replacements_per_hour: int = 2
     replace_faulty_nodes: bool = True
     """What the node's watch does on a GPU fault: mark the node Unhealthy (True) or only report it."""
+    capacity_reservation_ids: Sequence[str] = ()
+    capacity_reservation_group_arns: Sequence[str] = ()
+    capacity_reservation_preference: str | None = None
+    """On-Demand Capacity Reservations the group launches into (Auto Scaling's preference:
+    capacity-reservations-only, capacity-reservations-first or none)."""
+    capacity_block_id: pulumi.Input[str] | None = None
+    """The Capacity Block the group runs in: its launch template targets it with market type capacity-block."""
+    capacity_block_window: tuple[datetime.datetime, datetime.datetime] | None = None
+    """When the block starts and ends: the group waits at zero until the start, and goes back to
+    zero before EC2 reclaims the block's instances."""
+    warm_pool: Mapping[str, object] | None = None
+    """min_size, max_group_prepared_capacity, pool_state, reuse_on_scale_in (Auto Scaling's WarmPool)."""
     tags: Mapping[str, str] = field(default_factory=dict)
     launch_hook_timeout_seconds: int = LAUNCH_HOOK_TIMEOUT_SECONDS
     """How long a new node has to pass its gate (it sends heartbeats while it works) before it is abandoned."""
@@ -83,12 +96,21 @@ class GpuInstanceGroupArgs:
     def uses_spot(self) -> bool:
         return self.spot_percent > 0 and self.max_size > self.on_demand_base_capacity
 
+    @property
+    def single_launch_template(self) -> bool:
+        """A Capacity Block or a warm pool group names its one launch template itself: Auto Scaling
+        takes neither with a mixed instances policy."""
+        return self.capacity_block_id is not None or self.warm_pool is not None
+
     def __post_init__(self) -> None:
         if not (self.agent_bucket and self.agent_key and self.agent_sha256):
             raise ValueError(
                 "agent_bucket, agent_key and agent_sha256 name the node agent bundle: create an "
                 "AgentArtifacts component and pass its bucket name and its bundle's key and sha256"
             )
+        if self.single_launch_template and (self.uses_spot or len(self.instance_types) != 1):
+            raise ValueError("a Capacity Block or warm pool group runs one instance type on-demand (spot_percent 0): "
+                             "Auto Scaling takes neither with a mixed instances policy")
         if self.persistent_volume_attach_to and self.uses_spot:
             raise ValueError(
                 "a group whose node attaches a persistent volume must run on-demand (spot_percent 0 or "
@@ -141,6 +163,46 @@ def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> Node
         max_replacements_per_hour=args.max_replacements_per_hour,
         replace_faulty_nodes=args.replace_faulty_nodes,
     )
+
+
+BLOCK_SCALE_IN_LEAD = datetime.timedelta(minutes=45)
+"""How long before a Capacity Block ends its group scales to zero: EC2 starts terminating the
+block's instances 30 minutes before the end (gpucloud.lookups.capacity.BLOCK_TERMINATION_LEAD),
+and each node may take the terminate hook's 10 minutes to drain, plus 5 minutes for Auto Scaling
+to act on the schedule."""
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _utc(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _reservation_specification(args: GpuInstanceGroupArgs) -> dict | None:
+    if args.capacity_reservation_preference is None:
+        return None
+    target = {
+        "capacity_reservation_ids": list(args.capacity_reservation_ids) or None,
+        "capacity_reservation_resource_group_arns": list(args.capacity_reservation_group_arns) or None,
+    }
+    return {
+        "capacity_reservation_preference": args.capacity_reservation_preference,
+        "capacity_reservation_target": {key: value for key, value in target.items() if value},
+    }
+
+
+def _warm_pool(pool: Mapping[str, object] | None) -> dict | None:
+    if pool is None:
+        return None
+    settings = {
+        "min_size": pool.get("min_size", 0),
+        "max_group_prepared_capacity": pool.get("max_group_prepared_capacity"),
+        "pool_state": pool.get("pool_state", "Stopped"),
+        "instance_reuse_policy": {"reuse_on_scale_in": bool(pool.get("reuse_on_scale_in"))},
+    }
+    return {key: value for key, value in settings.items() if value is not None}
 
 
 def _network_interfaces(args: GpuInstanceGroupArgs, efa_interfaces: int) -> list[dict]:
@@ -223,6 +285,9 @@ class GpuInstanceGroup(pulumi.ComponentResource):
         def template_spec(template: aws.ec2.LaunchTemplate) -> dict:
             return {"launch_template_id": template.id, "version": template.latest_version.apply(str)}
 
+        def template_spec_plain(template: aws.ec2.LaunchTemplate) -> dict:
+            return {"id": template.id, "version": template.latest_version.apply(str)}
+
         overrides = []
         for shape, types in shapes.items():
             for facts in types:
@@ -232,6 +297,10 @@ class GpuInstanceGroup(pulumi.ComponentResource):
                 overrides.append(override)
 
         desired = args.min_size if args.desired_capacity is None else args.desired_capacity
+        min_size = args.min_size
+        waits_for_block = args.capacity_block_window is not None and args.capacity_block_window[0] > _now()
+        if waits_for_block:
+            min_size = desired = 0
         uses_spot = args.uses_spot
         hooks = {
             launch_hook_name(args.group_name): {
@@ -248,7 +317,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
         self.group = aws.autoscaling.Group(
             f"{name}-asg",
             name=args.group_name,
-            min_size=args.min_size,
+            min_size=min_size,
             max_size=args.max_size,
             desired_capacity=desired,
             vpc_zone_identifiers=list(args.subnet_ids),
@@ -257,7 +326,15 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             health_check_grace_period=args.health_check_grace_period_seconds,
             placement_group=self.placement_group.name if self.placement_group else None,
             wait_for_capacity_timeout="0",
-            mixed_instances_policy={
+            launch_template=template_spec_plain(primary) if args.single_launch_template else None,
+            capacity_reservation_specification=_reservation_specification(args),
+            availability_zone_distribution=(
+                {"capacity_distribution_strategy": "reservations-then-balanced"}
+                if args.capacity_reservation_preference in ("capacity-reservations-first", "capacity-reservations-only")
+                else None
+            ),
+            warm_pool=_warm_pool(args.warm_pool),
+            mixed_instances_policy=None if args.single_launch_template else {
                 "instances_distribution": {
                     "on_demand_base_capacity": args.on_demand_base_capacity,
                     "on_demand_percentage_above_base_capacity": 100 - args.spot_percent if uses_spot else 100,
@@ -294,6 +371,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             )
             for hook_name, hook in hooks.items()
         ]
+        self.block_schedules = self._block_schedules(name, args, waits_for_block) if args.capacity_block_window else []
         self.group_name = self.group.name
         self.group_arn = self.group.arn
         self.launch_template_ids = pulumi.Output.all(*[lt.id for lt in self.launch_templates.values()])
@@ -306,6 +384,28 @@ class GpuInstanceGroup(pulumi.ComponentResource):
                 "placementGroupName": self.placement_group_name,
             }
         )
+
+    def _block_schedules(self, name: str, args: GpuInstanceGroupArgs, waits_for_block: bool) -> list[aws.autoscaling.Schedule]:
+        """Scale to the configured size when the block starts (if it has not yet), and to zero
+        BLOCK_SCALE_IN_LEAD before it ends, so each node drains and saves its checkpoint before EC2
+        starts reclaiming the block's instances 30 minutes before the end."""
+        start, end = args.capacity_block_window
+        schedules = []
+        if waits_for_block:
+            schedules.append(aws.autoscaling.Schedule(
+                f"{name}-block-start", scheduled_action_name=f"{args.group_name}-block-start",
+                autoscaling_group_name=self.group.name, start_time=_utc(start),
+                min_size=args.min_size, max_size=args.max_size,
+                desired_capacity=args.min_size if args.desired_capacity is None else args.desired_capacity,
+                opts=pulumi.ResourceOptions(parent=self),
+            ))
+        schedules.append(aws.autoscaling.Schedule(
+            f"{name}-block-end", scheduled_action_name=f"{args.group_name}-block-end",
+            autoscaling_group_name=self.group.name, start_time=_utc(end - BLOCK_SCALE_IN_LEAD),
+            min_size=0, max_size=0, desired_capacity=0,
+            opts=pulumi.ResourceOptions(parent=self),
+        ))
+        return schedules
 
     def _launch_template(self, name: str, args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> aws.ec2.LaunchTemplate:
         efa_interfaces = facts.efa_interfaces if args.multi_node else 0
@@ -327,6 +427,14 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             block_device_mappings=_block_devices(args),
             network_interfaces=_network_interfaces(args, efa_interfaces),
             user_data=user_data_base64(node_bootstrap(args, facts)),
+            instance_market_options={"market_type": "capacity-block"} if args.capacity_block_id is not None else None,
+            capacity_reservation_specification=(
+                {"capacity_reservation_target": {"capacity_reservation_id": args.capacity_block_id}}
+                if args.capacity_block_id is not None else None
+            ),
+            hibernation_options=(
+                {"configured": True} if args.warm_pool and args.warm_pool.get("pool_state") == "Hibernated" else None
+            ),
             tag_specifications=[
                 {"resource_type": kind, "tags": instance_tags}
                 for kind in ("instance", "volume", "network-interface")

@@ -8,7 +8,17 @@ one named validator each. Rules that need AWS facts (GPU types, EFA, subnets) ar
 from gpucloud.config.access import IAM_ROLE_POLICY_LIMIT, AccessConfig, DataConfig
 from gpucloud.config.network import NetworkConfig
 from gpucloud.config.errors import NAMESPACE, ConfigError
-from gpucloud.config.groups import CHECKPOINT_TIMEOUT_LIMIT_SECONDS, CheckpointConfig, GroupConfig, HealthConfig
+from gpucloud.config.groups import (
+    CHECKPOINT_TIMEOUT_LIMIT_SECONDS,
+    CapacityBlockConfig,
+    CapacityBlockOffer,
+    CapacityConfig,
+    CheckpointConfig,
+    GroupConfig,
+    HealthConfig,
+    ReservationsConfig,
+    WarmPoolConfig,
+)
 from gpucloud.config.operations import AccountConfig, BackupConfig, BudgetConfig, MonitoringConfig
 from gpucloud.config.scaling import (
     GpuIdleScaleIn,
@@ -29,6 +39,9 @@ __all__ = [
     "AccountConfig",
     "BackupConfig",
     "BudgetConfig",
+    "CapacityBlockConfig",
+    "CapacityBlockOffer",
+    "CapacityConfig",
     "CheckpointConfig",
     "HealthConfig",
     "ConfigError",
@@ -38,6 +51,8 @@ __all__ = [
     "IdleShutdown",
     "MonitoringConfig",
     "NetworkConfig",
+    "ReservationsConfig",
+    "WarmPoolConfig",
     "ScalingConfig",
     "Schedule",
     "StackConfig",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import datetime
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, Field, StringConstraints, field_validator, model_validator
 
@@ -57,6 +58,115 @@ class HealthConfig(ConfigModel):
     """False: node faults are reported and alarmed, and no node is ever marked Unhealthy."""
 
 
+CapacityReservationId = Annotated[str, shaped(r"cr-[0-9a-f]{17}", "use a Capacity Reservation id such as cr-0123456789abcdef0", 20)]
+ResourceGroupArn = Annotated[str, shaped(
+    r"arn:aws[a-z-]*:resource-groups:[a-z0-9-]+:[0-9]{12}:group/[A-Za-z0-9_.-]{1,128}",
+    "use a resource group ARN such as arn:aws:resource-groups:us-east-1:123456789012:group/gpu-reservations", 300,
+)]
+
+CAPACITY_BLOCK_SIZES = (1, 2, 4, 8, 16, 32, 64)
+"""Instances one Capacity Block can hold (DescribeCapacityBlockOfferings takes these counts; "each
+Capacity Block can have up to 64 instances", EC2 user guide, "Find and purchase Capacity Blocks",
+read 2026-11-25)."""
+
+
+def capacity_block_hours_problem(hours: int) -> str | None:
+    """Durations AWS sells: "1-day increments up to 14 days, and in 7-day increments up to 182 days"
+    (EC2 user guide, "Find and purchase Capacity Blocks", read 2026-11-25)."""
+    days, rest = divmod(hours, 24)
+    if rest or days < 1 or days > 182 or (days > 14 and days % 7):
+        return (f"{hours} hours is not a Capacity Block duration: whole days from 1 to 14 (24-336 hours), "
+                "or whole weeks up to 182 days (504, 672, ... 4368 hours)")
+    return None
+
+
+class ReservationsConfig(ConfigModel):
+    """On-Demand Capacity Reservations the group launches into, by id or by resource group."""
+
+    ids: list[CapacityReservationId] = Field(default_factory=list, max_length=20)
+    resource_group_arns: list[ResourceGroupArn] = Field(default_factory=list, max_length=5)
+    preference: Literal["capacity-reservations-only", "capacity-reservations-first", "none"] = "capacity-reservations-first"
+    """Auto Scaling's CapacityReservationPreference: only reserved capacity (launches fail once it is
+    used up), reserved first then on-demand, or none (the reservations are not used)."""
+
+    @model_validator(mode="after")
+    def names_a_reservation(self) -> ReservationsConfig:
+        if not self.ids and not self.resource_group_arns:
+            raise ValueError("lists no reservation: give ids or resourceGroupArns")
+        if len(set(self.ids)) != len(self.ids):
+            raise ValueError("lists a reservation id twice")
+        return self
+
+
+class CapacityBlockOffer(ConfigModel):
+    """A Capacity Block to buy: the plan shows the offering that matches, with its price and dates."""
+
+    instance_type: InstanceType
+    count: int
+    duration_hours: int
+    start_after: datetime.date
+    end_before: datetime.date
+    purchase: bool = False
+    """Buying is explicit: without `purchase: true` the plan shows the offering and refuses to go on."""
+
+    @field_validator("count")
+    @classmethod
+    def count_is_a_block_size(cls, count: int) -> int:
+        if count not in CAPACITY_BLOCK_SIZES:
+            raise ValueError(f"{count} instances is not a Capacity Block size: use one of {', '.join(map(str, CAPACITY_BLOCK_SIZES))}")
+        return count
+
+    @field_validator("duration_hours")
+    @classmethod
+    def duration_is_sold(cls, hours: int) -> int:
+        problem = capacity_block_hours_problem(hours)
+        if problem:
+            raise ValueError(problem)
+        return hours
+
+    @model_validator(mode="after")
+    def window_holds_the_block(self) -> CapacityBlockOffer:
+        window_hours = (self.end_before - self.start_after).days * 24
+        if window_hours < self.duration_hours:
+            raise ValueError(f"startAfter {self.start_after} to endBefore {self.end_before} is shorter than "
+                             f"durationHours {self.duration_hours}")
+        return self
+
+
+class CapacityBlockConfig(ConfigModel):
+    """An EC2 Capacity Block for ML: one you hold (`reservationId`) or one to buy (`offering`)."""
+
+    reservation_id: CapacityReservationId | None = None
+    offering: CapacityBlockOffer | None = None
+
+    @model_validator(mode="after")
+    def one_source(self) -> CapacityBlockConfig:
+        if (self.reservation_id is None) == (self.offering is None):
+            raise ValueError("give either reservationId (a block you hold) or offering (one to buy), not both or neither")
+        return self
+
+
+class CapacityConfig(ConfigModel):
+    reservations: ReservationsConfig | None = None
+    capacity_block: CapacityBlockConfig | None = None
+
+    @model_validator(mode="after")
+    def one_kind(self) -> CapacityConfig:
+        if self.reservations and self.capacity_block:
+            raise ValueError("give reservations or capacityBlock, not both: a group runs in a Capacity Block alone")
+        return self
+
+
+class WarmPoolConfig(ConfigModel):
+    """Instances kept initialized and stopped (or hibernated), so scaling out skips the boot and the
+    first gate. They leave the pool through the launch hook, and the gate runs again as they start."""
+
+    min_size: int = Field(default=0, ge=0, le=1000)
+    max_group_prepared_capacity: int | None = Field(default=None, ge=0, le=1000)
+    pool_state: Literal["Stopped", "Hibernated", "Running"] = "Stopped"
+    reuse_on_scale_in: bool = False
+
+
 class GroupConfig(ConfigModel):
     """One GPU instance group: an Auto Scaling group over one or more GPU instance types."""
 
@@ -77,6 +187,8 @@ class GroupConfig(ConfigModel):
     idle_shutdown: IdleShutdown | None = None
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     health: HealthConfig = Field(default_factory=HealthConfig)
+    capacity: CapacityConfig = Field(default_factory=CapacityConfig)
+    warm_pool: WarmPoolConfig | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -93,10 +205,14 @@ class GroupConfig(ConfigModel):
         return self.min_size if self.desired_capacity is None else self.desired_capacity
 
     @property
+    def capacity_block(self) -> CapacityBlockConfig | None:
+        return self.capacity.capacity_block
+
+    @property
     def single_zone(self) -> bool:
-        """Multi-node groups (one cluster placement group) and groups with a persistent volume (an
-        EBS volume lives in one zone) stay in one zone."""
-        return self.multi_node or bool(self.persistent_volume_gib)
+        """Multi-node groups (one cluster placement group), groups with a persistent volume (an EBS
+        volume lives in one zone) and groups in a Capacity Block (the block's zone) stay in one zone."""
+        return self.multi_node or bool(self.persistent_volume_gib) or self.capacity_block is not None
 
     @property
     def uses_spot(self) -> bool:
@@ -143,6 +259,51 @@ class GroupConfig(ConfigModel):
                 "rebalancing launches the replacement while the old node still holds the volume (the new "
                 "node cannot attach it and is abandoned); set spotPercent: 0 or onDemandBaseCapacity: 1"
             )
+        return self
+
+    @model_validator(mode="after")
+    def capacity_block_group_is_one_on_demand_type(self) -> GroupConfig:
+        """Instances launch into a Capacity Block with the launch template's market type
+        `capacity-block`: on-demand instances of the block's one type in its one zone (EC2 user
+        guide, "Launch instances into a Capacity Block", read 2026-11-25). Spot, several types and
+        a warm pool cannot use it."""
+        block = self.capacity_block
+        if block is None:
+            return self
+        if self.uses_spot:
+            raise ValueError(f"capacity.capacityBlock runs on-demand instances in the block, but spotPercent "
+                             f"{self.spot_percent} puts some on spot: set spotPercent: 0")
+        if len(self.instance_types) != 1:
+            raise ValueError("capacity.capacityBlock holds one instance type; list only that type in instanceTypes")
+        if self.warm_pool is not None:
+            raise ValueError("warmPool cannot be combined with capacity.capacityBlock: the block is paid by the hour "
+                             "whether instances run or wait, and its instances end with it")
+        if block.offering and block.offering.instance_type != self.instance_types[0]:
+            raise ValueError(f"capacity.capacityBlock.offering is for {block.offering.instance_type}, but the group "
+                             f"lists {self.instance_types[0]}")
+        if block.offering and self.max_size > block.offering.count:
+            raise ValueError(f"maxSize {self.max_size} is above the block's {block.offering.count} instances: the "
+                             "group could never launch the rest")
+        return self
+
+    @model_validator(mode="after")
+    def warm_pool_fits_what_auto_scaling_allows(self) -> GroupConfig:
+        """Auto Scaling refuses a warm pool on a group with a mixed instances policy or spot
+        instances (EC2 Auto Scaling user guide, "Warm pools": limitations, read 2026-11-25); this
+        package gives a group a mixed instances policy whenever it lists several types or uses spot."""
+        pool = self.warm_pool
+        if pool is None:
+            return self
+        if len(self.instance_types) != 1 or self.uses_spot:
+            raise ValueError("warmPool needs one instance type and no spot (spotPercent: 0): Auto Scaling refuses a "
+                             "warm pool on a group with a mixed instances policy or spot instances")
+        if pool.pool_state == "Running":
+            raise ValueError("warmPool.poolState Running keeps pool instances booted, so the node's health gate, which "
+                             "runs as the instance starts, would not run again when it leaves the pool: use Stopped "
+                             "or Hibernated")
+        if pool.max_group_prepared_capacity is not None and pool.max_group_prepared_capacity < self.max_size:
+            raise ValueError(f"warmPool.maxGroupPreparedCapacity {pool.max_group_prepared_capacity} is below maxSize "
+                             f"{self.max_size}: Auto Scaling counts in-service instances in it")
         return self
 
     @model_validator(mode="after")

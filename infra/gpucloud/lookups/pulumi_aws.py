@@ -7,6 +7,8 @@ import functools
 
 import pulumi_aws as aws
 
+from gpucloud.config import CapacityBlockOffer
+from gpucloud.lookups.capacity import CapacityBlockOffering, CapacityReservation, lookup_offering, lookup_reservation
 from gpucloud.lookups.facts import QUOTA_NOT_KNOWN, Ami, InstanceTypeFacts, LookupUnavailable, Route, Subnet
 
 NOT_FOUND_MARKERS = (
@@ -163,6 +165,19 @@ class PulumiAwsLookups:
             if QUOTA_NOT_KNOWN in str(error) or "NoSuchResource" in str(error):
                 return None
             raise LookupUnavailable(str(error)) from error
+
+    @functools.cache
+    def capacity_reservation(self, reservation_id: str) -> CapacityReservation | None:
+        return lookup_reservation(reservation_id)
+
+    def capacity_block_offering(self, offer: CapacityBlockOffer) -> CapacityBlockOffering | None:
+        return lookup_offering(offer)
+
+    @functools.cache
+    def hibernation(self, name: str) -> tuple[bool, int]:
+        """Whether the type can hibernate, and its memory in MiB (what the root volume must hold)."""
+        found = aws.ec2.get_instance_type(instance_type=name)
+        return bool(found.hibernation_supported), int(found.memory_size or 0)
 
 
 def _route(route) -> Route:

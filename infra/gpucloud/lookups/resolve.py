@@ -13,6 +13,12 @@ from dataclasses import dataclass
 
 from gpucloud.config import ConfigError, GroupConfig, StackSettings
 from gpucloud.config.network import NODE_ENDPOINTS, SESSION_MANAGER_ENDPOINTS, WITHOUT_INTERNET
+from gpucloud.lookups.capacity import (
+    BLOCK_TERMINATION_LEAD,
+    CapacityBlockOffering,
+    CapacityReservation,
+    reservation_problem,
+)
 from gpucloud.lookups.facts import DEEP_LEARNING_AMI_PARAMETER, EGRESS_TARGETS, Ami, AwsLookups, InstanceTypeFacts, Subnet
 from gpucloud.lookups.quotas import increase_command, quota_needs
 from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE
@@ -29,6 +35,21 @@ class ResolvedGroup:
     ami: Ami
     zones: tuple[str, ...] = ()
     """Its availability zones, in order; a single-zone group has one, offering every type it lists."""
+    reservations: tuple[CapacityReservation, ...] = ()
+    """The On-Demand Capacity Reservations `capacity.reservations.ids` names, as EC2 describes them."""
+    capacity_block: CapacityReservation | None = None
+    """The Capacity Block the group runs in, when it holds one already."""
+    block_offering: CapacityBlockOffering | None = None
+    """The Capacity Block offering the stack buys (`capacity.capacityBlock.offering` with `purchase: true`)."""
+
+    @property
+    def block_window(self) -> tuple[datetime.datetime, datetime.datetime] | None:
+        """When the group's Capacity Block starts and ends, if it runs in one."""
+        if self.capacity_block and self.capacity_block.start and self.capacity_block.end:
+            return self.capacity_block.start, self.capacity_block.end
+        if self.block_offering:
+            return self.block_offering.start, self.block_offering.end
+        return None
 
     @property
     def availability_zone(self) -> str:
@@ -127,9 +148,104 @@ def _group_instance_types(
     return facts
 
 
-def _offered(group: GroupConfig, lookups: AwsLookups) -> dict[str, set[str]]:
-    """Per instance type of the group, the zones that offer it (DescribeInstanceTypeOfferings)."""
-    return {name: lookups.instance_type_zones(name) for name in group.instance_types}
+def _offered(group: GroupConfig, lookups: AwsLookups, pinned_zone: str | None = None) -> dict[str, set[str]]:
+    """Per instance type of the group, the zones that offer it (DescribeInstanceTypeOfferings);
+    only the block's zone for a group in a Capacity Block."""
+    offered = {name: lookups.instance_type_zones(name) for name in group.instance_types}
+    if pinned_zone:
+        offered = {name: zones & {pinned_zone} for name, zones in offered.items()}
+    return offered
+
+
+def _check_hibernation(group: GroupConfig, key: str, lookups: AwsLookups, problems: _Problems) -> None:
+    """A hibernated warm pool needs a type that can hibernate and a root volume that holds its
+    memory (EC2 user guide, "Prerequisites for EC2 instance hibernation", read 2026-11-25)."""
+    if group.warm_pool is None or group.warm_pool.pool_state != "Hibernated":
+        return
+    supported, memory_mib = lookups.hibernation(group.instance_types[0])
+    if not supported:
+        problems.add(f"{key}.warmPool.poolState", f"Hibernated: {group.instance_types[0]} cannot hibernate "
+                     "(DescribeInstanceTypes reports HibernationSupported false); use Stopped")
+    elif group.root_volume_gib * 1024 < memory_mib + 30 * 1024:
+        problems.add(f"{key}.rootVolumeGiB", f"{group.root_volume_gib} GiB cannot hold the {memory_mib // 1024} GiB of "
+                     f"memory a hibernated {group.instance_types[0]} writes to its root volume, plus the system: "
+                     f"use at least {memory_mib // 1024 + 30}")
+
+
+@dataclass(frozen=True)
+class _Capacity:
+    reservations: tuple[CapacityReservation, ...] = ()
+    block: CapacityReservation | None = None
+    offering: CapacityBlockOffering | None = None
+
+    @property
+    def zone(self) -> str | None:
+        if self.block:
+            return self.block.availability_zone
+        return self.offering.availability_zone if self.offering else None
+
+
+def _group_capacity(group: GroupConfig, key: str, lookups: AwsLookups, problems: _Problems) -> _Capacity:
+    """The reservations and Capacity Block a group names, as EC2 describes them; each reference
+    that EC2 would not launch into is a problem naming the reservation."""
+    capacity = group.capacity
+    reservations = []
+    if capacity.reservations:
+        for index, reservation_id in enumerate(capacity.reservations.ids):
+            where = f"{key}.capacity.reservations.ids[{index}]"
+            found = lookups.capacity_reservation(reservation_id)
+            if found is None:
+                problems.add(where, f"{reservation_id} does not exist in {problems.settings.region}")
+            elif found.reservation_type == "capacity-block":
+                problems.add(where, f"{reservation_id} is a Capacity Block: name it in capacity.capacityBlock.reservationId")
+            else:
+                problem = reservation_problem(found, group, set())
+                if problem:
+                    problems.add(where, problem)
+                else:
+                    reservations.append(found)
+        if capacity.reservations.resource_group_arns:
+            problems.warn(f"{key}.capacity.reservations.resourceGroupArns",
+                          "the reservations in these resource groups are not checked here (their members change "
+                          "without a stack update): each must match a listed type, Linux/UNIX and a zone of the group")
+    block = capacity.capacity_block
+    if block is None:
+        return _Capacity(reservations=tuple(reservations))
+    where = f"{key}.capacity.capacityBlock"
+    if block.reservation_id:
+        found = lookups.capacity_reservation(block.reservation_id)
+        if found is None:
+            problems.add(f"{where}.reservationId", f"{block.reservation_id} does not exist in {problems.settings.region}")
+            return _Capacity()
+        if found.reservation_type != "capacity-block":
+            problems.add(f"{where}.reservationId", f"{block.reservation_id} is an On-Demand Capacity Reservation, not a "
+                         "Capacity Block: name it in capacity.reservations.ids")
+            return _Capacity()
+        problem = reservation_problem(found, group, set())
+        if problem is None and found.instance_count < group.max_size:
+            problem = f"{block.reservation_id} holds {found.instance_count} instances, fewer than maxSize {group.max_size}"
+        if problem is None and found.end and found.end - BLOCK_TERMINATION_LEAD <= datetime.datetime.now(datetime.timezone.utc):
+            problem = f"{block.reservation_id} ends {found.end:%Y-%m-%d %H:%M} UTC: its instances are already being reclaimed"
+        if problem:
+            problems.add(f"{where}.reservationId", problem)
+            return _Capacity()
+        return _Capacity(block=found)
+    offer = block.offering
+    offering = lookups.capacity_block_offering(offer)
+    if offering is None:
+        problems.add(f"{where}.offering", f"EC2 offers no Capacity Block of {offer.count} x {offer.instance_type} for "
+                     f"{offer.duration_hours} hours between {offer.start_after} and {offer.end_before}: widen the "
+                     "window, or change the count or duration")
+        return _Capacity()
+    summary = (f"{offering.id}: {offering.instance_count} x {offering.instance_type} in {offering.availability_zone}, "
+               f"{offering.start:%Y-%m-%d %H:%M} to {offering.end:%Y-%m-%d %H:%M} UTC, "
+               f"{offering.upfront_usd:,.2f} {offering.currency} upfront")
+    if not offer.purchase:
+        problems.add(f"{where}.offering.purchase", f"is not true; EC2 offers {summary}. Buying it cannot be undone: set "
+                     "purchase: true to buy it with this stack")
+        return _Capacity()
+    problems.warn(f"{where}.offering", f"this stack buys Capacity Block offering {summary} (not refundable)")
+    return _Capacity(offering=offering)
 
 
 def _choose_network_zones(
@@ -295,11 +411,13 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
                         f"{key}.instanceTypes",
                         f"{facts.name} does not run {ami.architecture} AMIs such as {ami.id}",
                     )
+        capacity = _group_capacity(group, key, lookups, problems)
+        _check_hibernation(group, key, lookups, problems)
         if ami and len(instance_types) == len(group.instance_types):
-            checked.append((key, group, tuple(instance_types), ami, _offered(group, lookups)))
+            checked.append((key, group, tuple(instance_types), ami, _offered(group, lookups, capacity.zone), capacity))
     if network.created:
         network_zones = _choose_network_zones(
-            [(key, group, offered) for key, group, _types, _ami, offered in checked],
+            [(key, group, offered) for key, group, _types, _ami, offered, _capacity in checked],
             lookups.availability_zones(), network.zones, problems,
         )
         zones = list(network_zones)
@@ -309,13 +427,22 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
         network_zones = ()
         zones = list(dict.fromkeys(subnet.availability_zone for subnet in subnets))
     resolved = []
-    for key, group, instance_types, ami, offered in checked:
+    for key, group, instance_types, ami, offered, capacity in checked:
+        if capacity.zone and capacity.zone not in zones and not network.created:
+            problems.add(f"{key}.capacity.capacityBlock", f"the block is in {capacity.zone}, where the stack has no "
+                         f"subnet ({', '.join(zones)}): list a subnet in {capacity.zone}")
+            continue
         group_zones, group_subnets = _group_zones(
             key, group, offered, zones, problems, subnets=None if network.created else subnets
         )
+        for reservation in capacity.reservations:
+            problem = reservation_problem(reservation, group, set(group_zones))
+            if problem:
+                problems.add(f"{key}.capacity.reservations.ids[{group.capacity.reservations.ids.index(reservation.id)}]", problem)
         if group_zones:
             resolved.append(ResolvedGroup(config=group, instance_types=instance_types, subnets=group_subnets,
-                                          ami=ami, zones=group_zones))
+                                          ami=ami, zones=group_zones, reservations=capacity.reservations,
+                                          capacity_block=capacity.block, block_offering=capacity.offering))
     problems.raise_if_any()
     failures = _check_quotas(settings, lookups, [(group.config, group.instance_types) for group in resolved], problems)
     return ResolvedStack(

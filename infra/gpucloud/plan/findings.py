@@ -9,7 +9,14 @@ from gpucloud.config import StackSettings
 from gpucloud.plan.model import PlanFinding
 from gpucloud.policy import PackConfig, PlannedResource, PolicyConfig, Violation, evaluate
 from gpucloud.policy.rules import accepted_iam_findings
-from gpucloud.pricing import CostEstimate, PricingError, budget_findings, estimate_stack, unpriced_finding
+from gpucloud.pricing import (
+    CostEstimate,
+    PricingError,
+    ReservedCapacity,
+    budget_findings,
+    estimate_stack,
+    unpriced_finding,
+)
 from gpucloud.testing import AppliedResource
 
 
@@ -86,11 +93,44 @@ def spot_capacity_findings(resources: list[AppliedResource], subnet_zones: Mappi
     return findings
 
 
-def cost_findings(settings: StackSettings) -> tuple[CostEstimate | None, list[PlanFinding]]:
+def reserved_capacity(settings: StackSettings, reservations: Mapping[str, Mapping]) -> dict[str, ReservedCapacity]:
+    """Per group, the reserved capacity it runs on, from the reservations the account holds (an
+    offering the stack bought is among them once the program ran)."""
+    reserved = {}
+    for group in settings.config.groups:
+        block = group.capacity.capacity_block
+        if block is not None:
+            wanted = block.reservation_id
+            found = reservations.get(wanted) if wanted else next(
+                (item for item in reservations.values() if item["reservation_type"] == "capacity-block"
+                 and item["instance_type"] == block.offering.instance_type
+                 and item["instance_count"] == block.offering.count), None)
+            if found and found.get("start") and found.get("end"):
+                hours = (found["end"] - found["start"]).total_seconds() / 3600
+                reserved[group.name] = ReservedCapacity(
+                    kind="capacity-block", instance_type=found["instance_type"], instance_count=found["instance_count"],
+                    upfront_usd=found.get("upfront_usd") or 0.0, hours=hours,
+                    label=f"{found['id']}: {found['instance_count']} x {found['instance_type']}, {hours:.0f} h from "
+                          f"{found['start']:%Y-%m-%d %H:%M} UTC",
+                )
+        elif group.capacity.reservations:
+            held = [reservations[rid] for rid in group.capacity.reservations.ids if rid in reservations]
+            if held:
+                count = sum(item["instance_count"] for item in held)
+                reserved[group.name] = ReservedCapacity(
+                    kind="odcr", instance_type=held[0]["instance_type"], instance_count=count,
+                    label=f"{count} x {held[0]['instance_type']} in {', '.join(item['id'] for item in held)}",
+                )
+    return reserved
+
+
+def cost_findings(
+    settings: StackSettings, reserved: Mapping[str, ReservedCapacity] | None = None
+) -> tuple[CostEstimate | None, list[PlanFinding]]:
     """The stack's cost estimate and what it means for the budget. A price the catalog lacks makes the
     estimate partial (named in a warning) but never switches the budget check off."""
     try:
-        estimate = estimate_stack(settings.config, settings.region)
+        estimate = estimate_stack(settings.config, settings.region, reserved=dict(reserved or {}))
     except PricingError as error:
         return None, [
             PlanFinding(

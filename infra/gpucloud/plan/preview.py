@@ -9,7 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from gpucloud.config import ConfigError, StackSettings
-from gpucloud.plan.findings import accepted_lint_findings, check_policies, cost_findings, spot_capacity_findings
+from gpucloud.plan.findings import (
+    accepted_lint_findings,
+    check_policies,
+    cost_findings,
+    reserved_capacity,
+    spot_capacity_findings,
+)
 from gpucloud.plan.model import PROJECT, Plan, PlanFinding
 from gpucloud.plan.program_source import (
     ProgramFailed,
@@ -66,9 +72,16 @@ def plan_stack(
             seed_account(account, facts)
         deployment = run_program(lambda: build(settings), account, project=PROJECT, stack=settings.stack)
         plan = _from_deployment(deployment, settings.region, policy_config)
+        reserved = reserved_capacity(settings, account.capacity_reservations)
+        if any(group.capacity.reservations or group.capacity.capacity_block for group in settings.config.groups):
+            plan.findings.append(PlanFinding(
+                source="engine", severity="info", rule="not-validated",
+                message="capacity reservations, Capacity Blocks and their offerings were answered from the account "
+                        "facts: moto has none of them, so only the references to them were checked (not validated by moto)",
+            ))
     if facts is not None:
         plan.findings.insert(0, _facts_finding(facts))
-    plan.cost_estimate, budget = cost_findings(settings)
+    plan.cost_estimate, budget = cost_findings(settings, reserved)
     plan.findings.extend(budget)
     return plan
 

@@ -58,6 +58,9 @@ def _launch_template(state: dict[str, Any]) -> str:
     parts = [f"{imds} (hop {metadata.get('httpPutResponseHopLimit')})", "disks " + " + ".join(disks) if disks else "no block devices"]
     if efa:
         parts.append(f"{efa} EFA interfaces")
+    if (state.get("instanceMarketOptions") or {}).get("marketType") == "capacity-block":
+        target = (state.get("capacityReservationSpecification") or {}).get("capacityReservationTarget") or {}
+        parts.append(f"capacity block {target.get('capacityReservationId')}")
     parts.append("PUBLIC IP" if public else "no public IP")
     return ", ".join(parts)
 
@@ -65,6 +68,8 @@ def _launch_template(state: dict[str, Any]) -> str:
 def _group(state: dict[str, Any]) -> str:
     policy = state.get("mixedInstancesPolicy") or {}
     types = [override.get("instanceType") for override in (policy.get("launchTemplate") or {}).get("overrides", [])]
+    if not policy and state.get("launchTemplate"):
+        types = ["one launch template, on-demand"]
     distribution = policy.get("instancesDistribution") or {}
     spot = 100 - int(distribution.get("onDemandPercentageAboveBaseCapacity", 100))
     parts = [
@@ -76,6 +81,14 @@ def _group(state: dict[str, Any]) -> str:
     ]
     if state.get("placementGroup"):
         parts.append("cluster placement")
+    reservations = state.get("capacityReservationSpecification") or {}
+    if reservations.get("capacityReservationPreference"):
+        target = reservations.get("capacityReservationTarget") or {}
+        named = [*(target.get("capacityReservationIds") or []), *(target.get("capacityReservationResourceGroupArns") or [])]
+        parts.append(f"reservations {reservations['capacityReservationPreference']}: {', '.join(named)}")
+    pool = state.get("warmPool") or {}
+    if pool:
+        parts.append(f"warm pool {pool.get('poolState', 'Stopped')} min {pool.get('minSize', 0)}")
     return "; ".join(parts)
 
 
@@ -106,6 +119,8 @@ def _schedule(state: dict[str, Any]) -> str:
         f"{label} {state[key]}" for key, label in (("minSize", "min"), ("maxSize", "max"), ("desiredCapacity", "desired"))
         if state.get(key, -1) >= 0
     )
+    if not state.get("recurrence"):
+        return f"once at {state.get('startTime')}: {sizes}"
     return f"'{state.get('recurrence')}' {state.get('timeZone', 'UTC')}: {sizes}"
 
 
@@ -147,7 +162,14 @@ def _bucket_object(state: dict[str, Any]) -> str:
     return f"{state.get('key')}, {size / 1024:.0f} KiB, {encryption}"
 
 
+def _capacity_block_purchase(state: dict[str, Any]) -> str:
+    return (f"PURCHASE (not refundable): {state.get('instanceCount')} x {state.get('instanceType')} in "
+            f"{state.get('availabilityZone')}, {state.get('startDate')} to {state.get('endDate')}, "
+            f"{state.get('upfrontFee')} USD upfront")
+
+
 SUMMARIES: dict[str, Summary] = {
+    "aws:ec2/capacityBlockReservation:CapacityBlockReservation": _capacity_block_purchase,
     "aws:kms/key:Key": _key,
     "aws:kms/alias:Alias": lambda state: str(state.get("name")),
     "aws:iam/role:Role": lambda state: str(state.get("name")),

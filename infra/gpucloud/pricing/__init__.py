@@ -13,7 +13,15 @@ from .catalog import (
     PricingError,
     load_catalog,
 )
-from .estimate import CostEstimate, CostLine, GroupEstimate, ScenarioValues, UnpricedLine, estimate_stack
+from .estimate import (
+    CostEstimate,
+    CostLine,
+    GroupEstimate,
+    ReservedCapacity,
+    ScenarioValues,
+    UnpricedLine,
+    estimate_stack,
+)
 from .refresh import RefreshResult, refresh_catalog
 
 __all__ = [
@@ -33,6 +41,7 @@ __all__ = [
     "UnpricedLine",
     "budget_findings",
     "estimate_stack",
+    "ReservedCapacity",
     "load_catalog",
     "refresh_catalog",
     "unpriced_finding",

@@ -18,6 +18,11 @@ Rules, chosen to err on the expensive side:
   output says so.
 - Capacity over time: see `gpucloud.pricing.schedule`: scheduled actions simulated over a week;
   min follows the lower bound in force, max the upper bound, desired the scheduled desired.
+- Reserved capacity: an On-Demand Capacity Reservation bills its instances at the on-demand rate
+  of its type all month, used or not: the group's on-demand hours first fill the reservation
+  ("reserved, used"), what it leaves idle is its own line ("reserved, unused"), and only the hours
+  above it are billed as plain on-demand. A Capacity Block is its total (upfront) price, charged
+  once; its instances bill nothing more.
 - Volumes: root and data gp3 volumes exist only while their instance runs, so they are billed
   per instance-hour; the persistent volume and the stack's KMS key are billed all month. gp3
   volumes are priced at their free baseline (3000 IOPS, 125 MiB/s): the stack config sets no
@@ -26,6 +31,7 @@ Rules, chosen to err on the expensive side:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -48,6 +54,20 @@ from .schedule import approximated_schedules, capacity_profiles
 
 Scenario = Literal["min", "desired", "max"]
 SCENARIOS: tuple[Scenario, ...] = ("min", "desired", "max")
+
+
+@dataclass(frozen=True)
+class ReservedCapacity:
+    """Capacity a group runs on that is paid whether or not it is used."""
+
+    kind: Literal["odcr", "capacity-block"]
+    instance_type: str
+    instance_count: int
+    upfront_usd: float = 0.0
+    """A Capacity Block's total price."""
+    hours: float = HOURS_PER_MONTH
+    """A Capacity Block's duration."""
+    label: str = ""
 
 
 class _Model(BaseModel):
@@ -170,7 +190,7 @@ def _lookup(find, *arguments):
 
 
 def _estimate_group(
-    group: GroupConfig, region: str, catalog: Catalog
+    group: GroupConfig, region: str, catalog: Catalog, reserved: ReservedCapacity | None = None
 ) -> tuple[GroupEstimate, list[CostLine], list[UnpricedLine]]:
     found = {instance_type: _lookup(catalog.instance, instance_type, region) for instance_type in group.instance_types}
     known = [price for price, _reason in found.values() if price is not None]
@@ -226,7 +246,12 @@ def _estimate_group(
             unit="instance-hours", reason=reason,
         ))
 
-    lines = [
+    reserved_lines = _reserved_lines(group, reserved, on_demand_hours, priced, catalog, region) if reserved else None
+    if reserved_lines is not None:
+        lines, on_demand_hours = reserved_lines
+    else:
+        lines = []
+    lines += [
         CostLine(
             resource=f"{group.name}/instances (on-demand)",
             quantity=_values(on_demand_hours),
@@ -236,6 +261,8 @@ def _estimate_group(
             note="; ".join(notes[:2]),
         )
     ]
+    if reserved is not None and reserved.kind == "capacity-block":
+        lines = [line for line in lines if not line.resource.endswith("/instances (on-demand)")]
     if group.uses_spot:
         lines.append(CostLine(
             resource=f"{group.name}/instances (spot)",
@@ -274,8 +301,9 @@ def _estimate_group(
             result = result + line.monthly
         return result
 
-    compute_on_demand = lines[0].monthly
-    compute_spot = lines[1].monthly if group.uses_spot else ScenarioValues()
+    compute_on_demand = total([line for line in lines if line.unit == "instance-hours" and "(spot)" not in line.resource])
+    compute_on_demand = compute_on_demand + total([line for line in lines if line.unit == "block"])
+    compute_spot = total([line for line in lines if line.resource.endswith("(spot)")])
     storage = total([line for line in lines if line.unit == "GB-months"])
     estimate = GroupEstimate(
         name=group.name,
@@ -291,8 +319,47 @@ def _estimate_group(
     return estimate, lines, unpriced
 
 
-def estimate_stack(config: StackConfig, region: str, catalog: Catalog | None = None) -> CostEstimate:
-    """Monthly cost of every group plus the stack's KMS key, in USD, for min/desired/max.
+def _reserved_lines(
+    group: GroupConfig, reserved: ReservedCapacity, on_demand_hours: dict[Scenario, float],
+    priced: dict[Scenario, InstancePrice | None], catalog: Catalog, region: str,
+) -> tuple[list[CostLine], dict[Scenario, float]] | None:
+    """The reserved lines, and the on-demand hours left to bill above the reservation."""
+    if reserved.kind == "capacity-block":
+        hours = reserved.instance_count * reserved.hours
+        rate = reserved.upfront_usd / hours if hours else 0.0
+        line = CostLine(
+            resource=f"{group.name}/capacity block ({reserved.label})", quantity=_values({s: hours for s in SCENARIOS}),
+            unit="block", unit_price=_values({s: rate for s in SCENARIOS}),
+            monthly=_values({s: reserved.upfront_usd for s in SCENARIOS}),
+            note="total price, paid once when bought; its instances bill nothing more",
+        )
+        return [line], {s: 0.0 for s in SCENARIOS}
+    price, _reason = _lookup(catalog.instance, reserved.instance_type, region)
+    if price is None:
+        return None
+    rate = price.usd_per_hour
+    reserved_hours = reserved.instance_count * HOURS_PER_MONTH
+    used = {s: min(on_demand_hours[s], reserved_hours) for s in SCENARIOS}
+    unused = {s: reserved_hours - used[s] for s in SCENARIOS}
+    lines = [
+        CostLine(resource=f"{group.name}/reserved capacity, used ({reserved.label})", quantity=_values(used),
+                 unit="instance-hours", unit_price=_values({s: rate for s in SCENARIOS}),
+                 monthly=_values({s: used[s] * rate for s in SCENARIOS}),
+                 note="the group's on-demand hours that run in the reservation"),
+        CostLine(resource=f"{group.name}/reserved capacity, unused ({reserved.label})", quantity=_values(unused),
+                 unit="instance-hours", unit_price=_values({s: rate for s in SCENARIOS}),
+                 monthly=_values({s: unused[s] * rate for s in SCENARIOS}),
+                 note="an On-Demand Capacity Reservation bills its idle instances at the on-demand rate"),
+    ]
+    return lines, {s: on_demand_hours[s] - used[s] for s in SCENARIOS}
+
+
+def estimate_stack(
+    config: StackConfig, region: str, catalog: Catalog | None = None,
+    reserved: dict[str, ReservedCapacity] | None = None,
+) -> CostEstimate:
+    """Monthly cost of every group plus the stack's KMS key, in USD, for min/desired/max; `reserved`
+    names, per group, the capacity it runs on that is paid used or not.
 
     A price the catalog lacks does not stop the estimate: the line goes under `unpriced`."""
     catalog = catalog if catalog is not None else load_catalog()
@@ -302,7 +369,8 @@ def estimate_stack(config: StackConfig, region: str, catalog: Catalog | None = N
     lines: list[CostLine] = []
     unpriced: list[UnpricedLine] = []
     for group in config.groups:
-        group_estimate, group_lines, group_unpriced = _estimate_group(group, region, catalog)
+        group_estimate, group_lines, group_unpriced = _estimate_group(
+            group, region, catalog, (reserved or {}).get(group.name))
         groups.append(group_estimate)
         lines.extend(group_lines)
         unpriced.extend(group_unpriced)

@@ -72,6 +72,37 @@ class AmiFacts(_Facts):
     deprecation_time: str | None = None
 
 
+class CapacityReservationFacts(_Facts):
+    """An On-Demand Capacity Reservation or a Capacity Block the account holds."""
+
+    id: str = Field(pattern=r"^cr-[0-9a-f]{17}$")
+    instance_type: str
+    zone: str
+    instance_count: int = Field(ge=1)
+    platform: str = "Linux/UNIX"
+    state: Literal["active", "scheduled", "payment-pending", "expired", "cancelled", "failed", "pending"] = "active"
+    reservation_type: Literal["default", "capacity-block"] = "default"
+    start: datetime.datetime | None = None
+    end: datetime.datetime | None = None
+    upfront_usd: float | None = None
+    """What a Capacity Block cost (its offering's upfront fee)."""
+    resource_groups: list[str] = Field(default_factory=list)
+    """ARNs of the capacity reservation resource groups it belongs to."""
+
+
+class CapacityBlockOfferingFacts(_Facts):
+    """A Capacity Block EC2 offered for sale (DescribeCapacityBlockOfferings)."""
+
+    id: str = Field(pattern=r"^cb-[0-9a-f]{17}$")
+    instance_type: str
+    instance_count: int
+    zone: str
+    start: datetime.datetime
+    end: datetime.datetime
+    duration_hours: int
+    upfront_usd: float
+
+
 class SnapshotFacts(_Facts):
     taken_on: datetime.date
     account_id: str
@@ -86,6 +117,8 @@ class AccountFacts(_Facts):
     """AWS service names whose service-linked role exists (`autoscaling.amazonaws.com`)."""
     vpcs: list[VpcFacts] = Field(default_factory=list)
     amis: list[AmiFacts] = Field(default_factory=list)
+    capacity_reservations: list[CapacityReservationFacts] = Field(default_factory=list)
+    capacity_block_offerings: list[CapacityBlockOfferingFacts] = Field(default_factory=list)
 
     def age_warning(self, today: datetime.date | None = None) -> str | None:
         """Facts older than FACTS_STALE_AFTER_DAYS may no longer be true of the account."""
@@ -146,6 +179,9 @@ def seed_account(account: Account, facts: AccountFacts) -> None:
             account.image_deprecations[ami.id] = ami.deprecation_time
     for vpc in facts.vpcs:
         _seed_vpc(ec2, vpc)
+    for reservation in facts.capacity_reservations:
+        account.capacity_reservations[reservation.id] = reservation.model_dump()
+    account.capacity_block_offerings.extend(offering.model_dump() for offering in facts.capacity_block_offerings)
 
 
 def _seed_image(account: Account, ec2, ami: AmiFacts) -> None:

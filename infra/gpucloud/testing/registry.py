@@ -55,6 +55,11 @@ class Account:
     _account_id: str | None = field(default=None, repr=False)
     quotas: dict[str, float] = field(default_factory=dict)
     """EC2 quota code -> applied value, from account facts (moto has no EC2 quotas)."""
+    capacity_reservations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Reservation id -> what DescribeCapacityReservations says of it (ODCRs and Capacity Blocks):
+    moto has neither, so the engine keeps them, seeded from account facts, and answers lookups."""
+    capacity_block_offerings: list[dict[str, Any]] = field(default_factory=list)
+    """What DescribeCapacityBlockOfferings would offer, from account facts."""
     image_deprecations: dict[str, str] = field(default_factory=dict)
     """Image id -> deprecation time (ISO 8601, UTC): moto has no EnableImageDeprecation, so the
     engine keeps them and its image lookups answer as EC2 does (`deprecate_image`)."""

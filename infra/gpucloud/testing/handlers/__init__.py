@@ -4,6 +4,7 @@ from gpucloud.testing.handlers import (  # noqa: F401
     autoscaling,
     backup,
     budgets,
+    capacity,
     cloudwatch,
     ec2,
     iam,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, register_update, resource
+from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, refused, register_update, resource
 
 
 def _template_spec(spec: dict[str, Any] | None, id_key: str = "launchTemplateId", name_key: str = "launchTemplateName") -> dict[str, Any] | None:
@@ -57,6 +57,29 @@ def _mixed_instances_policy(policy: dict[str, Any] | None) -> dict[str, Any] | N
     )
 
 
+def _capacity_reservations(account: Account, name: str, specification: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The group's CapacityReservationSpecification; each reservation it names must be one the
+    engine keeps (moto has no Capacity Reservations and would accept any id)."""
+    if not specification:
+        return None
+    target = specification.get("capacityReservationTarget") or {}
+    for reservation_id in target.get("capacityReservationIds") or []:
+        found = account.capacity_reservations.get(reservation_id)
+        if found is None:
+            raise refused("CreateAutoScalingGroup", "ValidationError",
+                          f"{name}: capacity reservation {reservation_id} does not exist")
+        if found["state"] not in ("active", "scheduled", "payment-pending"):
+            raise refused("CreateAutoScalingGroup", "ValidationError",
+                          f"{name}: capacity reservation {reservation_id} is {found['state']}")
+    return drop_none({
+        "CapacityReservationPreference": specification.get("capacityReservationPreference"),
+        "CapacityReservationTarget": drop_none({
+            "CapacityReservationIds": target.get("capacityReservationIds"),
+            "CapacityReservationResourceGroupArns": target.get("capacityReservationResourceGroupArns"),
+        }),
+    })
+
+
 @resource("aws:autoscaling/group:Group")
 def create_group(account: Account, request: ResourceRequest) -> Created:
     autoscaling = account.client("autoscaling")
@@ -77,6 +100,10 @@ def create_group(account: Account, request: ResourceRequest) -> Created:
                 "PlacementGroup": inputs.get("placementGroup"),
                 "LaunchTemplate": _template_spec(inputs.get("launchTemplate"), id_key="id", name_key="name"),
                 "MixedInstancesPolicy": _mixed_instances_policy(inputs.get("mixedInstancesPolicy")),
+                "CapacityReservationSpecification": _capacity_reservations(
+                    account, name, inputs.get("capacityReservationSpecification")),
+                "AvailabilityZoneDistribution": drop_none({"CapacityDistributionStrategy": (
+                    inputs.get("availabilityZoneDistribution") or {}).get("capacityDistributionStrategy")}),
                 "Tags": [
                     {
                         "ResourceId": name,
@@ -93,6 +120,16 @@ def create_group(account: Account, request: ResourceRequest) -> Created:
     # moto ignores LifecycleHookSpecificationList, so initial hooks are put right after creation.
     for hook in inputs.get("initialLifecycleHooks", []):
         _put_hook(account, name, hook)
+    pool = inputs.get("warmPool")
+    if pool:
+        reuse = (pool.get("instanceReusePolicy") or {}).get("reuseOnScaleIn")
+        autoscaling.put_warm_pool(**drop_none({
+            "AutoScalingGroupName": name,
+            "MinSize": pool.get("minSize"),
+            "MaxGroupPreparedCapacity": pool.get("maxGroupPreparedCapacity"),
+            "PoolState": pool.get("poolState"),
+            "InstanceReusePolicy": {"ReuseOnScaleIn": bool(reuse)} if reuse is not None else None,
+        }))
     group = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"][0]
     return Created(id=name, outputs={"name": name, "arn": group["AutoScalingGroupARN"]})
 

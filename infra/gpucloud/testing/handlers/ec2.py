@@ -12,6 +12,7 @@ from gpucloud.testing.registry import (
     as_bool,
     aws_tags,
     drop_none,
+    refused,
     resource,
     tag_specification,
 )
@@ -196,6 +197,15 @@ def _launch_template_data(account: Account, request: ResourceRequest) -> dict[st
     if profile.get("arn"):
         account.client("iam").get_instance_profile(InstanceProfileName=profile["arn"].rsplit("/", 1)[-1])
     metadata = inputs.get("metadataOptions") or {}
+    market = inputs.get("instanceMarketOptions") or {}
+    reservation = ((inputs.get("capacityReservationSpecification") or {}).get("capacityReservationTarget") or {}).get(
+        "capacityReservationId")
+    if market.get("marketType") == "capacity-block":
+        found = account.capacity_reservations.get(reservation or "")
+        if found is None or found["reservation_type"] != "capacity-block":
+            raise refused("CreateLaunchTemplate", "InvalidParameterValue",
+                          f"{request.name}: market type capacity-block needs a Capacity Block as its reservation target, "
+                          f"not {reservation!r} (EC2 user guide, \"Launch instances into a Capacity Block\")")
     return drop_none(
         {
             "ImageId": image,
@@ -216,6 +226,11 @@ def _launch_template_data(account: Account, request: ResourceRequest) -> dict[st
             "SecurityGroupIds": inputs.get("vpcSecurityGroupIds"),
             "UserData": inputs.get("userData"),
             "Placement": drop_none({"GroupName": (inputs.get("placement") or {}).get("groupName")}),
+            "InstanceMarketOptions": drop_none({"MarketType": market.get("marketType")}),
+            "CapacityReservationSpecification": drop_none({
+                "CapacityReservationTarget": drop_none({"CapacityReservationId": reservation}),
+            }),
+            "HibernationOptions": drop_none({"Configured": (inputs.get("hibernationOptions") or {}).get("configured")}),
             "TagSpecifications": [
                 {"ResourceType": spec["resourceType"], "Tags": aws_tags(spec.get("tags"))}
                 for spec in inputs.get("tagSpecifications", [])

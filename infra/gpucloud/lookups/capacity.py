@@ -1,0 +1,154 @@
+"""Reserved GPU capacity a group may run on: On-Demand Capacity Reservations and Capacity Blocks
+for ML, looked up through pulumi-aws data sources, and the rules a group's reference must meet.
+
+ODCRs are read through Cloud Control (`AWS::EC2::CapacityReservation`: pulumi-aws has no ODCR
+data source), Capacity Blocks through `aws.ec2.get_capacity_block_reservation` and offerings
+through `aws.ec2.get_capacity_block_offering`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from dataclasses import dataclass
+
+import pulumi_aws as aws
+
+from gpucloud.config import CapacityBlockOffer, GroupConfig
+from gpucloud.lookups.facts import LookupUnavailable
+
+USABLE_STATES = ("active", "scheduled", "payment-pending")
+"""States in which a reservation takes (or will take) instances (EC2 API reference,
+CapacityReservation `State`, read 2026-11-25); expired, cancelled and failed ones never will."""
+LINUX_PLATFORMS = ("Linux/UNIX",)
+"""The platform of the default AMI and of any Linux image without a paid OS (an Ubuntu image is Linux/UNIX)."""
+BLOCK_TERMINATION_LEAD = datetime.timedelta(minutes=30)
+"""EC2 starts terminating a Capacity Block's instances 30 minutes before it ends (its
+EventBridge warning, 40 minutes before the end, says they "will begin to terminate in 10
+minutes": EC2 user guide, "Monitor Capacity Blocks using EventBridge", read 2026-11-25)."""
+
+
+@dataclass(frozen=True)
+class CapacityReservation:
+    id: str
+    instance_type: str
+    availability_zone: str
+    platform: str
+    state: str
+    instance_count: int
+    reservation_type: str = "default"
+    """`default` (an ODCR) or `capacity-block`."""
+    start: datetime.datetime | None = None
+    end: datetime.datetime | None = None
+
+
+@dataclass(frozen=True)
+class CapacityBlockOffering:
+    id: str
+    instance_type: str
+    instance_count: int
+    availability_zone: str
+    start: datetime.datetime
+    end: datetime.datetime
+    duration_hours: int
+    upfront_usd: float
+    currency: str = "USD"
+
+
+def _timestamp(value: str | None) -> datetime.datetime | None:
+    if not value:
+        return None
+    return datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _not_found(error: Exception) -> bool:
+    text = str(error)
+    return any(marker in text for marker in (
+        "InvalidCapacityReservationId", "ResourceNotFoundException", "NotFound", "no matching", "no results",
+    ))
+
+
+def lookup_reservation(reservation_id: str) -> CapacityReservation | None:
+    """An ODCR or a Capacity Block by id; None when the account has no such reservation."""
+    try:
+        found = aws.cloudcontrol.get_resource(type_name="AWS::EC2::CapacityReservation", identifier=reservation_id)
+    except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+        if _not_found(error):
+            return _lookup_block(reservation_id)
+        raise LookupUnavailable(str(error)) from error
+    properties = json.loads(found.properties)
+    end = _timestamp(properties.get("EndDate"))
+    expired = end is not None and end <= datetime.datetime.now(datetime.timezone.utc)
+    return CapacityReservation(
+        id=reservation_id,
+        instance_type=properties.get("InstanceType", ""),
+        availability_zone=properties.get("AvailabilityZone", ""),
+        platform=properties.get("InstancePlatform", ""),
+        state=properties.get("State") or ("expired" if expired else "active"),
+        instance_count=int(properties.get("TotalInstanceCount") or properties.get("InstanceCount") or 0),
+        reservation_type=properties.get("ReservationType", "default"),
+        start=_timestamp(properties.get("StartDate")),
+        end=end,
+    )
+
+
+def _lookup_block(reservation_id: str) -> CapacityReservation | None:
+    try:
+        found = aws.ec2.get_capacity_block_reservation(id=reservation_id)
+    except Exception as error:  # noqa: BLE001
+        if _not_found(error):
+            return None
+        raise LookupUnavailable(str(error)) from error
+    return CapacityReservation(
+        id=reservation_id,
+        instance_type=found.instance_type,
+        availability_zone=found.availability_zone,
+        platform=found.instance_platform,
+        state=found.state,
+        instance_count=found.instance_count,
+        reservation_type=found.reservation_type or "capacity-block",
+        start=_timestamp(found.start_date),
+        end=_timestamp(found.end_date),
+    )
+
+
+def lookup_offering(offer: CapacityBlockOffer) -> CapacityBlockOffering | None:
+    """The Capacity Block offering EC2 proposes for the request; None when there is none."""
+    start = datetime.datetime.combine(offer.start_after, datetime.time(), datetime.timezone.utc)
+    end = datetime.datetime.combine(offer.end_before, datetime.time(), datetime.timezone.utc)
+    try:
+        found = aws.ec2.get_capacity_block_offering(
+            instance_type=offer.instance_type, instance_count=offer.count,
+            capacity_duration_hours=offer.duration_hours,
+            start_date_range=start.strftime("%Y-%m-%dT%H:%M:%SZ"), end_date_range=end.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        )
+    except Exception as error:  # noqa: BLE001
+        if _not_found(error):
+            return None
+        raise LookupUnavailable(str(error)) from error
+    return CapacityBlockOffering(
+        id=found.capacity_block_offering_id,
+        instance_type=found.instance_type,
+        instance_count=found.instance_count,
+        availability_zone=found.availability_zone,
+        start=_timestamp(found.start_date_range) or start,
+        end=_timestamp(found.end_date_range) or end,
+        duration_hours=found.capacity_duration_hours,
+        upfront_usd=float(found.upfront_fee),
+        currency=found.currency_code or "USD",
+    )
+
+
+def reservation_problem(reservation: CapacityReservation, group: GroupConfig, zones: set[str]) -> str | None:
+    """Why the group cannot launch into this reservation, or None."""
+    if reservation.state not in USABLE_STATES:
+        return f"{reservation.id} is {reservation.state}: it takes no instances"
+    if reservation.instance_type not in group.instance_types:
+        return (f"{reservation.id} reserves {reservation.instance_type}, which the group does not list "
+                f"({', '.join(group.instance_types)})")
+    if reservation.platform not in LINUX_PLATFORMS:
+        return f"{reservation.id} reserves the {reservation.platform} platform; the group's Linux image needs Linux/UNIX"
+    if zones and reservation.availability_zone not in zones:
+        return (f"{reservation.id} is in {reservation.availability_zone}, not in a zone of the group's subnets "
+                f"({', '.join(sorted(zones))})")
+    return None
