@@ -992,6 +992,29 @@ SPOT_TEMPLATE = planned(
     {**launch_template(instanceMarketOptions={"marketType": "spot"}), "id": "lt-0spot"},
 )
 SPOT_TEMPLATE_GROUP = planned(GROUP, "vision-spot-asg", group(name="vision-spot-asg", launchTemplate={"id": "lt-0spot"}))
+BLOCK_TEMPLATE = planned(
+    LAUNCH_TEMPLATE,
+    "frontier-block-lt",
+    {**launch_template(instanceMarketOptions={"marketType": "capacity-block"},
+                       capacityReservationSpecification={"capacityReservationTarget": {"capacityReservationId": "cr-0b1c2d3e4f5a60718"}}),
+     "id": "lt-0block"},
+)
+
+
+def block_group(name: str, types: int, spot_percent: int) -> PlannedResource:
+    """A group on the block's template through a mixed instances policy of `types` types."""
+    return planned(GROUP, name, group(name=name, launchTemplate=None, mixedInstancesPolicy={
+        "instancesDistribution": {"onDemandPercentageAboveBaseCapacity": 100 - spot_percent},
+        "launchTemplate": {"launchTemplateSpecification": {"launchTemplateId": "lt-0block"},
+                           "overrides": [{"instanceType": t} for t in ("p5.48xlarge", "p5e.48xlarge")[:types]]},
+    }))
+
+
+def reserving_group(name: str, preference: str) -> PlannedResource:
+    return planned(GROUP, name, group(name=name, capacityReservationSpecification={
+        "capacityReservationPreference": preference,
+        "capacityReservationTarget": {"capacityReservationIds": ["cr-0123456789abcdef0"]},
+    }))
 
 
 STACK_CASES: list[StackCase] = [
@@ -1130,6 +1153,34 @@ STACK_CASES: list[StackCase] = [
         "group-on-on-demand-template",
         "asg-spot-template-rebalanced",
         [GPU_TEMPLATE, GPU_GROUP],
+    ),
+    StackCase(
+        "capacity-block-group-with-spot",
+        "capacity-block-on-demand-one-type",
+        [BLOCK_TEMPLATE, block_group("frontier-spot-asg", 1, 50)],
+        {urn(GROUP, "frontier-spot-asg")},
+    ),
+    StackCase(
+        "capacity-block-group-with-two-types",
+        "capacity-block-on-demand-one-type",
+        [BLOCK_TEMPLATE, block_group("frontier-mixed-asg", 2, 0)],
+        {urn(GROUP, "frontier-mixed-asg")},
+    ),
+    StackCase(
+        "capacity-block-group-on-its-template",
+        "capacity-block-on-demand-one-type",
+        [BLOCK_TEMPLATE, planned(GROUP, "frontier-asg", group(name="frontier-asg", launchTemplate={"id": "lt-0block"}))],
+    ),
+    StackCase(
+        "reservations-with-preference-none",
+        "capacity-reservations-used",
+        [GPU_TEMPLATE, reserving_group("idle-reservation-asg", "none")],
+        {urn(GROUP, "idle-reservation-asg")},
+    ),
+    StackCase(
+        "reservations-used-first",
+        "capacity-reservations-used",
+        [GPU_TEMPLATE, reserving_group("reserved-asg", "capacity-reservations-first")],
     ),
     StackCase(
         "disposable-data-volume",

@@ -46,6 +46,8 @@ EXPECTED = {
     "gpu-group-has-scale-in-path": ADVISORY,
     "data-volume-retained": ADVISORY,
     "asg-spot-template-rebalanced": MANDATORY,
+    "capacity-block-on-demand-one-type": MANDATORY,
+    "capacity-reservations-used": ADVISORY,
 }
 
 

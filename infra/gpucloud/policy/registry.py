@@ -154,6 +154,26 @@ STACK_RULES: tuple[StackRule, ...] = (
         validate=stack_rules.validate_asg_spot_template_rebalanced,
         applies_to=_of_types(resource_types.AUTOSCALING_GROUP),
     ),
+    StackRule(
+        name="capacity-block-on-demand-one-type",
+        description=(
+            "Auto Scaling groups that launch into a Capacity Block (launch template market type capacity-block) "
+            "run one instance type on-demand, without a mixed instances policy of several types or spot."
+        ),
+        enforcement_level=MANDATORY,
+        validate=stack_rules.validate_capacity_block_group_on_demand_one_type,
+        applies_to=_of_types(resource_types.AUTOSCALING_GROUP),
+    ),
+    StackRule(
+        name="capacity-reservations-used",
+        description=(
+            "Auto Scaling groups that name Capacity Reservations use them (preference not none): an unused "
+            "reservation bills at the on-demand rate."
+        ),
+        enforcement_level=ADVISORY,
+        validate=stack_rules.validate_reservations_are_used,
+        applies_to=_of_types(resource_types.AUTOSCALING_GROUP),
+    ),
 )
 
 RULES: tuple[ResourceRule | StackRule, ...] = RESOURCE_RULES + STACK_RULES

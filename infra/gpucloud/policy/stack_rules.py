@@ -172,3 +172,52 @@ def validate_asg_spot_template_rebalanced(
                 "to true so at-risk Spot instances are replaced before they are interrupted.",
                 group.urn,
             )
+
+
+def _launches_into_capacity_block(template: PlannedResource) -> bool:
+    return entry(template.props.get("instanceMarketOptions"), "marketType") == "capacity-block"
+
+
+def validate_capacity_block_group_on_demand_one_type(
+    resources: Sequence[PlannedResource], report: StackReport, config: PolicyConfig | None = None
+) -> None:
+    """Instances launch into a Capacity Block on-demand, of its one type (EC2 user guide, "Launch
+    instances into a Capacity Block"): a group mixing types or buying spot there launches nothing
+    (or outside the block)."""
+    groups = [resource for resource in resources if resource.type == AUTOSCALING_GROUP]
+    templates = [resource for resource in resources if resource.type == LAUNCH_TEMPLATE]
+    for group in groups:
+        blocks = [template for template in _launch_templates_of(group, templates) if _launches_into_capacity_block(template)]
+        if not blocks:
+            continue
+        policy = group.props.get("mixedInstancesPolicy")
+        if not policy:
+            continue
+        overrides = mappings(entry(entry(policy, "launchTemplate"), "overrides"))
+        spot_share = 100 - (as_number(entry(entry(policy, "instancesDistribution"), "onDemandPercentageAboveBaseCapacity")) or 100)
+        if len(overrides) > 1 or spot_share > 0:
+            report(
+                f"Auto Scaling group launches into a Capacity Block (launch template {blocks[0].name} sets "
+                f"instanceMarketOptions.marketType capacity-block) through a mixed instances policy with "
+                f"{len(overrides)} types and {spot_share:g}% spot. Fix: name the block's launch template on the "
+                "group itself, one instance type, on-demand only.",
+                group.urn,
+            )
+
+
+def validate_reservations_are_used(
+    resources: Sequence[PlannedResource], report: StackReport, config: PolicyConfig | None = None
+) -> None:
+    """A group that names Capacity Reservations with preference `none` does not use them, while
+    each ODCR bills its instances at the on-demand rate whether used or not."""
+    for group in (resource for resource in resources if resource.type == AUTOSCALING_GROUP):
+        specification = group.props.get("capacityReservationSpecification")
+        target = entry(specification, "capacityReservationTarget")
+        named = [*as_list(entry(target, "capacityReservationIds")), *as_list(entry(target, "capacityReservationResourceGroupArns"))]
+        if named and entry(specification, "capacityReservationPreference") == "none":
+            report(
+                f"Auto Scaling group names Capacity Reservations ({', '.join(map(str, named))}) with preference "
+                "none, so it never launches into them, and each bills its instances at the on-demand rate used or "
+                "not. Fix: set capacity.reservations.preference to capacity-reservations-first (or -only), or drop them.",
+                group.urn,
+            )
