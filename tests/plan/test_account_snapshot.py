@@ -105,3 +105,46 @@ def take_snapshot(aws_session, tmp_path, endpoint_url=None):
     written = load_facts(path)
     assert written == facts and written.snapshot.taken_on == datetime.date(2026, 11, 24)
     return written, settings, subnets
+
+
+def test_the_snapshot_keeps_the_reservations_and_offerings_the_groups_name():
+    """moto has no Capacity Reservations: EC2's answers are botocore stubs, shaped by its API model."""
+    from gpucloud.plan.snapshot import _offerings, _reservations
+
+    start = datetime.datetime(2027, 3, 1, 11, 30, tzinfo=datetime.timezone.utc)
+    end = datetime.datetime(2027, 3, 5, 11, 30, tzinfo=datetime.timezone.utc)
+    values = minimal_config(groups=[
+        {"name": "serve", "instanceTypes": ["g5.xlarge"], "maxSize": 2, "spotPercent": 0,
+         "capacity": {"reservations": {"ids": ["cr-0a1b2c3d4e5f60718", "cr-0ffffffffffffffff"]}}},
+        {"name": "pretrain", "instanceTypes": ["p5.48xlarge"], "minSize": 2, "maxSize": 2, "spotPercent": 0,
+         "capacity": {"capacityBlock": {"offering": {"instanceType": "p5.48xlarge", "count": 2, "durationHours": 96,
+                                                     "startAfter": "2027-02-20", "endBefore": "2027-03-10"}}}},
+    ])
+    settings = parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")
+    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(ec2)
+    stubber.add_response("describe_capacity_reservations", {"CapacityReservations": [{
+        "CapacityReservationId": "cr-0a1b2c3d4e5f60718", "InstanceType": "g5.xlarge", "AvailabilityZone": "us-east-1a",
+        "TotalInstanceCount": 2, "InstancePlatform": "Linux/UNIX", "State": "active", "ReservationType": "default",
+    }]}, {"CapacityReservationIds": ["cr-0a1b2c3d4e5f60718"]})
+    stubber.add_client_error("describe_capacity_reservations", "InvalidCapacityReservationId.NotFound",
+                             expected_params={"CapacityReservationIds": ["cr-0ffffffffffffffff"]})
+    stubber.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": [{
+        "CapacityBlockOfferingId": "cb-0c1d2e3f4a5b60718", "InstanceType": "p5.48xlarge", "InstanceCount": 2,
+        "AvailabilityZone": "us-east-1b", "StartDate": start, "EndDate": end, "CapacityBlockDurationHours": 96,
+        "UpfrontFee": "7000.00", "CurrencyCode": "USD",
+    }]})
+
+    with stubber:
+        reservations, offerings = _reservations(ec2, settings), _offerings(ec2, settings)
+
+    facts = load_facts_from({"capacityReservations": reservations, "capacityBlockOfferings": offerings})
+    assert [item.id for item in facts.capacity_reservations] == ["cr-0a1b2c3d4e5f60718"], "a missing one stays missing"
+    [offering] = facts.capacity_block_offerings
+    assert (offering.zone, offering.upfront_usd, offering.start) == ("us-east-1b", 7000.0, start)
+
+
+def load_facts_from(document):
+    from gpucloud.testing.facts import AccountFacts
+
+    return AccountFacts.model_validate(document)

@@ -2,8 +2,9 @@
 read-only calls, so that offline plans check what a real preview checks. Refresh it like a lock file.
 
 IAM permissions it needs: sts:GetCallerIdentity, servicequotas:GetServiceQuota, iam:GetRole,
-ec2:DescribeSubnets, ec2:DescribeVpcs, ec2:DescribeRouteTables, ec2:DescribeVpcEndpoints and
-ec2:DescribeImages.
+ec2:DescribeSubnets, ec2:DescribeVpcs, ec2:DescribeRouteTables, ec2:DescribeVpcEndpoints,
+ec2:DescribeImages, and for groups on reserved capacity ec2:DescribeCapacityReservations and
+ec2:DescribeCapacityBlockOfferings.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ def snapshot_account(settings: StackSettings, session: boto3.Session, today: dat
         "serviceLinkedRoles": [AUTOSCALING_SERVICE] if _role_exists(session.client("iam"), AUTOSCALING_SERVICE_ROLE) else [],
         "vpcs": _vpcs(ec2, settings.config.network.subnet_ids or []),
         "amis": _amis(ec2, sorted({group.ami_id for group in settings.config.groups if group.ami_id})),
+        "capacityReservations": _reservations(ec2, settings),
+        "capacityBlockOfferings": _offerings(ec2, settings),
     }
     return AccountFacts.model_validate(document)
 
@@ -121,3 +124,52 @@ def _amis(ec2, image_ids: list[str]) -> list[dict[str, Any]]:
         }
         for image in images
     ]
+
+
+def _reservations(ec2, settings: StackSettings) -> list[dict[str, Any]]:
+    """The reservations the groups name (ODCRs and Capacity Blocks); one the account lacks is left
+    out, so the offline plan reports it missing as a real preview would."""
+    wanted = sorted({
+        *(rid for group in settings.config.groups if group.capacity.reservations for rid in group.capacity.reservations.ids),
+        *(group.capacity.capacity_block.reservation_id for group in settings.config.groups
+          if group.capacity.capacity_block and group.capacity.capacity_block.reservation_id),
+    })
+    found = []
+    for reservation_id in wanted:
+        try:
+            [item] = ec2.describe_capacity_reservations(CapacityReservationIds=[reservation_id])["CapacityReservations"]
+        except ClientError as error:
+            if "NotFound" in error.response["Error"]["Code"]:
+                continue
+            raise
+        found.append({
+            "id": item["CapacityReservationId"], "instanceType": item["InstanceType"], "zone": item["AvailabilityZone"],
+            "instanceCount": item["TotalInstanceCount"], "platform": item["InstancePlatform"], "state": item["State"],
+            "reservationType": item.get("ReservationType", "default"),
+            **({"start": item["StartDate"].isoformat()} if item.get("StartDate") else {}),
+            **({"end": item["EndDate"].isoformat()} if item.get("EndDate") else {}),
+        })
+    return found
+
+
+def _offerings(ec2, settings: StackSettings) -> list[dict[str, Any]]:
+    """The Capacity Block offerings EC2 proposes today for each offering a group asks for."""
+    found = []
+    for group in settings.config.groups:
+        block = group.capacity.capacity_block
+        if block is None or block.offering is None:
+            continue
+        offer = block.offering
+        answer = ec2.describe_capacity_block_offerings(
+            InstanceType=offer.instance_type, InstanceCount=offer.count, CapacityDurationHours=offer.duration_hours,
+            StartDateRange=datetime.datetime.combine(offer.start_after, datetime.time(), datetime.timezone.utc),
+            EndDateRange=datetime.datetime.combine(offer.end_before, datetime.time(), datetime.timezone.utc),
+        )["CapacityBlockOfferings"]
+        for item in answer:
+            found.append({
+                "id": item["CapacityBlockOfferingId"], "instanceType": item["InstanceType"],
+                "instanceCount": item["InstanceCount"], "zone": item["AvailabilityZone"],
+                "start": item["StartDate"].isoformat(), "end": item["EndDate"].isoformat(),
+                "durationHours": item["CapacityBlockDurationHours"], "upfrontUsd": float(item["UpfrontFee"]),
+            })
+    return found
