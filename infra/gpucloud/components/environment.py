@@ -19,6 +19,7 @@ from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
 from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
 from gpucloud.lookups import ResolvedGroup, ResolvedStack
+from gpucloud.lookups.requirements import aws_instance_requirements
 from gpucloud.userdata.bundle import build_agent_bundle
 from gpucloud.naming import (
     AUTOSCALING_SERVICE,
@@ -299,6 +300,9 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 capacity_block_id=block_id,
                 capacity_block_window=group.block_window,
                 warm_pool=settings.warm_pool.model_dump() if settings.warm_pool else None,
+                instance_requirements=(
+                    aws_instance_requirements(settings.instance_requirements, []) if settings.instance_requirements else None
+                ),
                 tags=tags,
             ),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.access, self.artifacts]),
@@ -314,5 +318,6 @@ class ProjectEnvironment(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        outputs.update(autoScalingGroupName=instances.group_name, autoScalingGroupArn=instances.group_arn)
+        outputs.update(autoScalingGroupName=instances.group_name, autoScalingGroupArn=instances.group_arn,
+                       instanceTypes=[facts.name for facts in group.instance_types])
         return outputs

@@ -84,6 +84,10 @@ class GpuInstanceGroupArgs:
     capacity_block_window: tuple[datetime.datetime, datetime.datetime] | None = None
     """When the block starts and ends: the group waits at zero until the start, and goes back to
     zero before EC2 reclaims the block's instances."""
+    instance_requirements: Mapping[str, object] | None = None
+    """pulumi-aws InstanceRequirements the instance types were chosen by: each node shape's override
+    carries them, with that shape's types as its allowed types (and on-demand is lowest-price, the
+    only allocation Auto Scaling takes with requirements)."""
     warm_pool: Mapping[str, object] | None = None
     """min_size, max_group_prepared_capacity, pool_state, reuse_on_scale_in (Auto Scaling's WarmPool)."""
     tags: Mapping[str, str] = field(default_factory=dict)
@@ -290,8 +294,11 @@ class GpuInstanceGroup(pulumi.ComponentResource):
 
         overrides = []
         for shape, types in shapes.items():
-            for facts in types:
-                override: dict = {"instance_type": facts.name}
+            chosen: list[dict] = (
+                [{"instance_requirements": {**args.instance_requirements, "allowed_instance_types": [f.name for f in types]}}]
+                if args.instance_requirements else [{"instance_type": facts.name} for facts in types]
+            )
+            for override in chosen:
                 if shape != primary_shape:
                     override["launch_template_specification"] = template_spec(self.launch_templates[shape])
                 overrides.append(override)
@@ -338,7 +345,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
                 "instances_distribution": {
                     "on_demand_base_capacity": args.on_demand_base_capacity,
                     "on_demand_percentage_above_base_capacity": 100 - args.spot_percent if uses_spot else 100,
-                    "on_demand_allocation_strategy": "prioritized",
+                    "on_demand_allocation_strategy": "lowest-price" if args.instance_requirements else "prioritized",
                     "spot_allocation_strategy": "price-capacity-optimized",
                 },
                 "launch_template": {

@@ -16,6 +16,7 @@ from gpucloud.config.groups import (
     CheckpointConfig,
     GroupConfig,
     HealthConfig,
+    InstanceRequirementsConfig,
     ReservationsConfig,
     WarmPoolConfig,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "GpuIdleScaleIn",
     "GroupConfig",
     "IdleShutdown",
+    "InstanceRequirementsConfig",
     "MonitoringConfig",
     "NetworkConfig",
     "ReservationsConfig",

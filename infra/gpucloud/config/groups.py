@@ -157,6 +157,52 @@ class CapacityConfig(ConfigModel):
         return self
 
 
+ACCELERATOR_NAMES = (
+    "a100", "inferentia", "k520", "k80", "m60", "radeon-pro-v520", "t4", "vu9p", "v100", "a10g", "h100", "t4g",
+    "l40s", "l4", "gaudi-hl-205", "inferentia2", "trainium", "trainium2", "u30",
+)
+"""The accelerator names Auto Scaling's InstanceRequirements take (the AcceleratorName enum of the
+EC2 API model in botocore 1.42; a test holds this list to the installed model). There is no name
+for H200, B200, B300, A10 or RTX PRO GPUs: select those by totalGpuMemoryMiB and allowedInstanceTypes."""
+
+
+class CountRange(ConfigModel):
+    min: int | None = Field(default=None, ge=0)
+    max: int | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def ordered(self) -> CountRange:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min} is above max {self.max}")
+        if self.min is None and self.max is None:
+            raise ValueError("give min, max or both")
+        return self
+
+
+class InstanceRequirementsConfig(ConfigModel):
+    """GPU types by attributes, for fleets (spot above all) that should take whatever matches: the
+    plan resolves them to the region's matching types and shows them."""
+
+    gpu_count: CountRange = Field(default_factory=lambda: CountRange(min=1))
+    gpu_manufacturers: list[Literal["nvidia", "amd", "amazon-web-services", "xilinx", "habana"]] = Field(
+        default_factory=lambda: ["nvidia"])
+    gpu_names: list[Literal[ACCELERATOR_NAMES]] = Field(default_factory=list)  # type: ignore[valid-type]
+    total_gpu_memory_mib: CountRange | None = Field(default=None, alias="totalGpuMemoryMiB")
+    vcpus: CountRange | None = None
+    memory_mib: CountRange | None = Field(default=None, alias="memoryMiB")
+    allowed_instance_types: list[Annotated[str, shaped(r"[a-z0-9*][a-z0-9.*-]*", "use a type or a pattern such as g6e.*", 30)]] = Field(
+        default_factory=list, max_length=400)
+    excluded_instance_types: list[Annotated[str, shaped(r"[a-z0-9*][a-z0-9.*-]*", "use a type or a pattern such as g4dn.*", 30)]] = Field(
+        default_factory=list, max_length=400)
+
+    @model_validator(mode="after")
+    def allowed_or_excluded(self) -> InstanceRequirementsConfig:
+        if self.allowed_instance_types and self.excluded_instance_types:
+            raise ValueError("give allowedInstanceTypes or excludedInstanceTypes, not both (Auto Scaling takes one; "
+                             "EC2 API reference, InstanceRequirements, read 2026-11-25)")
+        return self
+
+
 class WarmPoolConfig(ConfigModel):
     """Instances kept initialized and stopped (or hibernated), so scaling out skips the boot and the
     first gate. They leave the pool through the launch hook, and the gate runs again as they start."""
@@ -171,7 +217,8 @@ class GroupConfig(ConfigModel):
     """One GPU instance group: an Auto Scaling group over one or more GPU instance types."""
 
     name: ResourceName
-    instance_types: list[InstanceType] = Field(min_length=1, max_length=20)
+    instance_types: list[InstanceType] = Field(default_factory=list, max_length=20)
+    instance_requirements: InstanceRequirementsConfig | None = None
     min_size: int = Field(default=0, ge=0, le=1000)
     max_size: int = Field(ge=1, le=1000)
     desired_capacity: int | None = Field(default=None, ge=0, le=1000)
@@ -217,6 +264,12 @@ class GroupConfig(ConfigModel):
     @property
     def uses_spot(self) -> bool:
         return self.spot_percent > 0 and self.max_size > self.on_demand_base_capacity
+
+    @model_validator(mode="after")
+    def types_or_requirements(self) -> GroupConfig:
+        if bool(self.instance_types) == (self.instance_requirements is not None):
+            raise ValueError("give instanceTypes (a list of GPU types) or instanceRequirements (GPU attributes), one of them")
+        return self
 
     @field_validator("instance_types")
     @classmethod
@@ -274,7 +327,8 @@ class GroupConfig(ConfigModel):
             raise ValueError(f"capacity.capacityBlock runs on-demand instances in the block, but spotPercent "
                              f"{self.spot_percent} puts some on spot: set spotPercent: 0")
         if len(self.instance_types) != 1:
-            raise ValueError("capacity.capacityBlock holds one instance type; list only that type in instanceTypes")
+            raise ValueError("capacity.capacityBlock holds one instance type; list only that type in instanceTypes "
+                             "(not instanceRequirements)")
         if self.warm_pool is not None:
             raise ValueError("warmPool cannot be combined with capacity.capacityBlock: the block is paid by the hour "
                              "whether instances run or wait, and its instances end with it")

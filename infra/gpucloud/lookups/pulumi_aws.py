@@ -9,6 +9,7 @@ import pulumi_aws as aws
 
 from gpucloud.config import CapacityBlockOffer
 from gpucloud.lookups.capacity import CapacityBlockOffering, CapacityReservation, lookup_offering, lookup_reservation
+from gpucloud.lookups.requirements import GpuTypeAttributes, region_gpu_types
 from gpucloud.lookups.facts import QUOTA_NOT_KNOWN, Ami, InstanceTypeFacts, LookupUnavailable, Route, Subnet
 
 NOT_FOUND_MARKERS = (
@@ -172,6 +173,9 @@ class PulumiAwsLookups:
 
     def capacity_block_offering(self, offer: CapacityBlockOffer) -> CapacityBlockOffering | None:
         return lookup_offering(offer)
+
+    def gpu_instance_types(self) -> tuple[GpuTypeAttributes, ...]:
+        return region_gpu_types()
 
     @functools.cache
     def hibernation(self, name: str) -> tuple[bool, int]:

@@ -21,6 +21,7 @@ from gpucloud.lookups.capacity import (
 )
 from gpucloud.lookups.facts import DEEP_LEARNING_AMI_PARAMETER, EGRESS_TARGETS, Ami, AwsLookups, InstanceTypeFacts, Subnet
 from gpucloud.lookups.quotas import increase_command, quota_needs
+from gpucloud.lookups.requirements import matching_types
 from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE
 
 
@@ -146,6 +147,18 @@ def _group_instance_types(
         else:
             facts.append(found)
     return facts
+
+
+def _with_matching_types(group: GroupConfig, key: str, lookups: AwsLookups, problems: _Problems) -> GroupConfig:
+    """The group with the region's GPU types its instanceRequirements match as its instance types,
+    so that every rule on types (GPU, EFA, zones, quotas, prices) holds for each of them."""
+    names = matching_types(group.instance_requirements, list(lookups.gpu_instance_types()))
+    if not names:
+        problems.add(f"{key}.instanceRequirements", f"matches no GPU instance type offered in {problems.settings.region}: "
+                     "widen the GPU count, memory or names")
+        return group
+    problems.warn(f"{key}.instanceRequirements", f"match {len(names)} GPU types in {problems.settings.region}: {', '.join(names)}")
+    return group.model_copy(update={"instance_types": names})
 
 
 def _offered(group: GroupConfig, lookups: AwsLookups, pinned_zone: str | None = None) -> dict[str, set[str]]:
@@ -402,6 +415,10 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
     checked = []
     for index, group in enumerate(settings.config.groups):
         key = f"groups[{index}]"
+        if group.instance_requirements is not None:
+            group = _with_matching_types(group, key, lookups, problems)
+            if not group.instance_types:
+                continue
         instance_types = _group_instance_types(group, key, lookups, problems)
         ami = _group_ami(group, key, lookups, problems)
         if ami and instance_types:

@@ -124,6 +124,31 @@ def reserved_capacity(settings: StackSettings, reservations: Mapping[str, Mappin
     return reserved
 
 
+def with_matched_types(settings: StackSettings, outputs: Mapping) -> StackSettings:
+    """The settings with each instanceRequirements group's matched types (the stack's `groups`
+    output) as its instance types, cheapest first: the estimate prices min and desired at the
+    cheapest match (on-demand takes the lowest price under requirements) and max at the dearest."""
+    groups = outputs.get("groups") or {}
+    if not any(group.instance_requirements for group in settings.config.groups):
+        return settings
+    from gpucloud.pricing import load_catalog
+
+    catalog = load_catalog()
+
+    def price(name: str) -> float:
+        try:
+            return catalog.instance(name, settings.region).usd_per_hour
+        except PricingError:
+            return float("inf")
+
+    changed = [
+        group.model_copy(update={"instance_types": sorted((groups.get(group.name) or {}).get("instanceTypes") or [], key=price)})
+        if group.instance_requirements else group
+        for group in settings.config.groups
+    ]
+    return settings.model_copy(update={"config": settings.config.model_copy(update={"groups": changed})})
+
+
 def cost_findings(
     settings: StackSettings, reserved: Mapping[str, ReservedCapacity] | None = None
 ) -> tuple[CostEstimate | None, list[PlanFinding]]:

@@ -15,6 +15,7 @@ from gpucloud.plan.findings import (
     cost_findings,
     reserved_capacity,
     spot_capacity_findings,
+    with_matched_types,
 )
 from gpucloud.plan.model import PROJECT, Plan, PlanFinding
 from gpucloud.plan.program_source import (
@@ -81,7 +82,7 @@ def plan_stack(
             ))
     if facts is not None:
         plan.findings.insert(0, _facts_finding(facts))
-    plan.cost_estimate, budget = cost_findings(settings, reserved)
+    plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved)
     plan.findings.extend(budget)
     return plan
 

@@ -200,7 +200,8 @@ def _estimate_group(
     dearest = max(known, key=lambda price: price.usd_per_hour) if known else None
     priced: dict[Scenario, InstancePrice | None] = {"min": first, "desired": first, "max": dearest}
     gp3, gp3_missing = _lookup(catalog.gp3, region)
-    notes = [f"min and desired priced at {first_type} (first listed type)"]
+    notes = [f"min and desired priced at {first_type} "
+             + ("(cheapest type instanceRequirements match)" if group.instance_requirements else "(first listed type)")]
     if dearest is not None and len(group.instance_types) > 1:
         notes.append(f"max priced at {dearest.instance_type} (most expensive listed type"
                      + (" that has a price)" if missing else ")"))

@@ -21,6 +21,27 @@ def _template_spec(spec: dict[str, Any] | None, id_key: str = "launchTemplateId"
     )
 
 
+def _bounds(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    return drop_none({"Min": (value or {}).get("min"), "Max": (value or {}).get("max")}) if value else None
+
+
+def _instance_requirements(requirements: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Attribute-based selection, in the API's shape; botocore checks it against the model."""
+    if not requirements:
+        return None
+    return drop_none({
+        "VCpuCount": _bounds(requirements.get("vcpuCount")) or {"Min": 0},
+        "MemoryMiB": _bounds(requirements.get("memoryMib")) or {"Min": 0},
+        "AcceleratorTypes": requirements.get("acceleratorTypes"),
+        "AcceleratorCount": _bounds(requirements.get("acceleratorCount")),
+        "AcceleratorManufacturers": requirements.get("acceleratorManufacturers"),
+        "AcceleratorNames": requirements.get("acceleratorNames"),
+        "AcceleratorTotalMemoryMiB": _bounds(requirements.get("acceleratorTotalMemoryMib")),
+        "AllowedInstanceTypes": requirements.get("allowedInstanceTypes"),
+        "ExcludedInstanceTypes": requirements.get("excludedInstanceTypes"),
+    })
+
+
 def _mixed_instances_policy(policy: dict[str, Any] | None) -> dict[str, Any] | None:
     if not policy:
         return None
@@ -35,6 +56,7 @@ def _mixed_instances_policy(policy: dict[str, Any] | None) -> dict[str, Any] | N
                         drop_none(
                             {
                                 "InstanceType": override.get("instanceType"),
+                                "InstanceRequirements": _instance_requirements(override.get("instanceRequirements")),
                                 "WeightedCapacity": override.get("weightedCapacity"),
                                 "LaunchTemplateSpecification": _template_spec(override.get("launchTemplateSpecification")),
                             }
