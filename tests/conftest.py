@@ -18,10 +18,14 @@ LONGEST_FILES = (
     "test_readme_programs.py",
     "test_account_facts.py",
     "test_aws_rules.py",
+    "test_example_user_data.py",
     "test_node_lifecycle.py",
     "test_example_stacks.py",
+    "test_capacity.py",
+    "test_monitoring_and_budget.py",
+    "test_replace.py",
 )
-"""The files that take 6 to 30 s each (`pytest --durations=0`, summed per file, 2026-11-24)."""
+"""The files that take 4.5 to 30 s each (`pytest -n 2 --durations=0`, summed per file, 2026-11-25)."""
 
 
 def pytest_collection_modifyitems(items):
