@@ -177,7 +177,7 @@ def test_a_group_on_reservations_launches_into_them_first(account):
     [
         ({"instanceType": "g6.xlarge"}, "reserves g6.xlarge, which the group does not list"),
         ({"state": "cancelled"}, "is cancelled"),
-        ({"zone": "us-east-1f"}, "is in us-east-1f, not in a zone of the group's subnets"),
+        ({"zone": "us-east-1e"}, "is in us-east-1e, not in a zone of the group's subnets"),
     ],
 )
 def test_a_reservation_the_group_cannot_use_is_refused_naming_it(account, reservation, reason):
@@ -254,3 +254,15 @@ def test_the_capacity_block_example_plans_clean_on_its_account_facts():
     assert line.resource.startswith("pretrain/capacity block (cr-0b1c2d3e4f5a60718: 2 x p5.48xlarge, 96 h")
     [template] = [r for r in plan.resources if r.type == "aws:ec2/launchTemplate:LaunchTemplate"]
     assert template.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
+
+
+def test_the_created_network_puts_a_zone_where_the_reservations_are(account):
+    held = {"id": ODCR, "instanceType": "g5.xlarge", "zone": "us-east-1d", "instanceCount": 2}
+    seed_account(account, AccountFacts.model_validate({"capacityReservations": [held]}))
+
+    deployment = deploy(settings_for(minimal_config(groups=[odcr_group()])), account)
+
+    [group] = deployment.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
+    zones = {subnet["AvailabilityZone"] for subnet in deployment.client("ec2").describe_subnets(
+        SubnetIds=group["VPCZoneIdentifier"].split(","))["Subnets"]}
+    assert "us-east-1d" in zones

@@ -140,8 +140,8 @@ def _group_instance_types(
         where = f"{key}.instanceTypes[{index}]"
         if found is None:
             problems.add(where, f"{name} is not an instance type offered in this region")
-        elif found.gpu_count == 0:
-            problems.add(where, f"{name} has no GPU (DescribeInstanceTypes reports no GpuInfo)")
+        elif not found.has_gpu:
+            problems.add(where, f"{name} has no GPU: DescribeInstanceTypes reports {found.gpu_report} for it")
         elif group.multi_node and not found.efa_supported:
             problems.add(where, f"{name} does not support EFA, which multiNode needs for NCCL")
         else:
@@ -263,14 +263,15 @@ def _group_capacity(group: GroupConfig, key: str, lookups: AwsLookups, problems:
 
 def _choose_network_zones(
     groups: list[tuple[str, GroupConfig, dict[str, set[str]]]], region_zones: list[str], wanted: int,
-    problems: _Problems,
+    problems: _Problems, reserved_zones: set[str] = frozenset(),
 ) -> tuple[str, ...]:
     """The created network's zones: first, for each single-zone group, a zone offering every type
     it lists; then zones covering the types not yet offered in a chosen zone; then the zones that
     offer the most of the groups' types, up to `network.zones` (more only where a single-zone
-    group needs its own)."""
+    group needs its own). Zones holding the groups' capacity reservations rank first."""
     def score(zone: str) -> int:
-        return sum(zone in zones for _key, _group, offered in groups for zones in offered.values())
+        offered_here = sum(zone in zones for _key, _group, offered in groups for zones in offered.values())
+        return offered_here + (1000 if zone in reserved_zones else 0)
 
     ranked = sorted(region_zones, key=lambda zone: (-score(zone), zone))
     chosen: list[str] = []
@@ -436,6 +437,7 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
         network_zones = _choose_network_zones(
             [(key, group, offered) for key, group, _types, _ami, offered, _capacity in checked],
             lookups.availability_zones(), network.zones, problems,
+            reserved_zones={r.availability_zone for *_rest, capacity in checked for r in capacity.reservations},
         )
         zones = list(network_zones)
         if network.egress == "endpointsOnly":
