@@ -141,7 +141,7 @@ def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> Node
         project=args.project,
         group_name=args.group_name,
         region=args.region,
-        expected_gpu_count=facts.gpu_count,
+        expected_gpu_count=facts.node_gpu_count,
         expected_gpu_model=facts.gpu_model,
         launch_hook_name=launch_hook_name(args.group_name),
         terminate_hook_name=terminate_hook_name(args.group_name),

@@ -28,6 +28,35 @@ class InstanceTypeFacts:
     instance_store_disks: int
     architectures: tuple[str, ...]
     vcpus: int = 0
+    fractional_gpu: bool = False
+    """The type sells a slice of one GPU: DescribeInstanceTypes reports a GPU name and memory with a
+    GPU count of 0 (g6f and gr6f: part of an NVIDIA L4; `gpu_memory_mib` is the slice's memory).
+    The instance sees the slice as one GPU of that model ("Appears as a full GPU", Cast AI docs,
+    "Fractional GPUs (AWS)", https://docs.cast.ai/docs/gpu-sharing-fractional, read 2026-11-25)."""
+    gpu_info_listed: bool = False
+    """Whether DescribeInstanceTypes lists any GPU under GpuInfo at all, so that a refusal can say
+    what it reported."""
+
+    @property
+    def has_gpu(self) -> bool:
+        """A GPU type: whole GPUs, or a slice of one."""
+        return self.gpu_count > 0 or self.fractional_gpu
+
+    @property
+    def node_gpu_count(self) -> int:
+        """How many GPUs the node's driver lists: one per GPU, and one for a slice of a GPU."""
+        return 1 if self.fractional_gpu else self.gpu_count
+
+    @property
+    def gpu_report(self) -> str:
+        """What DescribeInstanceTypes says of the type's GPUs, in words."""
+        if self.fractional_gpu:
+            return f"a fraction of one {self.gpu_model} ({self.gpu_memory_mib} MiB of GPU memory, GPU count 0)"
+        if self.gpu_count:
+            return f"{self.gpu_count} x {self.gpu_model}"
+        if self.gpu_info_listed:
+            return "GpuInfo with a GPU count of 0 and no GPU name"
+        return "no GpuInfo"
 
     @property
     def efa_interfaces(self) -> int:

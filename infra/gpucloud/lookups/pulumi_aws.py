@@ -49,12 +49,19 @@ class PulumiAwsLookups:
             found = aws.ec2.get_instance_type(instance_type=name)
         except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
             return _absent(error)
+        # The data source's GPU info (pulumi-aws v7 `gpuses`: count, manufacturer, memory_size and
+        # name per GPU entry, and `total_gpu_memory`) has no partition size: a slice of a GPU (g6f,
+        # gr6f) shows as an entry with a name and memory but a count of 0.
         gpus = found.gpuses or []
+        gpu_count = sum(gpu.count or 0 for gpu in gpus)
+        model = next((gpu.name for gpu in gpus if gpu.name), "")
         return InstanceTypeFacts(
             name=name,
-            gpu_count=sum(gpu.count for gpu in gpus),
-            gpu_model=gpus[0].name if gpus else "",
-            gpu_memory_mib=sum(gpu.count * gpu.memory_size for gpu in gpus),
+            gpu_count=gpu_count,
+            gpu_model=model,
+            gpu_memory_mib=int(found.total_gpu_memory or 0) or sum((gpu.count or 0) * (gpu.memory_size or 0) for gpu in gpus),
+            fractional_gpu=gpu_count == 0 and bool(model),
+            gpu_info_listed=bool(gpus),
             efa_supported=bool(found.efa_supported),
             efa_max_interfaces=found.efa_maximum_interfaces or 0,
             network_cards=found.maximum_network_cards or 1,

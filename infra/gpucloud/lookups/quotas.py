@@ -34,7 +34,8 @@ that query them in real accounts (search corpus files 58082347583, "verified liv
 
 def quota_family(instance_type: str) -> str | None:
     """Which vCPU quota a type counts against: P, G (G and VT), Standard, or None for families with
-    quotas of their own (Inf, Trn, DL, F, X, high memory), which the plan does not check."""
+    quotas of their own (Inf, Trn, DL, F, X, high memory), which the plan does not check. The family
+    name decides, not the GPU count: the fractional g6f and gr6f (GPU count 0) are G types like g6."""
     family = instance_type.split(".", 1)[0]
     if family.startswith("p"):
         return "P"

@@ -35,12 +35,15 @@ def instance_type(account: Account, args: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": found["InstanceType"],
         "instanceType": found["InstanceType"],
+        # Every GpuInfo.Gpus entry as the provider flattens it (a field AWS leaves out reads as its
+        # zero value), a fractional type's Count 0 included; the data source has no field for
+        # GpuPartitionSize or LogicalGpuCount, so neither does this answer.
         "gpuses": [
             {
-                "count": gpu["Count"],
-                "manufacturer": gpu["Manufacturer"],
-                "name": gpu["Name"],
-                "memorySize": gpu["MemoryInfo"]["SizeInMiB"],
+                "count": gpu.get("Count", 0),
+                "manufacturer": gpu.get("Manufacturer", ""),
+                "name": gpu.get("Name", ""),
+                "memorySize": (gpu.get("MemoryInfo") or {}).get("SizeInMiB", 0),
             }
             for gpu in gpu_info.get("Gpus", [])
         ],

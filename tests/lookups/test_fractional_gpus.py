@@ -1,0 +1,142 @@
+"""Fractional GPU types (g6f, gr6f: a slice of an NVIDIA L4) are GPU types.
+
+DescribeInstanceTypes reports them with a GPU name and memory but a GPU count of 0; the instance
+sees the slice as one GPU of that model, so the node check expects one. A type with neither a GPU
+count nor a GPU name is still refused, in words that say what DescribeInstanceTypes reported.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+
+import pytest
+import yaml
+
+from gpucloud.config import ConfigError
+from gpucloud.lookups.facts import InstanceTypeFacts
+from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
+from gpucloud.lookups.quotas import ON_DEMAND_QUOTAS, quota_family, quota_needs
+from gpucloud.plan.view import describe
+from gpucloud.testing import registry, run_program
+from gpucloud.testing.handlers import invokes
+from gpucloud.userdata import layout
+from support import deploy, minimal_config, settings_for
+
+FRACTIONAL = [("g6f.xlarge", 2861, "1/8"), ("gr6f.4xlarge", 11444, "1/2")]
+
+
+def group(*instance_types: str) -> dict:
+    return {"name": "workers", "instanceTypes": list(instance_types), "minSize": 0, "maxSize": 2}
+
+
+def node_configs(account) -> list[dict]:
+    """node.json of every launch template the stack created, as its user data carries it."""
+    ec2 = account.client("ec2")
+    found = []
+    for template in ec2.describe_launch_templates()["LaunchTemplates"]:
+        [version] = ec2.describe_launch_template_versions(
+            LaunchTemplateId=template["LaunchTemplateId"], Versions=["$Latest"]
+        )["LaunchTemplateVersions"]
+        document = yaml.safe_load(gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"])))
+        [node] = [entry for entry in document["write_files"] if entry["path"] == layout.NODE_CONFIG_PATH]
+        found.append(json.loads(node["content"]))
+    return found
+
+
+def looked_up(account, *names: str) -> dict[str, InstanceTypeFacts | None]:
+    """What PulumiAwsLookups makes of the data source's answers, inside a program on the engine."""
+    seen = {}
+
+    def program() -> None:
+        lookups = PulumiAwsLookups()
+        seen.update({name: lookups.instance_type(name) for name in names})
+
+    run_program(program, account)
+    return seen
+
+
+def test_the_engine_passes_moto_gpu_info_through_as_the_data_source_has_it(account):
+    for name, memory, _share in FRACTIONAL:
+        [described] = account.client("ec2").describe_instance_types(InstanceTypes=[name])["InstanceTypes"]
+        [gpu] = described["GpuInfo"]["Gpus"]
+
+        answer = invokes.instance_type(account, {"instanceType": name})
+
+        assert gpu["Count"] == 0 and gpu["Name"] == "L4"
+        assert answer["gpuses"] == [{"count": 0, "manufacturer": "NVIDIA", "name": "L4", "memorySize": memory}]
+        assert answer["totalGpuMemory"] == described["GpuInfo"]["TotalGpuMemoryInMiB"] == memory
+
+
+def test_lookups_say_fractional_for_a_slice_of_a_gpu_only(account):
+    facts = looked_up(account, *[name for name, _memory, _share in FRACTIONAL], "g6.xlarge")
+
+    for name, memory, _share in FRACTIONAL:
+        assert facts[name].fractional_gpu and facts[name].has_gpu and facts[name].gpu_info_listed
+        assert (facts[name].gpu_count, facts[name].gpu_model, facts[name].gpu_memory_mib, facts[name].node_gpu_count) == (0, "L4", memory, 1)
+        assert facts[name].gpu_report == f"a fraction of one L4 ({memory} MiB of GPU memory, GPU count 0)"
+    whole = facts["g6.xlarge"]
+    assert not whole.fractional_gpu and whole.has_gpu
+    assert (whole.gpu_count, whole.gpu_model, whole.gpu_memory_mib, whole.node_gpu_count) == (1, "L4", 22888, 1)
+
+
+@pytest.mark.parametrize(("name", "memory", "share"), FRACTIONAL)
+def test_a_fractional_type_plans_and_its_node_expects_one_gpu_of_that_model(account, name, memory, share):
+    deployment = deploy(settings_for(minimal_config(groups=[group(name)])), account)
+
+    [node] = node_configs(account)
+    assert (node["expected_gpu_count"], node["expected_gpu_model"]) == (1, "L4")
+    assert node["nvlink_expected"] is False and node["fabric_expected"] is False
+    [asg] = deployment.of_type("aws:autoscaling/group:Group")
+    assert describe(asg).startswith(f"{name} (fractional L4, {share} of a GPU); ")
+
+
+def test_fractional_and_whole_types_share_a_group(account):
+    deployment = deploy(settings_for(minimal_config(groups=[group("g6f.xlarge", "g6.xlarge")])), account)
+
+    assert [(node["expected_gpu_count"], node["expected_gpu_model"]) for node in node_configs(account)] == [(1, "L4"), (1, "L4")]
+    [asg] = deployment.of_type("aws:autoscaling/group:Group")
+    assert describe(asg).startswith("g6f.xlarge (fractional L4, 1/8 of a GPU), g6.xlarge; ")
+
+
+def refusal(account, *instance_types: str) -> list[tuple[str, str]]:
+    with pytest.raises(ConfigError) as error:
+        deploy(settings_for(minimal_config(groups=[group(*instance_types)])), account)
+    return error.value.problems
+
+
+def test_a_type_without_gpu_info_is_refused_saying_so(account):
+    assert refusal(account, "m5.large") == [
+        ("gpu-cloud:groups[0].instanceTypes[0]", "m5.large has no GPU: DescribeInstanceTypes reports no GpuInfo for it")
+    ]
+
+
+def test_gpu_info_with_neither_count_nor_name_is_refused_saying_so(account, monkeypatch):
+    """No such type exists today; the refusal must still say what EC2 answered, not 'no GpuInfo'."""
+    answer = registry.INVOKES["aws:ec2/getInstanceType:getInstanceType"]
+
+    def nameless(account, args):
+        found = answer(account, args)
+        if args["instanceType"] == "m5.large":
+            found["gpuses"] = [{"count": 0, "manufacturer": "", "name": "", "memorySize": 0}]
+        return found
+
+    monkeypatch.setitem(registry.INVOKES, "aws:ec2/getInstanceType:getInstanceType", nameless)
+
+    assert refusal(account, "m5.large") == [
+        ("gpu-cloud:groups[0].instanceTypes[0]",
+         "m5.large has no GPU: DescribeInstanceTypes reports GpuInfo with a GPU count of 0 and no GPU name for it")
+    ]
+
+
+def test_fractional_types_count_against_the_g_quota():
+    g6f = InstanceTypeFacts("g6f.xlarge", 0, "L4", 2861, False, 0, 1, 1, ("x86_64",), vcpus=4, fractional_gpu=True)
+    gr6f = InstanceTypeFacts("gr6f.4xlarge", 0, "L4", 11444, False, 0, 1, 1, ("x86_64",), vcpus=16, fractional_gpu=True)
+    settings = settings_for(minimal_config(groups=[{**group("g6f.xlarge", "gr6f.4xlarge"), "minSize": 1, "spotPercent": 0}]))
+
+    [need] = quota_needs([(settings.config.groups[0], (g6f, gr6f))])
+
+    assert quota_family("g6f.xlarge") == quota_family("gr6f.4xlarge") == "G"
+    assert (need.code, need.name) == ON_DEMAND_QUOTAS["G"]
+    assert (need.vcpus_at_min, need.vcpus_at_max) == (4, 2 * 16)
