@@ -28,10 +28,19 @@ SUPPORTED_INSTANCE_TYPES = (
     "g6.xlarge", "g6.2xlarge", "g6.4xlarge", "g6.8xlarge", "g6.12xlarge", "g6.16xlarge", "g6.24xlarge", "g6.48xlarge",
     "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "g6e.8xlarge", "g6e.12xlarge", "g6e.16xlarge", "g6e.24xlarge",
     "g6e.48xlarge",
-    "p3.2xlarge", "p3.8xlarge", "p3.16xlarge",
+    "g5g.xlarge", "g5g.2xlarge", "g5g.4xlarge", "g5g.8xlarge", "g5g.16xlarge", "g5g.metal",
+    "g6f.large", "g6f.xlarge", "g6f.2xlarge", "g6f.4xlarge",
+    "gr6.4xlarge", "gr6.8xlarge", "gr6f.4xlarge",
+    "g7.2xlarge", "g7.4xlarge", "g7.8xlarge", "g7.12xlarge", "g7.24xlarge", "g7.48xlarge",
+    "g7e.2xlarge", "g7e.4xlarge", "g7e.8xlarge", "g7e.12xlarge", "g7e.24xlarge", "g7e.48xlarge",
+    "p3.2xlarge", "p3.8xlarge", "p3.16xlarge", "p3dn.24xlarge",
     "p4d.24xlarge", "p4de.24xlarge",
     "p5.4xlarge", "p5.48xlarge", "p5e.48xlarge", "p5en.48xlarge",
+    "p6-b200.48xlarge", "p6-b300.48xlarge",
 )
+"""The types `gpucloud prices refresh` asks about by default, and the catalog answers for in every
+supported region (a price, or a row saying why not): every type DescribeInstanceTypes lists with
+GpuInfo in those regions, fractional ones (g6f, gr6f) included, and the retired p3."""
 
 
 class PricingError(Exception):
@@ -70,7 +79,8 @@ class InstancePrice(_Row):
 
 
 class AbsentInstance(_Row):
-    """A type/region pair the catalog deliberately leaves unpriced, with the reason."""
+    """A type/region pair the catalog deliberately leaves unpriced, with the reason: the type is not
+    offered there, or no published price could be found (a preview type, say). Never a guess."""
 
     instance_type: str
     region: str
@@ -141,13 +151,22 @@ class Catalog(BaseModel):
     spot_discounts: list[SpotDiscount] = Field(default_factory=list)
     network: list[NetworkPrice] = Field(default_factory=list)
 
-    def instance(self, instance_type: str, region: str) -> InstancePrice:
+    def instance_row(self, instance_type: str, region: str) -> InstancePrice | AbsentInstance | None:
+        """What the catalog says of a type in a region: its price, why it has none, or nothing."""
         for row in self.instances:
             if row.instance_type == instance_type and row.region == region:
                 return row
         for row in self.absent_instances:
             if row.instance_type == instance_type and row.region == region:
-                raise PriceNotFound(f"no price for instance type {instance_type} in {region}: {row.reason}")
+                return row
+        return None
+
+    def instance(self, instance_type: str, region: str) -> InstancePrice:
+        row = self.instance_row(instance_type, region)
+        if isinstance(row, InstancePrice):
+            return row
+        if isinstance(row, AbsentInstance):
+            raise PriceNotFound(f"no price for instance type {instance_type} in {region}: {row.reason}")
         raise PriceNotFound(f"no price for instance type {instance_type} in {region}: the catalog has no row for it")
 
     def gp3(self, region: str) -> StoragePrice:
