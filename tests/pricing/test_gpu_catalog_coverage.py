@@ -12,6 +12,7 @@ from moto import mock_aws
 
 from gpucloud.pricing import SUPPORTED_INSTANCE_TYPES, SUPPORTED_REGIONS, estimate_stack, load_catalog
 from gpucloud.pricing.catalog import AbsentInstance, InstancePrice, instance_family
+from gpucloud.pricing.refresh import refresh_catalog
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +105,18 @@ def test_new_rows_name_their_source_and_the_day_it_was_read():
         else:
             assert isinstance(row, AbsentInstance) and f"does not include {row.region}" in row.reason
 
+
+def test_a_refresh_keeps_the_rows_it_does_not_ask_about(tmp_path):
+    """Spot discounts and network prices are not in the Price List API's answer: a refresh keeps them."""
+    path = tmp_path / "prices.json"
+    previous = load_catalog()
+
+    class NoPricing:
+        def client(self, service_name, region_name=None):
+            return None
+
+    result = refresh_catalog(NoPricing(), path, regions=[], instance_types=[])
+
+    assert result.catalog.network == previous.network and result.catalog.network
+    assert result.catalog.spot_discounts == previous.spot_discounts
+    assert sorted(load_catalog(path).instances, key=repr) == sorted(previous.instances, key=repr)
