@@ -18,13 +18,13 @@ from gpucloud.config import ConfigError
 from gpucloud.lookups.facts import InstanceTypeFacts
 from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
 from gpucloud.lookups.quotas import ON_DEMAND_QUOTAS, quota_family, quota_needs
-from gpucloud.plan.view import describe
 from gpucloud.testing import registry, run_program
 from gpucloud.testing.handlers import invokes
 from gpucloud.userdata import layout
 from support import deploy, minimal_config, settings_for
 
-FRACTIONAL = [("g6f.xlarge", 2861, "1/8"), ("gr6f.4xlarge", 11444, "1/2")]
+FRACTIONAL = [("g6f.xlarge", 2861), ("gr6f.4xlarge", 11444)]
+"""A slice of an L4: an eighth, and half (moto's DescribeInstanceTypes data)."""
 
 
 def group(*instance_types: str) -> dict:
@@ -58,7 +58,7 @@ def looked_up(account, *names: str) -> dict[str, InstanceTypeFacts | None]:
 
 
 def test_the_engine_passes_moto_gpu_info_through_as_the_data_source_has_it(account):
-    for name, memory, _share in FRACTIONAL:
+    for name, memory in FRACTIONAL:
         [described] = account.client("ec2").describe_instance_types(InstanceTypes=[name])["InstanceTypes"]
         [gpu] = described["GpuInfo"]["Gpus"]
 
@@ -70,9 +70,9 @@ def test_the_engine_passes_moto_gpu_info_through_as_the_data_source_has_it(accou
 
 
 def test_lookups_say_fractional_for_a_slice_of_a_gpu_only(account):
-    facts = looked_up(account, *[name for name, _memory, _share in FRACTIONAL], "g6.xlarge")
+    facts = looked_up(account, *[name for name, _memory in FRACTIONAL], "g6.xlarge")
 
-    for name, memory, _share in FRACTIONAL:
+    for name, memory in FRACTIONAL:
         assert facts[name].fractional_gpu and facts[name].has_gpu and facts[name].gpu_info_listed
         assert (facts[name].gpu_count, facts[name].gpu_model, facts[name].gpu_memory_mib, facts[name].node_gpu_count) == (0, "L4", memory, 1)
         assert facts[name].gpu_report == f"a fraction of one L4 ({memory} MiB of GPU memory, GPU count 0)"
@@ -81,23 +81,22 @@ def test_lookups_say_fractional_for_a_slice_of_a_gpu_only(account):
     assert (whole.gpu_count, whole.gpu_model, whole.gpu_memory_mib, whole.node_gpu_count) == (1, "L4", 22888, 1)
 
 
-@pytest.mark.parametrize(("name", "memory", "share"), FRACTIONAL)
-def test_a_fractional_type_plans_and_its_node_expects_one_gpu_of_that_model(account, name, memory, share):
+@pytest.mark.parametrize(("name", "memory"), FRACTIONAL)
+def test_a_fractional_type_plans_and_its_node_expects_one_gpu_of_that_model(account, name, memory):
     deployment = deploy(settings_for(minimal_config(groups=[group(name)])), account)
 
     [node] = node_configs(account)
     assert (node["expected_gpu_count"], node["expected_gpu_model"]) == (1, "L4")
     assert node["nvlink_expected"] is False and node["fabric_expected"] is False
-    [asg] = deployment.of_type("aws:autoscaling/group:Group")
-    assert describe(asg).startswith(f"{name} (fractional L4, {share} of a GPU); ")
+    assert f"gpu-cloud:groups[0].instanceTypes[0]: {name} is fractional: a fraction of one L4 ({memory} MiB of GPU memory, GPU count 0); its node sees one L4 and its gate expects one" in deployment.warnings
 
 
 def test_fractional_and_whole_types_share_a_group(account):
     deployment = deploy(settings_for(minimal_config(groups=[group("g6f.xlarge", "g6.xlarge")])), account)
 
     assert [(node["expected_gpu_count"], node["expected_gpu_model"]) for node in node_configs(account)] == [(1, "L4"), (1, "L4")]
-    [asg] = deployment.of_type("aws:autoscaling/group:Group")
-    assert describe(asg).startswith("g6f.xlarge (fractional L4, 1/8 of a GPU), g6.xlarge; ")
+    fractional = [warning for warning in deployment.warnings if " is fractional: " in warning]
+    assert len(fractional) == 1 and "g6f.xlarge is fractional" in fractional[0]
 
 
 def refusal(account, *instance_types: str) -> list[tuple[str, str]]:

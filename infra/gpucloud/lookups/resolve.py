@@ -145,6 +145,9 @@ def _group_instance_types(
         elif group.multi_node and not found.efa_supported:
             problems.add(where, f"{name} does not support EFA, which multiNode needs for NCCL")
         else:
+            if found.fractional_gpu:
+                problems.warn(where, f"{name} is fractional: {found.gpu_report}; its node sees one {found.gpu_model} "
+                              "and its gate expects one")
             facts.append(found)
     return facts
 

@@ -66,21 +66,8 @@ def _launch_template(state: dict[str, Any]) -> str:
 
 
 def _group(state: dict[str, Any]) -> str:
-    # The offline plan's instance facts are moto's DescribeInstanceTypes data: a type whose GpuInfo
-    # names a GPU with a count of 0 sells a slice of one (g6f, gr6f), shown with its share.
-    from fractions import Fraction
-
-    from moto.ec2.models.instance_types import INSTANCE_TYPES
-
-    def shown(name: Any) -> str:
-        gpus = ((INSTANCE_TYPES.get(str(name)) or {}).get("GpuInfo") or {}).get("Gpus") or []
-        if not gpus or any(gpu.get("Count") for gpu in gpus) or not gpus[0].get("Name"):
-            return str(name)
-        share = Fraction(gpus[0].get("GpuPartitionSize") or 0).limit_denominator(64)
-        return f"{name} (fractional {gpus[0]['Name']}" + (f", {share} of a GPU)" if 0 < share < 1 else ")")
-
     policy = state.get("mixedInstancesPolicy") or {}
-    types = [shown(override.get("instanceType")) for override in (policy.get("launchTemplate") or {}).get("overrides", [])]
+    types = [override.get("instanceType") for override in (policy.get("launchTemplate") or {}).get("overrides", [])]
     if not policy and state.get("launchTemplate"):
         types = ["one launch template, on-demand"]
     distribution = policy.get("instancesDistribution") or {}
