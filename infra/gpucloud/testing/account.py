@@ -216,13 +216,34 @@ def _session(region: str) -> boto3.Session:
 
 
 @contextlib.contextmanager
+def _mock_reset_without_default_images() -> Iterator[None]:
+    """moto's mock, whose reset on the way out builds the backends again without moto's thousands
+    of default images: rebuilding EC2's took a quarter of a second of every account, and the next
+    account loads the catalog it needs itself (`_load_well_known_images`)."""
+    mock = mock_aws()
+    mock.start()
+    try:
+        yield
+    finally:
+        saved = os.environ.get("MOTO_EC2_LOAD_DEFAULT_AMIS")
+        os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
+        try:
+            mock.stop()
+        finally:
+            if saved is None:
+                os.environ.pop("MOTO_EC2_LOAD_DEFAULT_AMIS", None)
+            else:
+                os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = saved
+
+
+@contextlib.contextmanager
 def moto_account(region: str = "us-east-1") -> Iterator[Account]:
     """A fresh in-process AWS account (moto) with fake credentials, for one region."""
     saved = {key: os.environ.get(key) for key in [*FAKE_CREDENTIALS, "AWS_DEFAULT_REGION", "AWS_PROFILE"]}
     os.environ.update(FAKE_CREDENTIALS, AWS_DEFAULT_REGION=region)
     os.environ.pop("AWS_PROFILE", None)
     try:
-        with _models_parsed_once(), mock_aws():
+        with _models_parsed_once(), _mock_reset_without_default_images():
             with _collector_tuned():
                 account = Account(region=region, session=_session(region))
                 _load_well_known_images(account)
