@@ -82,3 +82,36 @@ def private_subnets(ec2, cidr: str, zones: str, egress: str = "nat") -> list[str
     nat = ec2.create_nat_gateway(SubnetId=public, AllocationId=address)["NatGateway"]["NatGatewayId"]
     ec2.create_route(RouteTableId=main["RouteTableId"], DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat)
     return subnets
+
+
+def user_data_documents(source) -> list[dict]:
+    """The cloud-config of every launch template in the account (a deployment, an example stack
+    or an account: anything with `client`), as its latest version carries it."""
+    import base64
+    import gzip
+
+    import yaml
+
+    ec2 = source.client("ec2")
+    documents = []
+    for template in ec2.describe_launch_templates()["LaunchTemplates"]:
+        [version] = ec2.describe_launch_template_versions(
+            LaunchTemplateId=template["LaunchTemplateId"], Versions=["$Latest"]
+        )["LaunchTemplateVersions"]
+        documents.append(yaml.safe_load(gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"]))))
+    assert documents, "the stack has launch templates"
+    return documents
+
+
+def node_configs(source) -> list[dict]:
+    """node.json of every launch template, as its user data carries it."""
+    import json
+
+    from gpucloud.userdata.layout import NODE_CONFIG_PATH
+
+    return [
+        json.loads(entry["content"])
+        for document in user_data_documents(source)
+        for entry in document["write_files"]
+        if entry["path"] == NODE_CONFIG_PATH
+    ]

@@ -7,12 +7,8 @@ count nor a GPU name is still refused, in words that say what DescribeInstanceTy
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 
 import pytest
-import yaml
 
 from gpucloud.config import ConfigError
 from gpucloud.lookups.facts import InstanceTypeFacts
@@ -20,8 +16,7 @@ from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
 from gpucloud.lookups.quotas import ON_DEMAND_QUOTAS, quota_family, quota_needs
 from gpucloud.testing import registry, run_program
 from gpucloud.testing.handlers import invokes
-from gpucloud.userdata import layout
-from support import deploy, minimal_config, settings_for
+from support import deploy, minimal_config, node_configs, settings_for
 
 FRACTIONAL = [("g6f.xlarge", 2861), ("gr6f.4xlarge", 11444)]
 """A slice of an L4: an eighth, and half (moto's DescribeInstanceTypes data)."""
@@ -29,20 +24,6 @@ FRACTIONAL = [("g6f.xlarge", 2861), ("gr6f.4xlarge", 11444)]
 
 def group(*instance_types: str) -> dict:
     return {"name": "workers", "instanceTypes": list(instance_types), "minSize": 0, "maxSize": 2}
-
-
-def node_configs(account) -> list[dict]:
-    """node.json of every launch template the stack created, as its user data carries it."""
-    ec2 = account.client("ec2")
-    found = []
-    for template in ec2.describe_launch_templates()["LaunchTemplates"]:
-        [version] = ec2.describe_launch_template_versions(
-            LaunchTemplateId=template["LaunchTemplateId"], Versions=["$Latest"]
-        )["LaunchTemplateVersions"]
-        document = yaml.safe_load(gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"])))
-        [node] = [entry for entry in document["write_files"] if entry["path"] == layout.NODE_CONFIG_PATH]
-        found.append(json.loads(node["content"]))
-    return found
 
 
 def looked_up(account, *names: str) -> dict[str, InstanceTypeFacts | None]:

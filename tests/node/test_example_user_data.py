@@ -4,8 +4,6 @@ the two data files (node.json, bootstrap.env), so no value can ever become code.
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import os
 import subprocess
@@ -13,13 +11,13 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 from gpucloud.userdata import bootstrap_stub as stub
 from gpucloud.userdata import layout
 from gpucloud.userdata import render as render_module
 from gpucloud.userdata.bundle import BOOT_STEPS
 from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE
 from gpucloud.userdata.render import NodeBootstrap, bootstrap_stub_source, cloudwatch_agent_config
+from support import user_data_documents
 from userdata_samples import BUNDLE
 
 DATA_FILES = {layout.NODE_CONFIG_PATH, layout.BOOTSTRAP_ENV_PATH}
@@ -37,19 +35,6 @@ def fixed_files() -> dict[str, str]:
     }
 
 
-def documents(example) -> list[dict]:
-    ec2 = example.client("ec2")
-    documents = []
-    for template in ec2.describe_launch_templates()["LaunchTemplates"]:
-        [version] = ec2.describe_launch_template_versions(
-            LaunchTemplateId=template["LaunchTemplateId"], Versions=["$Latest"]
-        )["LaunchTemplateVersions"]
-        text = gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"])).decode()
-        documents.append(yaml.safe_load(text))
-    assert documents, "the stack has launch templates"
-    return documents
-
-
 def stack_values(example) -> set[str]:
     """What this stack's config puts into user data: names, bucket, prefixes, region."""
     config = example.settings.config
@@ -65,7 +50,7 @@ def stack_values(example) -> set[str]:
 def test_scripts_units_and_commands_are_the_fixed_text(example):
     fixed = fixed_files()
 
-    for document in documents(example):
+    for document in user_data_documents(example):
         written = {entry["path"]: entry for entry in document["write_files"]}
         assert written.keys() - DATA_FILES == fixed.keys()
         for path, text in fixed.items():
@@ -78,7 +63,7 @@ def test_scripts_units_and_commands_are_the_fixed_text(example):
 def test_stack_values_appear_only_in_the_data_files(example):
     values = stack_values(example)
 
-    for document in documents(example):
+    for document in user_data_documents(example):
         data = {entry["path"]: entry["content"] for entry in document["write_files"] if entry["path"] in DATA_FILES}
         elsewhere = json.dumps(
             [document.get("runcmd"), document.get("packages")]
@@ -134,7 +119,7 @@ def test_each_stacks_user_data_fetches_its_uploaded_bundle_installs_it_and_start
     example, moto_server, metadata_stub, tmp_path
 ):
     node_role(metadata_stub, "i-0123456789abcdef0")
-    for number, document in enumerate(documents(example)):
+    for number, document in enumerate(user_data_documents(example)):
         root = node_root(document, tmp_path / f"node-{number}")
         bin_dir, calls = fake_systemd(tmp_path / f"node-{number}")
         environment = {
@@ -166,7 +151,7 @@ def test_a_tampered_bundle_is_refused_and_the_launch_is_abandoned(
     [instance] = example.client("autoscaling").describe_auto_scaling_groups(
         AutoScalingGroupNames=[group["AutoScalingGroupName"]])["AutoScalingGroups"][0]["Instances"]
     node_role(metadata_stub, instance["InstanceId"])
-    document = next(d for d in documents(example) if group["AutoScalingGroupName"] in json.dumps(d))
+    document = next(d for d in user_data_documents(example) if group["AutoScalingGroupName"] in json.dumps(d))
     root = node_root(document, tmp_path / "node")
     node = json.loads((root / layout.NODE_CONFIG_PATH.lstrip("/")).read_text())
     s3 = example.client("s3")

@@ -3,19 +3,14 @@ fabric expectations, and the node role's right to keep its launch action alive."
 
 from __future__ import annotations
 
-import base64
-import gzip
-import json
 
 import pytest
-import yaml
 from gpucloud.config import ConfigError
 from gpucloud.components.gpu_group import GpuInstanceGroupArgs, node_bootstrap, node_shape
 from gpucloud.documents import instance_role_policy
 from gpucloud.lookups import InstanceTypeFacts
-from gpucloud.userdata.layout import NODE_CONFIG_PATH
 from gpucloud.userdata.render import node_config_document
-from support import deploy, minimal_config, settings_for
+from support import deploy, minimal_config, node_configs, settings_for
 
 NOTEBOOK = {"name": "notebook", "instanceTypes": ["g5.xlarge"], "maxSize": 1, "persistentVolumeGiB": 100}
 CHECKPOINT = {"command": ["python3", "/opt/train/save.py", "--to", "$(reboot)"], "directory": "/data/ckpt", "timeoutSeconds": 120}
@@ -36,23 +31,13 @@ def group_args(**changes) -> GpuInstanceGroupArgs:
     return GpuInstanceGroupArgs(**{**values, **changes})
 
 
-def node_json(deployment) -> dict:
-    """node.json as the one launch template's user data carries it."""
-    ec2 = deployment.client("ec2")
-    [template] = ec2.describe_launch_templates()["LaunchTemplates"]
-    [version] = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"]
-    document = yaml.safe_load(gzip.decompress(base64.b64decode(version["LaunchTemplateData"]["UserData"])))
-    [node] = [json.loads(entry["content"]) for entry in document["write_files"] if entry["path"] == NODE_CONFIG_PATH]
-    return node
-
-
 def test_configured_checkpoint_reaches_node_json_as_data(account):
     values = minimal_config(
         groups=[{"name": "train", "instanceTypes": ["g5.xlarge"], "maxSize": 2, "checkpoint": CHECKPOINT}],
         data={"bucket": "demo-data", "writePrefixes": ["runs/demo/"]},
     )
 
-    node = node_json(deploy(settings_for(values), account))
+    [node] = node_configs(deploy(settings_for(values), account))
 
     assert node["checkpoint_command"] == CHECKPOINT["command"]
     assert (node["checkpoint_dir"], node["checkpoint_timeout_s"]) == ("/data/ckpt", 120)
@@ -65,7 +50,7 @@ def test_health_settings_reach_node_json(account):
          "health": {"intervalSeconds": 30, "throttleMinutes": 20, "maxReplacementsPerHour": 5, "replace": False}},
     ])
 
-    node = node_json(deploy(settings_for(values), account))
+    [node] = node_configs(deploy(settings_for(values), account))
 
     assert (node["health_interval_s"], node["throttle_minutes"]) == (30, 20)
     assert (node["max_replacements_per_hour"], node["replace_faulty_nodes"]) == (5, False)
