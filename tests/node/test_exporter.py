@@ -79,3 +79,18 @@ def test_the_textfile_is_replaced_whole(tmp_path):
     write_textfile(path, "b 2\n")
     assert path.read_text() == "b 2\n"
     assert [entry.name for entry in path.parent.iterdir()] == ["gpucloud.prom"]
+
+
+def test_slowdown_reasons_gpu_counts_and_fault_outcomes_are_readings_too():
+    throttled = fixture_text("h100-watch/query-watch.csv").replace(
+        "Not Active, Not Active, Not Active", "Active, Not Active, Not Active")
+    gpus, _stray = parse_gpu_query(throttled, WATCH_FIELDS)
+
+    found = samples(render_textfile(gpus, {}, {}, NODE, expected_gpus=8, fault_outcomes={"held": 1}))
+
+    assert sorted((re.search(r'reason="([a-z_]+)"', labels)[1], value) for labels, value in found["gpucloud_gpu_slowdown"]) == [
+        ("hw_power_brake", 0), ("hw_thermal", 1), ("sw_thermal", 0)]
+    assert [value for _labels, value in found["gpucloud_gpus_expected"]] == [8]
+    assert [value for _labels, value in found["gpucloud_gpus_visible"]] == [1], "one of the eight answers: the alert's case"
+    assert sorted((re.search(r'outcome="([a-z]+)"', labels)[1], value) for labels, value in found["gpucloud_node_fault_actions_total"]) == [
+        ("held", 1), ("replaced", 0), ("reported", 0)]

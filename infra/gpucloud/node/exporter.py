@@ -34,7 +34,7 @@ GAUGES = (
 COUNTERS = (
     ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "ecc.errors.uncorrected.volatile.total", "Total number of double-bit volatile ECC errors."),
 )
-_YES_NO = {"yes": 1.0, "no": 0.0, "enabled": 1.0, "disabled": 0.0}
+_YES_NO = {"yes": 1.0, "no": 0.0, "enabled": 1.0, "disabled": 0.0, "active": 1.0, "not active": 0.0}
 
 
 def bus_key(pci_bus_id: str) -> str:
@@ -66,8 +66,11 @@ def render_textfile(
     xid_counts: Mapping[tuple[str, int, str], int],
     last_xid: Mapping[str, int],
     node_labels: Mapping[str, str],
+    expected_gpus: int | None = None,
+    fault_outcomes: Mapping[str, int] | None = None,
 ) -> str:
-    """The exposition text: per GPU gauges and counters, then Xid counts by GPU, Xid and kind.
+    """The exposition text: per GPU gauges and counters, the slowdown reasons, Xid counts by GPU,
+    Xid and kind, and per node the GPUs expected and visible and what became of its node faults.
     `xid_counts` is keyed by (bus key, Xid, kind); `last_xid` by bus key."""
     by_bus = {bus_key(gpu.value("pci.bus_id")): gpu for gpu in gpus}
     gpu_labels = {
@@ -83,6 +86,25 @@ def render_textfile(
             if samples:
                 lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}"]
                 lines += [f"{name}{_labels(labels)} {value:g}" for labels, value in samples]
+    slowdowns = [
+        (labels, field.rsplit(".", 1)[1].removesuffix("_slowdown"), _number(by_bus[bus].value(field)))
+        for bus, labels in gpu_labels.items() for field in THROTTLE_FIELDS
+    ]
+    slowdowns = [(labels, reason, value) for labels, reason, value in slowdowns if value is not None]
+    if slowdowns:
+        lines += ["# HELP gpucloud_gpu_slowdown Whether the GPU runs slowed down for this reason (1) or not (0).",
+                  "# TYPE gpucloud_gpu_slowdown gauge"]
+        lines += [f"gpucloud_gpu_slowdown{_labels({**labels, 'reason': reason})} {value:g}" for labels, reason, value in slowdowns]
+    if expected_gpus is not None:
+        lines += ["# HELP gpucloud_gpus_expected GPUs the node's instance type has.", "# TYPE gpucloud_gpus_expected gauge",
+                  f"gpucloud_gpus_expected{_labels(node_labels)} {expected_gpus}",
+                  "# HELP gpucloud_gpus_visible GPUs nvidia-smi answered for.", "# TYPE gpucloud_gpus_visible gauge",
+                  f"gpucloud_gpus_visible{_labels(node_labels)} {len(gpus)}"]
+    if fault_outcomes is not None:
+        lines += ["# HELP gpucloud_node_fault_actions_total Node faults acted on: replaced, held by the breaker, or reported only.",
+                  "# TYPE gpucloud_node_fault_actions_total counter"]
+        lines += [f"gpucloud_node_fault_actions_total{_labels({**node_labels, 'outcome': outcome})} {fault_outcomes.get(outcome, 0)}"
+                  for outcome in ("replaced", "held", "reported")]
     lines += ["# HELP DCGM_FI_DEV_XID_ERRORS Value of the last XID error encountered.", "# TYPE DCGM_FI_DEV_XID_ERRORS gauge"]
     lines += [f"DCGM_FI_DEV_XID_ERRORS{_labels(labels)} {last_xid.get(bus, 0)}" for bus, labels in gpu_labels.items()]
     lines += ["# HELP gpucloud_xid_events_total Xid events in the kernel log since the agent started watching.",

@@ -74,7 +74,6 @@ def watch(
             state.last_xid[bus_key(event.pci_bus_id)] = event.xid
         findings = evaluate_watch(gpus, stray, events, config.expected_gpu_count, settings.throttle_minutes,
                                   state.throttling, clock())
-        write_textfile(settings.textfile, render_textfile(gpus, state.xid_counts, state.last_xid, node_labels))
         for finding in findings:
             log.warning("%s on %s: %s", finding.kind, finding.gpu or "the node", finding.reason)
         throttled = sum(1 for finding in findings if finding.kind == "throttling")
@@ -88,7 +87,11 @@ def watch(
             else:
                 state.outcome = "reported"
                 log.error("node fault, and health.replace is off: the node stays in service")
-            if state.outcome == "replaced":
-                return state
+        write_textfile(settings.textfile, render_textfile(
+            gpus, state.xid_counts, state.last_xid, node_labels, config.expected_gpu_count,
+            {state.outcome: 1} if state.outcome else {},
+        ))
+        if state.outcome == "replaced":
+            return state
         sleep(settings.interval_s)
     return state
