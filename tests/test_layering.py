@@ -17,7 +17,8 @@ LATER = ("gpucloud.program", "gpucloud.testing", "gpucloud.plan", "gpucloud.conn
 EVERYTHING = (
     "gpucloud.config", "gpucloud.lookups", "gpucloud.components", "gpucloud.documents", "gpucloud.naming",
     "gpucloud.limits",
-    "gpucloud.userdata", "gpucloud.policy", "gpucloud.pricing", "gpucloud.backend", "gpucloud.node", *LATER,
+    "gpucloud.userdata", "gpucloud.policy", "gpucloud.pricing", "gpucloud.backend", "gpucloud.node",
+    "gpucloud.observability", *LATER,
 )
 
 FORBIDDEN: dict[str, tuple[str, ...]] = {
@@ -34,6 +35,8 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "gpucloud.policy": tuple(name for name in EVERYTHING if name != "gpucloud.policy"),
     "gpucloud.pricing": ("gpucloud.lookups", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",
                          "gpucloud.backend", "gpucloud.node", *LATER),
+    "gpucloud.observability": ("gpucloud.lookups", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",
+                               "gpucloud.backend", "gpucloud.node", *LATER),
     "gpucloud.program": ("gpucloud.policy", "gpucloud.pricing", "gpucloud.backend", "gpucloud.node",
                          "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.cli"),
     "gpucloud.testing": ("gpucloud.config", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",

@@ -1,7 +1,9 @@
-"""cloud-init's schema check and shellcheck over a rendered user-data document.
+"""cloud-init's schema check and shellcheck over a rendered user-data document, and the lookup of
+the Debian tools the tests run.
 
-cloud-init and shellcheck come from Debian (`apt-get install -y cloud-init shellcheck`, done by
-.ci/setup). Without them a test skips, except under CI=true, where a missing tool is a failure.
+cloud-init, shellcheck and promtool come from Debian (`apt-get install -y cloud-init shellcheck
+prometheus`, done by .ci/setup). Without them a test skips, except under CI=true, where a missing
+tool is a failure.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ def require_tool(name: str) -> str:
     path = shutil.which(name)
     if path:
         return path
-    message = f"{name} is not installed (Debian: apt-get install -y cloud-init shellcheck)"
+    message = f"{name} is not installed (Debian: apt-get install -y cloud-init shellcheck prometheus)"
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"{message}; CI must have it")
     pytest.skip(message)
