@@ -10,6 +10,7 @@ from support import EXAMPLE_STACKS, STACKS, ExampleStack, deploy
 
 
 LONGEST_FILES = (
+    "test_prometheus_integration.py",
     "test_config_properties.py",
     "test_config_properties_on_engine.py",
     "test_data_survives.py",

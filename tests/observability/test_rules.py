@@ -55,7 +55,7 @@ def promtool_tests() -> list[dict]:
         {
             "interval": "1m",
             "input_series": [
-                {"series": f'gpucloud_xid_events_total{{{GPU0},xid="79",kind="node-fault"}}', "values": "0 0 1 1 1 1"},
+                {"series": f'gpucloud_xid_events_total{{{GPU0},xid="79",kind="node-fault"}}', "values": "_ _ 1 1 1 1"},
                 {"series": f'gpucloud_xid_events_total{{{GPU0},xid="13",kind="application"}}', "values": "0 1 2 3 4 5"},
             ],
             "alert_rule_test": [

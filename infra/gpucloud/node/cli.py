@@ -17,6 +17,7 @@ from pathlib import Path
 from gpucloud.node.boot import boot
 from gpucloud.node.commands import run_command
 from gpucloud.node.config import NodeConfig, NodeConfigError, load_node_config
+from gpucloud.node.exporter import DEFAULT_LISTEN, serve_textfile
 from gpucloud.node.imds import InstanceMetadata, MetadataError
 from gpucloud.node.lifecycle import LifecycleError, boto3_client, drain, gate, heartbeat, identify, sync_to_s3
 from gpucloud.node.nvidia import Expectations, HealthReport, check_gpus
@@ -109,6 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
     watch_parser.add_argument("--state-dir", type=Path, default=WatchSettings.state_dir)
     watch_parser.add_argument("--textfile", type=Path, default=WatchSettings.textfile,
                               help="Prometheus textfile to write (node_exporter's textfile collector reads it)")
+    watch_parser.add_argument("--listen", default=DEFAULT_LISTEN,
+                              help="HOST:PORT to serve the readings at /metrics for a collector ('' to serve none)")
     watch_parser.set_defaults(handler=_watch)
 
     sync = commands.add_parser(
@@ -258,6 +261,8 @@ def _watch(config: NodeConfig, arguments: argparse.Namespace) -> int:
     )
     labels = {"project": config.project, "group": config.group_name, "instance_id": instance_id,
               "instance_type": instance_type}
+    if arguments.listen:
+        serve_textfile(settings.textfile, arguments.listen)
     state = watch(config, settings, instance_id, region, labels, run_command, boto3_client,
                   max_intervals=arguments.intervals)
     log.info("watch ended: %s", state.outcome or "no node fault")

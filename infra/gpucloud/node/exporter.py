@@ -122,3 +122,39 @@ def write_textfile(path: Path, text: str) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)
+
+
+DEFAULT_LISTEN = "127.0.0.1:9835"
+"""Where `watch` serves its readings for a collector on the node (loopback only: the readings carry
+instance ids and nothing outside the node needs them; dcgm-exporter's 9400 is left free)."""
+
+
+def serve_textfile(path: Path, listen: str = DEFAULT_LISTEN):
+    """Serve the latest textfile at /metrics from a daemon thread; returns the server (its
+    `server_address` says the port when 0 was asked for)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    host, _, port = listen.rpartition(":")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            if self.path.split("?")[0] != "/metrics":
+                self.send_error(404)
+                return
+            try:
+                body = Path(path).read_bytes()
+            except FileNotFoundError:
+                body = b""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer((host or "127.0.0.1", int(port)), Handler)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server

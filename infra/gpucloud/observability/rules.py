@@ -17,6 +17,13 @@ from gpucloud.naming import autoscaling_group_name
 from gpucloud.pricing import PricingError, load_catalog
 
 RULE_GROUP = "gpu-cloud"
+XID_NODE_FAULT = (
+    'increase(gpucloud_xid_events_total{kind="node-fault"}[10m]) > 0 or '
+    '(gpucloud_xid_events_total{kind="node-fault"} > 0 unless gpucloud_xid_events_total{kind="node-fault"} offset 10m)'
+)
+"""A node-fault Xid in the last 10 minutes. The agent's counter for an Xid appears with its first
+event, already at 1, and increase() sees no rise in a series' first sample (a real Prometheus
+showed it: the first Xid 79 never fired), so a series new in the last 10 minutes counts too."""
 REMOTE_WRITE_LAG_SECONDS = 120
 """How far the collector's newest sent sample may trail its newest scraped one."""
 
@@ -68,7 +75,7 @@ def alerting_rules(settings: StackSettings) -> list[dict[str, Any]]:
                f"At or above {monitoring.temperature_threshold_c} °C for 5 minutes the GPU throttles and ages faster. "
                "Check the job's power settings and whether other GPUs of the instance are hot too; if only this one is, "
                "drain the node and let it be replaced."),
-        _alert("GpuXidNodeFault", 'increase(gpucloud_xid_events_total{kind="node-fault"}[10m]) > 0', "0m", "critical",
+        _alert("GpuXidNodeFault", XID_NODE_FAULT, "0m", "critical",
                "Xid {{ $labels.xid }} on GPU {{ $labels.gpu }} of {{ $labels.instance_id }}",
                "NVIDIA's catalog answers this Xid with a GPU reset or a machine restart. The node agent drains the node "
                "and marks it Unhealthy (unless health.replace is off or the breaker is open); check that a replacement "
@@ -125,9 +132,10 @@ def alerting_rules(settings: StackSettings) -> list[dict[str, Any]]:
     return rules
 
 
-def rule_file(settings: StackSettings) -> dict[str, Any]:
-    """A Prometheus rule file (and an AMP rule groups namespace's data) for the stack."""
+def rule_file(settings: StackSettings, interval: str = "1m") -> dict[str, Any]:
+    """A Prometheus rule file (and an AMP rule groups namespace's data) for the stack, its groups
+    evaluated every `interval` (the node agent's readings change once a minute by default)."""
     return {"groups": [
-        {"name": f"{RULE_GROUP}-recording", "interval": "1m", "rules": recording_rules(settings)},
-        {"name": f"{RULE_GROUP}-alerts", "interval": "1m", "rules": alerting_rules(settings)},
+        {"name": f"{RULE_GROUP}-recording", "interval": interval, "rules": recording_rules(settings)},
+        {"name": f"{RULE_GROUP}-alerts", "interval": interval, "rules": alerting_rules(settings)},
     ]}

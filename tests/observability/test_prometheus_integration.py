@@ -1,0 +1,146 @@
+"""A real Prometheus (Debian's package) on 127.0.0.1 scrapes the node agent's `watch` running on the
+H100's recorded nvidia-smi readings and a fixture kernel log, evaluates the stack's rules, and its
+HTTP API shows what an operator would see: the Xid 79 alert firing, the application's Xid 13
+raising nothing, the recording rules answering."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+import pytest
+import yaml
+
+from gpucloud.node.commands import CommandResult
+from gpucloud.node.config import NodeConfig
+from gpucloud.node.exporter import serve_textfile
+from gpucloud.node.watch import WatchSettings, watch
+from gpucloud.observability import rule_file
+from support import ROOT
+from test_rules import GROUP, SETTINGS
+from userdata_checks import require_tool
+
+READINGS = (ROOT / "tests" / "fixtures" / "nvidia_smi" / "h100-watch" / "query-watch.csv").read_text()
+XID_79 = "Nov 25 10:02:11 ip-10-64-1-20 kernel: [250.3] NVRM: Xid (PCI:0000:00:06): 79, GPU has fallen off the bus.\n"
+XID_13 = "Nov 25 10:02:12 ip-10-64-1-20 kernel: [251.3] NVRM: Xid (PCI:0000:00:06): 13, Graphics SM Warp Exception\n"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def api(port: int, path: str, **query: str) -> dict:
+    url = f"http://127.0.0.1:{port}/api/v1/{path}" + (f"?{urllib.parse.urlencode(query)}" if query else "")
+    with urllib.request.urlopen(url, timeout=5) as response:
+        return json.loads(response.read())["data"]
+
+
+def wait_for(condition, timeout_s: float = 30.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"not seen within {timeout_s} s")
+
+
+@pytest.fixture
+def node(tmp_path):
+    """`watch` with health.replace off (nothing to call in AWS), one interval a second."""
+    kernel_log = tmp_path / "kern.log"
+    kernel_log.write_text("boot\n")
+    settings = WatchSettings(interval_s=1, kernel_log=kernel_log, state_dir=tmp_path / "state",
+                             textfile=tmp_path / "gpucloud.prom", replace=False)
+    config = NodeConfig(project="llm", group_name=GROUP, expected_gpu_count=1, expected_gpu_model="H100")
+    labels = {"project": "llm", "group": GROUP, "instance_id": "i-0abc", "instance_type": "g5.2xlarge"}
+    stop = threading.Event()
+
+    def run(argv, timeout_s, env=None):
+        return CommandResult(tuple(argv), 0, stdout=READINGS)
+
+    def sleep(seconds):
+        if stop.wait(seconds):
+            raise SystemExit
+
+    def unreachable(service, region):
+        raise AssertionError(f"health.replace is off: no {service} call")
+
+    thread = threading.Thread(target=lambda: _quietly(watch, config, settings, "i-0abc", "us-east-1", labels, run,
+                                                      unreachable, sleep=sleep), daemon=True)
+    thread.start()
+    server = serve_textfile(settings.textfile, "127.0.0.1:0")
+    yield kernel_log, server.server_address[1]
+    stop.set()
+    server.shutdown()
+    thread.join(timeout=5)
+
+
+def _quietly(function, *args, **kwargs):
+    try:
+        function(*args, **kwargs)
+    except SystemExit:
+        pass
+
+
+@pytest.fixture
+def prometheus(node, tmp_path):
+    kernel_log, exporter_port = node
+    rules = tmp_path / "gpu-cloud.rules.yml"
+    rules.write_text(yaml.safe_dump(rule_file(SETTINGS, interval="1s"), sort_keys=False))
+    config = tmp_path / "prometheus.yml"
+    config.write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "rule_files": [str(rules)],
+        "scrape_configs": [{"job_name": "gpucloud-node", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
+    }))
+    port = free_port()
+    process = subprocess.Popen(
+        [require_tool("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(lambda: _ready(port))
+        yield kernel_log, port
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/ready", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def test_a_real_prometheus_fires_the_xid_alert_and_answers_the_recording_rules(prometheus):
+    kernel_log, port = prometheus
+    wait_for(lambda: api(port, "query", query='DCGM_FI_DEV_GPU_TEMP{job="gpucloud-node"}')["result"])
+
+    with kernel_log.open("a") as log:
+        log.write(XID_13)
+    wait_for(lambda: api(port, "query", query='gpucloud_xid_events_total{xid="13"}')["result"])
+    with kernel_log.open("a") as log:
+        log.write(XID_79)
+
+    firing = wait_for(lambda: [alert for alert in api(port, "alerts")["alerts"]
+                               if alert["labels"]["alertname"] == "GpuXidNodeFault" and alert["state"] == "firing"])
+    assert [(alert["labels"]["xid"], alert["labels"]["kind"], alert["labels"]["severity"]) for alert in firing] == [
+        ("79", "node-fault", "critical")]
+    assert not [alert for alert in api(port, "alerts")["alerts"] if alert["labels"].get("xid") == "13"]
+    [utilization] = api(port, "query", query="gpucloud:group_gpu_utilization:avg")["result"]
+    assert utilization["metric"] == {"__name__": "gpucloud:group_gpu_utilization:avg", "group": GROUP}
+    [cost] = api(port, "query", query="gpucloud:group_cost_usd_per_hour")["result"]
+    assert float(cost["value"][1]) > 0
+    [counted] = api(port, "query", query='gpucloud_xid_events_total{xid="13"}')["result"]
+    assert (counted["metric"]["kind"], counted["value"][1]) == ("application", "1")
