@@ -21,6 +21,7 @@ from gpucloud.node.config import NodeConfig
 from gpucloud.node.exporter import serve_textfile
 from gpucloud.node.watch import WatchSettings, watch
 from gpucloud.observability import rule_file
+from gpucloud.observability.dashboards import dashboards
 from support import ROOT
 from test_rules import GROUP, SETTINGS
 from userdata_checks import require_tool
@@ -144,3 +145,23 @@ def test_a_real_prometheus_fires_the_xid_alert_and_answers_the_recording_rules(p
     assert float(cost["value"][1]) > 0
     [counted] = api(port, "query", query='gpucloud_xid_events_total{xid="13"}')["result"]
     assert (counted["metric"]["kind"], counted["value"][1]) == ("application", "1")
+
+
+def test_every_dashboard_panel_query_returns_series(prometheus):
+    kernel_log, port = prometheus
+    with kernel_log.open("a") as log:
+        log.write(XID_79)
+    wait_for(lambda: api(port, "query", query="gpucloud:group_cost_usd_per_hour")["result"])
+    wait_for(lambda: api(port, "query", query='gpucloud_node_fault_actions_total{outcome="reported"} > 0')["result"])
+    wait_for(lambda: api(port, "query", query="increase(gpucloud_xid_events_total[1h])")["result"])
+
+    queries = [
+        (name, panel["title"], target["expr"].replace("$instance_id", "i-0abc"))
+        for name, model in dashboards(SETTINGS).items()
+        for panel in model["panels"] if panel.get("type") != "row"
+        for target in panel.get("targets", [])
+    ]
+
+    assert len(queries) >= 15
+    empty = [(name, title, expr) for name, title, expr in queries if not api(port, "query", query=expr)["result"]]
+    assert empty == []
