@@ -593,7 +593,7 @@ FIELDS: dict[str, Field] = {
     "groups": _f("list", required=True),
     "groups.*": _f("object"),
     "groups.*.name": _f("name", required=True),
-    "groups.*.instanceTypes": _f("list", required=True),
+    "groups.*.instanceTypes": _f("list"),  # or instanceRequirements: the group then names neither
     "groups.*.instanceTypes.*": _f("instance_type"),
     "groups.*.minSize": _f("int", 0, 1000),
     "groups.*.maxSize": _f("int", 1, 1000, required=True),
