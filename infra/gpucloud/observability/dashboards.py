@@ -29,14 +29,21 @@ def _groups_selector(settings: StackSettings) -> str:
     return f'group=~"{names}"'
 
 
+def _dashboard(settings: StackSettings, title: str, kind: str, since: str) -> Dashboard:
+    """A dashboard of the stack: its title, a uid within Grafana's 40 characters, the stack's tags."""
+    return (
+        Dashboard(f"gpu-cloud {settings.name_base}: {title}")
+        .uid(f"gpucloud-{settings.name_base}-{kind}"[:40])
+        .tags(["gpu-cloud", settings.name_base])
+        .refresh("1m")
+        .time(since, "now")
+    )
+
+
 def fleet_overview(settings: StackSettings) -> Dashboard:
     groups = _groups_selector(settings)
     return (
-        Dashboard(f"gpu-cloud {settings.name_base}: GPU fleet")
-        .uid(f"gpucloud-{settings.name_base}-fleet"[:40])
-        .tags(["gpu-cloud", settings.name_base])
-        .refresh("1m")
-        .time("now-6h", "now")
+        _dashboard(settings, "GPU fleet", "fleet", "now-6h")
         .with_row(Row("Fleet"))
         .with_panel(_series("GPUs in service", "short", f"gpucloud:group_gpus:count{{{groups}}}", "{{group}}"))
         .with_panel(_series("GPU utilization", "percent", f"gpucloud:group_gpu_utilization:avg{{{groups}}}", "{{group}}"))
@@ -58,11 +65,7 @@ def fleet_overview(settings: StackSettings) -> Dashboard:
 def node_view(settings: StackSettings) -> Dashboard:
     node = f'{_groups_selector(settings)},instance_id="$instance_id"'
     return (
-        Dashboard(f"gpu-cloud {settings.name_base}: GPU node")
-        .uid(f"gpucloud-{settings.name_base}-node"[:40])
-        .tags(["gpu-cloud", settings.name_base])
-        .refresh("1m")
-        .time("now-3h", "now")
+        _dashboard(settings, "GPU node", "node", "now-3h")
         .with_variable(QueryVariable("instance_id").label("Instance")
                        .query(f"label_values(DCGM_FI_DEV_GPU_TEMP{{{_groups_selector(settings)}}}, instance_id)"))
         .with_panel(_series("GPU utilization", "percent", f"DCGM_FI_DEV_GPU_UTIL{{{node}}}", "GPU {{gpu}}"))
