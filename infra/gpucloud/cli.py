@@ -187,6 +187,32 @@ def account_snapshot(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def observability_export(arguments: argparse.Namespace) -> int:
+    """Write a stack's Prometheus rule file and Grafana dashboards for your own Prometheus and Grafana."""
+    import json
+
+    import yaml
+
+    from gpucloud.observability import rule_file
+    from gpucloud.observability.dashboards import dashboards
+
+    try:
+        settings = load_stack_file(_stack_file(arguments), region=arguments.region)
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return PLAN_BAD_INPUT
+    out = Path(arguments.out)
+    (out / "dashboards").mkdir(parents=True, exist_ok=True)
+    rules = out / f"{settings.name_base}.rules.yml"
+    rules.write_text(yaml.safe_dump(rule_file(settings), sort_keys=False), encoding="utf-8")
+    written = [rules]
+    for name, model in dashboards(settings).items():
+        written.append(out / "dashboards" / name)
+        written[-1].write_text(json.dumps(model, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print("wrote " + ", ".join(str(path) for path in written))
+    return 0
+
+
 def connect(arguments: argparse.Namespace) -> int:
     """Forward a local port to a node of the stack through Session Manager (or print the command)."""
     import subprocess
@@ -372,6 +398,16 @@ def build_parser() -> argparse.ArgumentParser:
     connect_parser.add_argument("--port", default="8888", help="remote port, or jupyter, tensorboard, ssh (default 8888)")
     connect_parser.add_argument("--print", action="store_true", help="print the aws ssm start-session command instead of running it")
     connect_parser.set_defaults(handler=connect)
+
+    observability = commands.add_parser("observability", help="Prometheus rules and Grafana dashboards for a stack")
+    observability_commands = observability.add_subparsers(dest="observability_command", required=True)
+    export = observability_commands.add_parser(
+        "export", help="write the stack's rule file and dashboards (for `promtool`, Prometheus and Grafana)",
+        epilog=f"exit codes: 0 written, {PLAN_BAD_INPUT} bad stack file",
+    )
+    _add_stack_source(export)
+    export.add_argument("--out", required=True, help="folder to write <name base>.rules.yml and dashboards/*.json into")
+    export.set_defaults(handler=observability_export)
 
     account = commands.add_parser("account", help="the AWS account a stack deploys into")
     account_commands = account.add_subparsers(dest="account_command", required=True)

@@ -149,3 +149,18 @@ def test_every_alert_says_what_to_do_and_how_bad_it_is():
     for rule in alerts:
         assert rule["for"] and rule["labels"]["severity"] in ("critical", "warning", "info")
         assert len(rule["annotations"]["description"]) > 60, rule["alert"]
+
+
+def test_the_cli_writes_the_rule_file_and_dashboards_for_a_stack(tmp_path, capsys):
+    import json
+
+    from gpucloud.cli import main
+
+    assert main(["observability", "export", "--stack", "llm-infer", "--out", str(tmp_path)]) == 0
+
+    rules = tmp_path / f"{SETTINGS.name_base}.rules.yml"
+    assert yaml.safe_load(rules.read_text()) == rule_file(SETTINGS)
+    assert json.loads((tmp_path / "dashboards" / "fleet.json").read_text())["title"].endswith("GPU fleet")
+    result = subprocess.run([require_tool("promtool"), "check", "rules", str(rules)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "wrote " in capsys.readouterr().out
