@@ -28,6 +28,7 @@ from userdata_checks import require_tool
 
 READINGS = (ROOT / "tests" / "fixtures" / "nvidia_smi" / "h100-watch" / "query-watch.csv").read_text()
 XID_79 = "Nov 25 10:02:11 ip-10-64-1-20 kernel: [250.3] NVRM: Xid (PCI:0000:00:06): 79, GPU has fallen off the bus.\n"
+XID_74 = "Nov 25 10:03:11 ip-10-64-1-20 kernel: [310.3] NVRM: Xid (PCI:0000:00:06): 74, NVLink: fatal error detected\n"
 XID_13 = "Nov 25 10:02:12 ip-10-64-1-20 kernel: [251.3] NVRM: Xid (PCI:0000:00:06): 13, Graphics SM Warp Exception\n"
 
 
@@ -53,9 +54,11 @@ def wait_for(condition, timeout_s: float = 30.0):
     raise AssertionError(f"not seen within {timeout_s} s")
 
 
-@pytest.fixture
-def node(tmp_path):
-    """`watch` with health.replace off (nothing to call in AWS), one interval a second."""
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    """`watch` with health.replace off (nothing to call in AWS), one interval a second; one node and
+    one Prometheus serve every test of this module."""
+    tmp_path = tmp_path_factory.mktemp("node")
     kernel_log = tmp_path / "kern.log"
     kernel_log.write_text("boot\n")
     settings = WatchSettings(interval_s=1, kernel_log=kernel_log, state_dir=tmp_path / "state",
@@ -91,9 +94,10 @@ def _quietly(function, *args, **kwargs):
         pass
 
 
-@pytest.fixture
-def prometheus(node, tmp_path):
+@pytest.fixture(scope="module")
+def prometheus(node, tmp_path_factory):
     kernel_log, exporter_port = node
+    tmp_path = tmp_path_factory.mktemp("prometheus")
     rules = tmp_path / "gpu-cloud.rules.yml"
     rules.write_text(yaml.safe_dump(rule_file(SETTINGS, interval="1s"), sort_keys=False))
     config = tmp_path / "prometheus.yml"
@@ -150,7 +154,7 @@ def test_a_real_prometheus_fires_the_xid_alert_and_answers_the_recording_rules(p
 def test_every_dashboard_panel_query_returns_series(prometheus):
     kernel_log, port = prometheus
     with kernel_log.open("a") as log:
-        log.write(XID_79)
+        log.write(XID_74)
     wait_for(lambda: api(port, "query", query="gpucloud:group_cost_usd_per_hour")["result"])
     wait_for(lambda: api(port, "query", query='gpucloud_node_fault_actions_total{outcome="reported"} > 0')["result"])
     wait_for(lambda: api(port, "query", query="increase(gpucloud_xid_events_total[1h])")["result"])
