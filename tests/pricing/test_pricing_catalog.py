@@ -10,7 +10,8 @@ from gpucloud.pricing.catalog import DEFAULT_CATALOG_PATH
 def test_every_row_names_its_source_and_date():
     catalog = load_catalog()
 
-    for row in [*catalog.instances, *catalog.absent_instances, *catalog.storage, *catalog.kms, *catalog.spot_discounts]:
+    for row in [*catalog.instances, *catalog.absent_instances, *catalog.storage, *catalog.kms, *catalog.spot_discounts,
+                *catalog.network, *catalog.prometheus, *catalog.grafana]:
         assert row.source.strip() and row.date.strip(), row
 
 
@@ -28,6 +29,17 @@ def test_every_supported_type_and_region_is_priced_or_says_why_not():
 def test_spot_discounts_are_fractions_below_one():
     for row in load_catalog().spot_discounts:
         assert 0 <= row.discount < 1
+
+
+def test_ingestion_tiers_that_do_not_rise_are_refused(tmp_path):
+    document = json.loads(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    document["prometheus"][0]["ingestionTiers"] = [{"upToSamples": 2_000_000_000, "usdPerTenMillionSamples": 0.9},
+                                                   {"upToSamples": 1_000_000_000, "usdPerTenMillionSamples": 0.35}]
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+
+    with pytest.raises(PricingError, match="tiers must rise"):
+        load_catalog(path)
 
 
 @pytest.mark.parametrize("taken_on", ["2026", "2026-03", "2026 (year given by the page; no day)",

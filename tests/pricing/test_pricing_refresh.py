@@ -86,7 +86,7 @@ def test_refresh_reads_paginated_price_lists_and_writes_the_catalog(aws_credenti
     assert load_catalog(target) == catalog
 
 
-def test_refresh_keeps_rows_outside_its_scope_and_the_spot_discounts(aws_credentials, tmp_path):
+def test_refresh_keeps_rows_outside_its_scope_the_spot_discounts_and_the_unqueried_services(aws_credentials, tmp_path):
     session = StubbedSession()
     _queue_region(session.stubber, [("g5.xlarge", "ec2_g5_xlarge_us_east_1.json")])
     packaged = load_catalog()
@@ -99,6 +99,9 @@ def test_refresh_keeps_rows_outside_its_scope_and_the_spot_discounts(aws_credent
     assert catalog.instance("p3.2xlarge", "us-east-1") == packaged.instance("p3.2xlarge", "us-east-1")
     assert catalog.gp3("ap-northeast-1") == packaged.gp3("ap-northeast-1")
     assert catalog.spot_discounts == packaged.spot_discounts
+    assert catalog.network == packaged.network
+    assert catalog.prometheus == packaged.prometheus and catalog.prometheus
+    assert catalog.grafana == packaged.grafana and catalog.grafana
 
 
 def test_refresh_refuses_two_different_prices_for_one_type(aws_credentials, tmp_path):

@@ -13,7 +13,7 @@ from datetime import date
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 DEFAULT_CATALOG_PATH = Path(__file__).resolve().parent.parent / "data" / "prices.json"
@@ -126,6 +126,47 @@ class NetworkPrice(_Row):
     date: TakenOn
 
 
+class IngestionTier(_Row):
+    """One band of a month's samples: the price of every 10 million up to `up_to_samples` (counted
+    from the month's first sample); None on the last band means no upper bound."""
+
+    up_to_samples: int | None = Field(gt=0)
+    usd_per_ten_million_samples: float = Field(gt=0)
+
+
+class PrometheusPrice(_Row):
+    """Amazon Managed Service for Prometheus: samples ingested in tiers, storage per GB-month (1 GB
+    is 2^30 bytes), query samples processed per billion. Bands the source does not give are left
+    out: samples above a last band that has a bound are unpriced. Null storage or query prices are
+    unpriced likewise."""
+
+    region: str
+    ingestion_tiers: list[IngestionTier] = Field(min_length=1)
+    storage_usd_per_gb_month: float | None = Field(gt=0)
+    query_usd_per_billion_samples: float | None = Field(gt=0)
+    source: Source
+    date: TakenOn
+
+    @model_validator(mode="after")
+    def tiers_rise(self) -> PrometheusPrice:
+        bounds = [tier.up_to_samples for tier in self.ingestion_tiers]
+        if None in bounds[:-1]:
+            raise ValueError("only the last ingestion tier may be unbounded")
+        if any(later <= earlier for earlier, later in zip(bounds, bounds[1:]) if later is not None):
+            raise ValueError("ingestion tiers must rise: each upToSamples above the one before")
+        return self
+
+
+class GrafanaPrice(_Row):
+    """Amazon Managed Grafana licences per active user per workspace and month."""
+
+    region: str
+    editor_usd_per_user_month: float = Field(gt=0)
+    viewer_usd_per_user_month: float = Field(gt=0)
+    source: Source
+    date: TakenOn
+
+
 class SpotDiscount(_Row):
     """The smallest published spot saving among a family's types in one region, as a fraction of on-demand."""
 
@@ -150,6 +191,8 @@ class Catalog(BaseModel):
     kms: list[KmsPrice] = Field(default_factory=list)
     spot_discounts: list[SpotDiscount] = Field(default_factory=list)
     network: list[NetworkPrice] = Field(default_factory=list)
+    prometheus: list[PrometheusPrice] = Field(default_factory=list)
+    grafana: list[GrafanaPrice] = Field(default_factory=list)
 
     def instance_row(self, instance_type: str, region: str) -> InstancePrice | AbsentInstance | None:
         """What the catalog says of a type in a region: its price, why it has none, or nothing."""
@@ -186,6 +229,18 @@ class Catalog(BaseModel):
             if row.region == region:
                 return row
         raise PriceNotFound(f"no NAT gateway or VPC endpoint price for {region}: the catalog has no row for it")
+
+    def prometheus_prices(self, region: str) -> PrometheusPrice:
+        for row in self.prometheus:
+            if row.region == region:
+                return row
+        raise PriceNotFound(f"no Amazon Managed Service for Prometheus price for {region}: the catalog has no row for it")
+
+    def grafana_prices(self, region: str) -> GrafanaPrice:
+        for row in self.grafana:
+            if row.region == region:
+                return row
+        raise PriceNotFound(f"no Amazon Managed Grafana price for {region}: the catalog has no row for it")
 
     def spot_discount(self, family: str, region: str) -> SpotDiscount | None:
         """The family's spot discount in the region, or None: then spot is priced like on-demand."""

@@ -27,11 +27,15 @@ Rules, chosen to err on the expensive side:
   per instance-hour; the persistent volume and the stack's KMS key are billed all month. gp3
   volumes are priced at their free baseline (3000 IOPS, 125 MiB/s): the stack config sets no
   IOPS or throughput above it. One provisioned GiB is billed as one GB-month.
+- Prometheus and Grafana, when the stack turns them on: see `gpucloud.pricing.monitoring`. The
+  samples follow each group's instance-hours in the scenario, at the GPU count of the type that
+  scenario is priced at (`gpus_per_instance`; a type missing there counts as 8 GPUs).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -49,6 +53,14 @@ from .catalog import (
     StoragePrice,
     instance_family,
     load_catalog,
+)
+from .monitoring import (
+    MAX_GPUS_PER_NODE,
+    RETENTION_DAYS,
+    samples_per_series_hour,
+    series_per_node,
+    stored_gb_months,
+    tiered_ingestion,
 )
 from .schedule import approximated_schedules, capacity_profiles
 
@@ -358,9 +370,12 @@ def _reserved_lines(
 def estimate_stack(
     config: StackConfig, region: str, catalog: Catalog | None = None,
     reserved: dict[str, ReservedCapacity] | None = None,
+    gpus_per_instance: Mapping[str, int] | None = None,
 ) -> CostEstimate:
-    """Monthly cost of every group plus the stack's KMS key, in USD, for min/desired/max; `reserved`
-    names, per group, the capacity it runs on that is paid used or not.
+    """Monthly cost of every group plus the stack's KMS key, network, Prometheus and Grafana, in
+    USD, for min/desired/max; `reserved` names, per group, the capacity it runs on that is paid
+    used or not; `gpus_per_instance` the GPUs of each instance type (DescribeInstanceTypes), which
+    set the Prometheus series.
 
     A price the catalog lacks does not stop the estimate: the line goes under `unpriced`."""
     catalog = catalog if catalog is not None else load_catalog()
@@ -385,6 +400,10 @@ def estimate_stack(
     network_lines, network_unpriced = _network_lines(config, region, catalog)
     lines.extend(network_lines)
     unpriced.extend(network_unpriced)
+    prometheus_lines, prometheus_unpriced = _prometheus_lines(config, region, catalog, groups, gpus_per_instance or {})
+    grafana_lines, grafana_unpriced = _grafana_lines(config, region, catalog)
+    lines += prometheus_lines + grafana_lines
+    unpriced += prometheus_unpriced + grafana_unpriced
     monthly = ScenarioValues()
     for line in lines:
         monthly = monthly + line.monthly
@@ -422,6 +441,106 @@ def _network_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[
             resource=resource, quantity=quantity, unit=unit,
             unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
             monthly=ScenarioValues(min=hours * rate, desired=hours * rate, max=hours * rate),
+            note=note,
+        ))
+    return lines, unpriced
+
+
+def _prometheus_lines(
+    config: StackConfig, region: str, catalog: Catalog, groups: list[GroupEstimate], gpus_per_instance: Mapping[str, int],
+) -> tuple[list[CostLine], list[UnpricedLine]]:
+    """Samples ingested and stored in the project's AMP workspace; queries, which depend on use, unpriced."""
+    prometheus = config.monitoring.prometheus
+    if not prometheus.enabled:
+        return [], []
+    per_series_hour = samples_per_series_hour(prometheus.scrape_interval_seconds)
+    samples: dict[Scenario, float] = {scenario: 0.0 for scenario in SCENARIOS}
+    counted_as_most: set[str] = set()
+    for group in groups:
+        for scenario in SCENARIOS:
+            instance_type = group.max_instance_type if scenario == "max" else group.instance_type
+            gpus = gpus_per_instance.get(instance_type)
+            if gpus is None:
+                counted_as_most.add(instance_type)
+                gpus = MAX_GPUS_PER_NODE
+            samples[scenario] += series_per_node(gpus) * group.instance_hours.get(scenario) * per_series_hour
+    series_note = f"one sample per series every {prometheus.scrape_interval_seconds} s while a node runs"
+    if counted_as_most:
+        series_note += (f"; GPU count of {', '.join(sorted(counted_as_most))} not given to the estimate, "
+                        f"counted as {MAX_GPUS_PER_NODE} GPUs")
+    ingested = f"{config.project}/Prometheus samples ingested"
+    stored = f"{config.project}/Prometheus storage ({RETENTION_DAYS}-day retention)"
+    queried = f"{config.project}/Prometheus query samples processed"
+    ten_millions = _values({s: samples[s] / 1e7 for s in SCENARIOS})
+    gb_months = _values({s: stored_gb_months(samples[s]) for s in SCENARIOS})
+    workspace = ScenarioValues(min=1, desired=1, max=1)
+    price, missing = _lookup(catalog.prometheus_prices, region)
+    if price is None:
+        return [], [
+            UnpricedLine(resource=ingested, quantity=ten_millions, unit="10M samples", reason=missing),
+            UnpricedLine(resource=stored, quantity=gb_months, unit="GB-months", reason=missing),
+            UnpricedLine(resource=queried, quantity=workspace, unit="workspace-months",
+                         reason=f"depends on dashboards and rules; {missing}"),
+        ]
+    lines: list[CostLine] = []
+    unpriced: list[UnpricedLine] = []
+    tiered = {s: tiered_ingestion(samples[s], price) for s in SCENARIOS}
+    priced = _values({s: tiered[s][1] / 1e7 for s in SCENARIOS})
+    cost = _values({s: tiered[s][0] for s in SCENARIOS})
+    lines.append(CostLine(
+        resource=ingested, quantity=priced, unit="10M samples",
+        unit_price=_values({s: cost.get(s) / priced.get(s) if priced.get(s) else price.ingestion_tiers[0].usd_per_ten_million_samples
+                            for s in SCENARIOS}),
+        monthly=cost,
+        note=series_note + "; tiered on the month's total, free tier not deducted",
+    ))
+    above = _values({s: samples[s] / 1e7 - priced.get(s) for s in SCENARIOS})
+    if any(above.get(s) > 0 for s in SCENARIOS):
+        bound = price.ingestion_tiers[-1].up_to_samples
+        unpriced.append(UnpricedLine(
+            resource=f"{ingested} above {bound:,} a month", quantity=above, unit="10M samples",
+            reason=f"the catalog's AMP row for {region} has no price above {bound:,} samples a month"))
+    if price.storage_usd_per_gb_month is None:
+        unpriced.append(UnpricedLine(resource=stored, quantity=gb_months, unit="GB-months",
+                                     reason=f"the catalog's AMP row for {region} has no storage price"))
+    else:
+        rate = price.storage_usd_per_gb_month
+        lines.append(CostLine(
+            resource=stored, quantity=gb_months, unit="GB-months", unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
+            monthly=_values({s: gb_months.get(s) * rate for s in SCENARIOS}),
+            note="a month's samples at 2 bytes each, kept for the retention; metadata not counted",
+        ))
+    query_price = (f"{price.query_usd_per_billion_samples} USD per billion samples processed in {region}"
+                   if price.query_usd_per_billion_samples is not None else f"no query price for {region} in the catalog")
+    unpriced.append(UnpricedLine(resource=queried, quantity=workspace, unit="workspace-months",
+                                 reason=f"depends on dashboards and alert and recording rules: {query_price}"))
+    return lines, unpriced
+
+
+def _grafana_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[list[CostLine], list[UnpricedLine]]:
+    """Editor and viewer licences of the project's AMG workspace, all month whatever the fleet does."""
+    grafana = config.monitoring.grafana
+    if not grafana.enabled:
+        return [], []
+    wanted = [
+        (f"{config.project}/Grafana editors", max(grafana.editors, 1), "editor_usd_per_user_month",
+         "active editors and admins; a workspace pays for one even when nobody signs in"),
+        (f"{config.project}/Grafana viewers", grafana.viewers, "viewer_usd_per_user_month", "active viewers"),
+    ]
+    prices, missing = _lookup(catalog.grafana_prices, region)
+    lines, unpriced = [], []
+    for resource, users, field_name, note in wanted:
+        if not users:
+            continue
+        quantity = ScenarioValues(min=users, desired=users, max=users)
+        if prices is None:
+            unpriced.append(UnpricedLine(resource=resource, quantity=quantity, unit="user-months", reason=missing))
+            continue
+        rate = getattr(prices, field_name)
+        lines.append(CostLine(
+            resource=resource, quantity=quantity, unit="user-months",
+            unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
+            monthly=ScenarioValues(min=users * rate, desired=users * rate, max=users * rate),
             note=note,
         ))
     return lines, unpriced

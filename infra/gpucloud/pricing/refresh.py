@@ -11,7 +11,8 @@ PriceList item (a JSON string) at terms.OnDemand.*.priceDimensions.*.pricePerUni
 - KMS: ServiceCode awskms, filter location (the product whose usagetype ends in KMS-Keys).
 
 The Price List API has no spot prices: spot discounts are carried over from the current
-catalog, and so are the NAT gateway and endpoint prices, which the refresh does not query. Rows
+catalog, and so are the NAT gateway and endpoint prices and the Amazon Managed Service for
+Prometheus and Amazon Managed Grafana prices, which the refresh does not query. Rows
 outside the refreshed regions and types are kept as they were. A price the API does not return
 (an empty or incomplete answer) never deletes the row the catalog has: the old row is kept with
 its own source and date, and the refresh says so.
@@ -224,9 +225,9 @@ def refresh_catalog(
     """Query the Price List API for the given regions and types, write the catalog to `path`.
 
     `session` is a boto3 Session (anything with `.client("pricing", region_name=...)`). Rows
-    for other regions and types, all spot discounts and the network prices are kept from the
-    catalog already at `path` (or the packaged one when `path` does not exist yet); so is every
-    row the API returns nothing for, which the result lists under `kept`.
+    for other regions and types, all spot discounts and the network, Prometheus and Grafana
+    prices are kept from the catalog already at `path` (or the packaged one when `path` does not
+    exist yet); so is every row the API returns nothing for, which the result lists under `kept`.
     """
     path = Path(path)
     instance_types = list(instance_types)
@@ -284,6 +285,8 @@ def refresh_catalog(
         kms=sorted(kms, key=lambda row: row.region),
         spot_discounts=previous.spot_discounts,
         network=previous.network,
+        prometheus=previous.prometheus,
+        grafana=previous.grafana,
     )
     _write_atomically(path, catalog.to_json())
     return RefreshResult(catalog=catalog, kept=kept)
