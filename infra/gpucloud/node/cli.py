@@ -15,12 +15,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpucloud.node.boot import boot
+from gpucloud.node.collector import DEFAULT_READINGS_LISTEN, Collector, CollectorSettings
 from gpucloud.node.commands import run_command
 from gpucloud.node.config import NodeConfig, NodeConfigError, load_node_config
 from gpucloud.node.exporter import DEFAULT_LISTEN, serve_textfile
 from gpucloud.node.imds import InstanceMetadata, MetadataError
 from gpucloud.node.lifecycle import LifecycleError, boto3_client, drain, gate, heartbeat, identify, sync_to_s3
 from gpucloud.node.nvidia import Expectations, HealthReport, check_gpus
+from gpucloud.node.remote_write import RemoteWriter, region_of
+from gpucloud.node.sigv4 import InstanceRoleCredentials
 from gpucloud.node.tuning import efa_problems, network_problems, tune
 from gpucloud.node.volumes import VolumeError, attach_persistent_volume, local_device_for
 from gpucloud.node.watch import WatchSettings, watch
@@ -55,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpucloud-node",
-        description="Boot, health gate, GPU watch, drain and storage helpers for a gpu-cloud GPU instance.",
+        description="Boot, health gate, GPU watch, metrics collector, drain and storage helpers for a gpu-cloud GPU instance.",
     )
     parser.add_argument(
         "--config", help="node config JSON (default: $GPUCLOUD_NODE_CONFIG or /etc/gpucloud/node.json)"
@@ -113,6 +116,18 @@ def build_parser() -> argparse.ArgumentParser:
     watch_parser.add_argument("--listen", default=DEFAULT_LISTEN,
                               help="HOST:PORT to serve the readings at /metrics for a collector ('' to serve none)")
     watch_parser.set_defaults(handler=_watch)
+
+    collect_parser = commands.add_parser(
+        "collect", help="every scrape interval: read the watch's readings and remote-write them to the Prometheus workspace"
+    )
+    collect_parser.add_argument("--cycles", type=int, help="stop after this many scrapes (default: never)")
+    collect_parser.add_argument("--interval-seconds", type=float, help="override prometheus_scrape_interval_s")
+    collect_parser.add_argument("--scrape-url", default=CollectorSettings.scrape_url)
+    collect_parser.add_argument("--textfile", type=Path, default=CollectorSettings.textfile,
+                                help="where to write the collector's own readings")
+    collect_parser.add_argument("--listen", default=DEFAULT_READINGS_LISTEN,
+                                help="HOST:PORT to serve the collector's own readings at /metrics ('' to serve none)")
+    collect_parser.set_defaults(handler=_collect)
 
     sync = commands.add_parser(
         "sync-checkpoint", help="upload new and changed files under DIRECTORY to S3_URI (the default checkpoint)"
@@ -266,6 +281,28 @@ def _watch(config: NodeConfig, arguments: argparse.Namespace) -> int:
     state = watch(config, settings, instance_id, region, labels, run_command, boto3_client,
                   max_intervals=arguments.intervals)
     log.info("watch ended: %s", state.outcome or "no node fault")
+    return 0
+
+
+def _collect(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    url = config.prometheus_remote_write_url
+    if not url:
+        log.info("no prometheus_remote_write_url in the node config: nothing to collect")
+        return 0
+    metadata = InstanceMetadata(config.imds_endpoint)
+    instance_id, region = identify(config, metadata)
+    labels = {"project": config.project, "group": config.group_name, "instance_id": instance_id,
+              "instance_type": _instance_type(metadata)}
+    settings = CollectorSettings(
+        interval_s=arguments.interval_seconds or config.prometheus_scrape_interval_s,
+        scrape_url=arguments.scrape_url,
+        textfile=arguments.textfile,
+    )
+    writer = RemoteWriter(url, region_of(url) or region, InstanceRoleCredentials(metadata).get)
+    if arguments.listen:
+        serve_textfile(settings.textfile, arguments.listen)
+    log.info("collecting %s every %g s into %s", settings.scrape_url, settings.interval_s, url)
+    Collector(settings, labels, writer).run(max_cycles=arguments.cycles)
     return 0
 
 

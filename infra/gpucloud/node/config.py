@@ -67,6 +67,9 @@ class NodeConfig:
     throttle_minutes: float = 10.0
     max_replacements_per_hour: int = 2
     replace_faulty_nodes: bool = True
+    prometheus_remote_write_url: str | None = None
+    """The stack's AMP workspace remote-write URL; None: `collect` has nothing to do."""
+    prometheus_scrape_interval_s: float = 30.0
 
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> NodeConfig:
