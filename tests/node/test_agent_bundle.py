@@ -126,10 +126,11 @@ def test_boot_steps_start_tuning_disks_and_metrics_under_the_heartbeat_and_the_g
 
     heartbeat = f"systemd-run --unit={layout.HEARTBEAT_UNIT} {layout.AGENT_COMMAND_PATH} heartbeat"
     assert steps[:2] == ["systemctl daemon-reload", "systemctl enable " + " ".join(
-        [layout.TUNE_UNIT, layout.STORAGE_UNIT, layout.DRAIN_UNIT, layout.GATE_UNIT, layout.WATCH_UNIT])]
+        [layout.TUNE_UNIT, layout.STORAGE_UNIT, layout.DRAIN_UNIT, layout.GATE_UNIT, layout.WATCH_UNIT, layout.COLLECT_UNIT])]
     assert steps.index(heartbeat) < steps.index(f"systemctl start {layout.TUNE_UNIT} {layout.STORAGE_UNIT}")
     assert steps.index(f"systemctl start {layout.CLOUDWATCH_UNIT}") < len(steps) - 1
-    assert steps[-1] == f"systemctl start --no-block {layout.DRAIN_UNIT} {layout.GATE_UNIT} {layout.WATCH_UNIT}"
+    assert steps[-1] == (f"systemctl start --no-block {layout.DRAIN_UNIT} {layout.GATE_UNIT} {layout.WATCH_UNIT} "
+                         f"{layout.COLLECT_UNIT}")
 
 
 def test_watch_runs_only_after_the_gate_passed_and_tuning_before_the_gate():
@@ -138,6 +139,31 @@ def test_watch_runs_only_after_the_gate_passed_and_tuning_before_the_gate():
 
     assert f"Requires={layout.GATE_UNIT}" in watch and f"After={layout.GATE_UNIT}" in watch
     assert "Restart=on-failure" in watch and f"Before={layout.GATE_UNIT}" in tune
+
+
+def test_the_collector_runs_after_the_gate_apart_from_the_watch_and_within_its_measured_limits():
+    collect = scripts.UNITS[layout.COLLECT_UNIT].splitlines()
+
+    assert f"Requires={layout.GATE_UNIT}" in collect and f"After={layout.GATE_UNIT} {layout.WATCH_UNIT}" in collect
+    assert not any(line.startswith(("Requires=", "Wants=", "BindsTo=")) and layout.WATCH_UNIT in line for line in collect)
+    assert f"ExecStart={layout.AGENT_COMMAND_PATH} collect" in collect and "Restart=on-failure" in collect
+    assert "MemoryMax=64M" in collect and "CPUQuota=10%" in collect
+
+
+@pytest.mark.parametrize("python", ["python3.9", "python3.10"])
+def test_collect_without_a_workspace_exits_0_at_once_on_the_images_python(python, tmp_path):
+    """Restart=on-failure then leaves it stopped: a stack without AMP runs no collector."""
+    interpreter = find_python(python)
+    lib = unpacked(tmp_path)
+    (tmp_path / "node.json").write_text(json.dumps({"project": "p", "group_name": "g"}))
+    environment = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(lib), "GPUCLOUD_NODE_CONFIG": str(tmp_path / "node.json"),
+                   "GPUCLOUD_IMDS_ENDPOINT": "http://127.0.0.1:9"}
+
+    result = subprocess.run([interpreter, "-S", "-m", "gpucloud.node", "collect"],
+                            capture_output=True, text=True, env=environment, timeout=30)
+
+    assert result.returncode == 0, result.stderr
+    assert "nothing to collect" in result.stderr
 
 
 def test_the_agent_and_the_userdata_name_the_same_places():

@@ -137,7 +137,7 @@ def test_each_stacks_user_data_fetches_its_uploaded_bundle_installs_it_and_start
         assert f"agent bundle {node['agent_sha256']} unpacked" in result.stderr
         lib = root / layout.AGENT_LIB_DIR.lstrip("/")
         assert (lib / "gpucloud/node/watch.py").read_bytes() == (Path(render_module.__file__).parents[1] / "node/watch.py").read_bytes()
-        for unit in (layout.TUNE_UNIT, layout.WATCH_UNIT, layout.GATE_UNIT):
+        for unit in (layout.TUNE_UNIT, layout.WATCH_UNIT, layout.COLLECT_UNIT, layout.GATE_UNIT):
             assert (root / "etc/systemd/system" / unit).is_file()
         assert os.access(root / layout.AGENT_COMMAND_PATH.lstrip("/"), os.X_OK)
         assert calls.read_text().splitlines() == [" ".join(step) for step in BOOT_STEPS]

@@ -134,6 +134,13 @@ def test_node_json_pins_the_bundle_and_carries_the_health_settings():
     assert (node["efa_expected"], node["network_tuning"]) == (True, True)
     assert (node["health_interval_s"], node["throttle_minutes"], node["max_replacements_per_hour"]) == (60, 10, 2)
     assert node["replace_faulty_nodes"] is True
+    assert node["prometheus_remote_write_url"] == LARGEST_REALISTIC.prometheus_remote_write_url
+    assert node["prometheus_scrape_interval_s"] == 30
+    config = NodeConfig.from_dict(node)
+    assert (config.prometheus_remote_write_url, config.prometheus_scrape_interval_s) == (
+        LARGEST_REALISTIC.prometheus_remote_write_url, 30.0)
+    assert NodeConfig.from_dict(json.loads(written_files(MINIMAL)[layout.NODE_CONFIG_PATH]["content"])
+                                ).prometheus_remote_write_url is None
 
 
 def unit_timeout(unit_text: str) -> int:
@@ -257,6 +264,14 @@ def test_too_large_user_data_is_refused():
         ({"agent_sha256": "ab" * 31}, "agent_sha256"),
         ({"agent_bucket": ""}, "agent_bucket"),
         ({"health_interval_s": 5}, "health_interval_s"),
+        ({"prometheus_remote_write_url": "http://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/api/v1/remote_write"},
+         "prometheus_remote_write_url"),
+        ({"prometheus_remote_write_url": "https://aps-workspaces.us-east-1.amazonaws.com.evil.example/workspaces/ws-1/api/v1/remote_write"},
+         "prometheus_remote_write_url"),
+        ({"prometheus_remote_write_url": "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/api/v1/query"},
+         "prometheus_remote_write_url"),
+        ({"prometheus_scrape_interval_s": 5}, "prometheus_scrape_interval_s"),
+        ({"prometheus_scrape_interval_s": 301}, "prometheus_scrape_interval_s"),
     ],
 )
 def test_invalid_bootstrap_values_are_refused(changes, message):

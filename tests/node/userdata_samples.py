@@ -73,6 +73,8 @@ LARGEST_REALISTIC = NodeBootstrap(
     agent_key="agent/gpucloud-node-" + "f" * 64 + ".zip",
     agent_sha256="f" * 64,
     efa_expected=True,
+    prometheus_remote_write_url="https://aps-workspaces.ap-southeast-7.amazonaws.com/workspaces/"
+    "ws-0f3c1e2d-4a5b-6c7d-8e9f-0a1b2c3d4e5f/api/v1/remote_write",
 )
 """A p5e-class node with every disk and the longest names and values a stack realistically has."""
 

@@ -26,6 +26,7 @@ from gpucloud.userdata.layout import (
     AGENT_COMMAND_PATH,
     BOOT_MANIFEST_MEMBER,
     CLOUDWATCH_UNIT,
+    COLLECT_UNIT,
     DRAIN_UNIT,
     GATE_UNIT,
     HEARTBEAT_UNIT,
@@ -40,16 +41,17 @@ _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 
 BOOT_STEPS: tuple[tuple[str, ...], ...] = (
     ("systemctl", "daemon-reload"),
-    ("systemctl", "enable", TUNE_UNIT, STORAGE_UNIT, DRAIN_UNIT, GATE_UNIT, WATCH_UNIT),
+    ("systemctl", "enable", TUNE_UNIT, STORAGE_UNIT, DRAIN_UNIT, GATE_UNIT, WATCH_UNIT, COLLECT_UNIT),
     ("systemd-run", f"--unit={HEARTBEAT_UNIT}", AGENT_COMMAND_PATH, "heartbeat"),
     ("systemctl", "start", TUNE_UNIT, STORAGE_UNIT),
     ("systemctl", "start", CLOUDWATCH_UNIT),
-    ("systemctl", "start", "--no-block", DRAIN_UNIT, GATE_UNIT, WATCH_UNIT),
+    ("systemctl", "start", "--no-block", DRAIN_UNIT, GATE_UNIT, WATCH_UNIT, COLLECT_UNIT),
 )
 """In order, each run whether the one before failed (as cloud-init's runcmd did): the heartbeat
 keeps the launch action pending while tuning, disks and metrics are set up; the gate starts last,
 since once it completes the launch hook the node takes work; the watch starts after the gate has
-passed (its unit requires the gate), never on a node the gate refused."""
+passed (its unit requires the gate), never on a node the gate refused, and so does the collector
+(which exits at once on a stack without a Prometheus workspace)."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ DRAIN_UNIT = "gpucloud-node-drain.service"
 TUNE_UNIT = "gpucloud-node-tune.service"
 CLOUDWATCH_UNIT = "gpucloud-cloudwatch.service"
 WATCH_UNIT = "gpucloud-node-watch.service"
+COLLECT_UNIT = "gpucloud-node-collect.service"
 HEARTBEAT_UNIT = "gpucloud-node-heartbeat"
 """A transient unit (systemd-run): it runs once, at first boot, and needs no unit file."""
 

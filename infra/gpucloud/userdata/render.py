@@ -41,6 +41,7 @@ from gpucloud.userdata.layout import (
 
 _ATTACHMENT_NAME = re.compile(r"^/dev/(sd[b-z]|xvd[b-z][a-z]?)$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_REMOTE_WRITE_URL = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/[A-Za-z0-9-]+/api/v1/remote_write$")
 
 
 class UserDataTooLarge(ValueError):
@@ -86,6 +87,10 @@ class NodeBootstrap:
     throttle_minutes: int = 10
     max_replacements_per_hour: int = 2
     replace_faulty_nodes: bool = True
+    prometheus_remote_write_url: str | None = None
+    """The AMP workspace's https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/api/v1/remote_write;
+    None: the node's collector does nothing."""
+    prometheus_scrape_interval_s: int = 30
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -124,6 +129,14 @@ class NodeBootstrap:
             raise ValueError("agent_bucket, agent_key and agent_sha256 (64 lowercase hex digits) name the agent bundle")
         if not 10 <= self.health_interval_s <= 3600:
             raise ValueError("health_interval_s must be between 10 and 3600 seconds")
+        if self.prometheus_remote_write_url is not None and not _REMOTE_WRITE_URL.match(self.prometheus_remote_write_url):
+            raise ValueError(
+                "prometheus_remote_write_url must be an AMP workspace's remote-write URL, "
+                "https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/api/v1/remote_write, "
+                f"not {self.prometheus_remote_write_url!r}"
+            )
+        if not 10 <= self.prometheus_scrape_interval_s <= 300:
+            raise ValueError("prometheus_scrape_interval_s must be between 10 and 300 seconds")
 
     @property
     def has_persistent_volume(self) -> bool:
@@ -205,6 +218,8 @@ def node_config_document(params: NodeBootstrap) -> dict[str, Any]:
         "throttle_minutes": params.throttle_minutes,
         "max_replacements_per_hour": params.max_replacements_per_hour,
         "replace_faulty_nodes": params.replace_faulty_nodes,
+        "prometheus_remote_write_url": params.prometheus_remote_write_url,
+        "prometheus_scrape_interval_s": params.prometheus_scrape_interval_s,
     }
 
 
