@@ -5,6 +5,7 @@ raising nothing, the recording rules answering."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -12,6 +13,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 import yaml
@@ -94,30 +96,38 @@ def _quietly(function, *args, **kwargs):
         pass
 
 
+@contextlib.contextmanager
+def running_prometheus(folder: Path, config: dict, *flags: str, port: int | None = None):
+    """Debian's Prometheus on 127.0.0.1 with `config`, its TSDB under `folder` (a second start on the
+    same folder and port finds what the first stored); yields its port once it is ready."""
+    config_path = folder / "prometheus.yml"
+    config_path.write_text(yaml.safe_dump(config))
+    port = port or free_port()
+    process = subprocess.Popen(
+        [require_tool("prometheus"), f"--config.file={config_path}", f"--storage.tsdb.path={folder / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn", *flags],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    try:
+        wait_for(lambda: _ready(port))
+        yield port
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
 @pytest.fixture(scope="module")
 def prometheus(node, tmp_path_factory):
     kernel_log, exporter_port = node
     tmp_path = tmp_path_factory.mktemp("prometheus")
     rules = tmp_path / "gpu-cloud.rules.yml"
     rules.write_text(yaml.safe_dump(rule_file(SETTINGS, interval="1s"), sort_keys=False))
-    config = tmp_path / "prometheus.yml"
-    config.write_text(yaml.safe_dump({
+    with running_prometheus(tmp_path, {
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
         "rule_files": [str(rules)],
         "scrape_configs": [{"job_name": "gpucloud-node", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
-    }))
-    port = free_port()
-    process = subprocess.Popen(
-        [require_tool("prometheus"), f"--config.file={config}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for(lambda: _ready(port))
+    }) as port:
         yield kernel_log, port
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
 
 def _ready(port: int) -> bool:

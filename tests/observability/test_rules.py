@@ -112,7 +112,47 @@ def promtool_tests() -> list[dict]:
                 "exp_samples": [{"labels": f'gpucloud:group_cost_usd_per_hour{{group="{GROUP}"}}', "value": price}],
             }],
         },
+        collector_tests(node),
     ]
+
+
+def collector_tests(node: dict) -> dict:
+    """The node collector's own readings (gpucloud.node.collector), one sample a minute: a node whose
+    queue stays full for 20 minutes, one that caught up after 5, one that lost samples to a 4xx, one
+    whose watch is down, one whose scrapes fail now and then."""
+    def at(instance_id: str) -> str:
+        return f'project="llm",group="{GROUP}",instance_id="{instance_id}",instance_type="g5.2xlarge"'
+
+    def labelled(instance_id: str, **extra: str) -> dict:
+        return {"project": "llm", **node, "instance_id": instance_id, **extra}
+
+    return {
+        "interval": "1m",
+        "input_series": [
+            {"series": f"gpucloud_remote_write_pending_samples{{{at('i-behind')}}}", "values": "0 0 124+124x25"},
+            {"series": f"gpucloud_remote_write_pending_samples{{{at('i-caught-up')}}}", "values": "0 124+124x5 0+0x20"},
+            {"series": f'gpucloud_remote_write_dropped_samples_total{{{at("i-rejected")},reason="rejected"}}',
+             "values": "0 0 0 124+0x25"},
+            {"series": f'gpucloud_remote_write_dropped_samples_total{{{at("i-caught-up")},reason="rejected"}}',
+             "values": "0+0x25"},
+            {"series": f'gpucloud_collector_scrapes_total{{{at("i-blind")},target="watch"}}', "values": "0+1x25"},
+            {"series": f'gpucloud_collector_scrape_failures_total{{{at("i-blind")},target="watch",reason="unreachable"}}',
+             "values": "0 0 0+1x25"},
+            {"series": f'gpucloud_collector_scrape_failures_total{{{at("i-blind")},target="watch",reason="invalid"}}',
+             "values": "0+0x25"},
+            {"series": f'gpucloud_collector_scrapes_total{{{at("i-flaky")},target="watch"}}', "values": "0+1x25"},
+            {"series": f'gpucloud_collector_scrape_failures_total{{{at("i-flaky")},target="watch",reason="unreachable"}}',
+             "values": "0+0x5 1+0x5 2+0x5 3+0x10"},
+        ],
+        "alert_rule_test": [
+            alert("RemoteWriteBehind", "15m"),
+            alert("RemoteWriteBehind", "20m", [labels("warning", **labelled("i-behind"), value="2356")]),
+            alert("RemoteWriteSamplesDropped", "2m"),
+            alert("RemoteWriteSamplesDropped", "5m", [labels("warning", **labelled("i-rejected", reason="rejected"))]),
+            alert("CollectorScrapesFailing", "10m"),
+            alert("CollectorScrapesFailing", "16m", [labels("warning", **labelled("i-blind", target="watch"))]),
+        ],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +185,7 @@ def test_every_alert_says_what_to_do_and_how_bad_it_is():
     assert {rule["alert"] for rule in alerts} >= {
         "GpuTemperatureHigh", "GpuXidNodeFault", "GpuRowRemapFailure", "GpuRowRemapPending", "GpuUncorrectableEcc",
         "GpuMissing", "GpusIdle", "NodeReplaced", "ReplacementBreakerOpen", "RemoteWriteBehind", "GpuSlowdownSustained",
+        "RemoteWriteSamplesDropped", "CollectorScrapesFailing",
     }
     for rule in alerts:
         assert rule["for"] and rule["labels"]["severity"] in ("critical", "warning", "info")

@@ -24,8 +24,11 @@ XID_NODE_FAULT = (
 """A node-fault Xid in the last 10 minutes. The agent's counter for an Xid appears with its first
 event, already at 1, and increase() sees no rise in a series' first sample (a real Prometheus
 showed it: the first Xid 79 never fired), so a series new in the last 10 minutes counts too."""
-REMOTE_WRITE_LAG_SECONDS = 120
-"""How far the collector's newest sent sample may trail its newest scraped one."""
+COLLECTOR_SCRAPE_FAILING = (
+    'sum without (reason) (rate(gpucloud_collector_scrape_failures_total[5m])) '
+    '>= on (project, group, instance_id, instance_type, target) 0.5 * rate(gpucloud_collector_scrapes_total[5m])'
+)
+"""Half or more of the node collector's scrapes of the watch failing (gpucloud.node.collector)."""
 
 
 def _alert(name: str, expr: str, for_: str, severity: str, summary: str, description: str) -> dict[str, Any]:
@@ -110,13 +113,26 @@ def alerting_rules(settings: StackSettings) -> list[dict[str, Any]]:
                "More nodes faulted in the last hour than health.maxReplacementsPerHour allows, so this one stays in "
                "service, marked only. Suspect the image or driver rollout before the GPUs: compare the faulted nodes' "
                "AMI and driver, roll back, then replace the marked nodes."),
-        _alert("RemoteWriteBehind",
-               "(max_over_time(prometheus_remote_storage_highest_timestamp_in_seconds[5m]) - ignoring(remote_name, url) "
-               "group_right max_over_time(prometheus_remote_storage_queue_highest_sent_timestamp_seconds[5m])) "
-               f"> {REMOTE_WRITE_LAG_SECONDS}", "15m", "warning",
-               "The collector on {{ $labels.instance }} trails by {{ $value }} s",
-               "Samples are not reaching the workspace: check the node role's aps:RemoteWrite permission, the "
-               "workspace's ingestion quota, and the node's way out (NAT or the aps-workspaces endpoint)."),
+        _alert("RemoteWriteBehind", "gpucloud_remote_write_pending_samples > 0", "15m", "warning",
+               "The collector on {{ $labels.instance_id }} has had samples waiting for 15 minutes ({{ $value }} now)",
+               "Each scrape finds samples of earlier ones not yet accepted: the workspace throttles or fails the "
+               "node's requests (gpucloud_remote_write_failures_total says which), and past 50,000 waiting samples "
+               "the oldest are dropped. Check the workspace's ingestion quotas, the node role's aps:RemoteWrite "
+               "permission and the node's way out (NAT or the aps-workspaces endpoint). A node whose requests all "
+               "fail shows here only once they pass again, as its readings go quiet meanwhile."),
+        _alert("RemoteWriteSamplesDropped", "increase(gpucloud_remote_write_dropped_samples_total[1h]) > 0", "0m",
+               "warning",
+               "The collector on {{ $labels.instance_id }} gave up on samples ({{ $labels.reason }})",
+               "Readings of this node are missing from the workspace. rejected: the workspace refused a request "
+               "(a 4xx other than 429: the node's journal, `journalctl -u gpucloud-node-collect`, has its answer; "
+               "403 is the node role lacking aps:RemoteWrite). queue_full: the workspace could not be reached "
+               "long enough for the queue to fill; see RemoteWriteBehind for why."),
+        _alert("CollectorScrapesFailing", COLLECTOR_SCRAPE_FAILING, "10m", "warning",
+               "The collector on {{ $labels.instance_id }} cannot read the node agent's readings",
+               "The GPU alerts of this node are blind while it lasts. gpucloud_collector_scrape_failures_total's "
+               "reason says why. unreachable: the watch is down or restarting (`systemctl status gpucloud-node-watch`, its journal says why); invalid: the watch "
+               "writes text the collector refuses (an agent bundle of mismatched versions); http: something else "
+               "answers on 127.0.0.1:9835."),
     ]
     for group in settings.config.groups:
         name = autoscaling_group_name(base, group.name)
