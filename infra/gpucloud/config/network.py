@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from gpucloud.config.fields import ConfigModel, SubnetId
 
 InterfaceEndpoint = Literal[
-    "ssm", "ssmmessages", "ec2messages", "autoscaling", "logs", "monitoring", "sts", "kms", "ec2"
+    "ssm", "ssmmessages", "ec2messages", "autoscaling", "logs", "monitoring", "sts", "kms", "ec2", "aps-workspaces"
 ]
 
 NODE_ENDPOINTS: tuple[InterfaceEndpoint, ...] = ("autoscaling", "logs", "monitoring")
@@ -18,6 +18,10 @@ NODE_ENDPOINTS: tuple[InterfaceEndpoint, ...] = ("autoscaling", "logs", "monitor
 SESSION_MANAGER_ENDPOINTS: tuple[InterfaceEndpoint, ...] = ("ssm", "ssmmessages", "ec2messages")
 """What the SSM agent calls (Systems Manager user guide, "Use VPC endpoints to improve the security
 of EC2 instances", read 2026-11-24)."""
+PROMETHEUS_ENDPOINTS: tuple[InterfaceEndpoint, ...] = ("aps-workspaces",)
+"""Where the node's collector remote-writes: the data plane of Amazon Managed Service for
+Prometheus, `com.amazonaws.<region>.aps-workspaces` (AMP user guide, "Using Amazon Managed Service
+for Prometheus with interface VPC endpoints", read 2026-11-25)."""
 
 FLOW_LOG_RETENTION_DAYS = (
     1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
@@ -101,9 +105,10 @@ class NetworkConfig(ConfigModel):
     def created(self) -> bool:
         return self.subnet_ids is None
 
-    def missing_endpoints(self, session_manager: bool) -> list[str]:
+    def missing_endpoints(self, session_manager: bool, prometheus: bool = False) -> list[str]:
         """What a node without a NAT gateway cannot reach for lack of an interface endpoint."""
-        needed = NODE_ENDPOINTS + (SESSION_MANAGER_ENDPOINTS if session_manager else ())
+        needed = NODE_ENDPOINTS + (SESSION_MANAGER_ENDPOINTS if session_manager else ()) + (
+            PROMETHEUS_ENDPOINTS if prometheus else ())
         return [endpoint for endpoint in needed if endpoint not in self.interface_endpoints]
 
 

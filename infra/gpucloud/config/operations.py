@@ -3,19 +3,62 @@ the stack may set up in the account."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated, Literal
 
-from gpucloud.config.fields import ConfigModel
+from pydantic import Field, model_validator
+
+from gpucloud.config.fields import ConfigModel, shaped
+
+PrometheusWorkspaceId = Annotated[str, shaped(
+    r"ws-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    "expected an Amazon Managed Service for Prometheus workspace id such as ws-0123abcd-0123-4567-89ab-0123456789ab",
+)]
+
+
+class PrometheusConfig(ConfigModel):
+    """Amazon Managed Service for Prometheus: every node remote-writes its GPU readings to the
+    project's workspace, which holds the stack's recording and alerting rules and sends alerts to
+    the project's SNS topic."""
+
+    enabled: bool = False
+    workspace_id: PrometheusWorkspaceId | None = None
+    """An existing workspace instead of one per project: its rules and alert manager definition are
+    then the stack's own (a workspace has one of each), so share it only between stacks that agree."""
+    scrape_interval_seconds: int = Field(default=30, ge=10, le=300)
+    """How often the node's collector reads the agent's readings; each reading is one sample per
+    series, and AMP bills ingestion by the sample."""
+    log_retention_days: int = Field(default=30, ge=1, le=3653)
+
+
+class GrafanaConfig(ConfigModel):
+    """Amazon Managed Grafana with the stack's dashboards, reading the project's Prometheus
+    workspace. Users sign in through IAM Identity Center or SAML; AMG bills per active user."""
+
+    enabled: bool = False
+    authentication: Literal["AWS_SSO", "SAML"] = "AWS_SSO"
+    editors: int = Field(default=1, ge=0, le=10_000)
+    """Editors and admins expected in a month (the estimate prices them; who they are is set in
+    IAM Identity Center or your identity provider)."""
+    viewers: int = Field(default=0, ge=0, le=10_000)
 
 
 class MonitoringConfig(ConfigModel):
-    """GPU alarms sent to the project's SNS topic (the owner's e-mail is subscribed)."""
+    """GPU alarms sent to the project's SNS topic (the owner's e-mail is subscribed), and
+    optionally the readings in Prometheus and Grafana."""
 
     temperature_threshold_c: int = Field(default=85, ge=40, le=100)
     memory_saturation_percent: float = Field(default=95, gt=0, le=100)
     idle_utilization_percent: float = Field(default=5, gt=0, le=100)
     idle_minutes: int = Field(default=60, ge=10, le=1440)
     dashboard: bool = True
+    prometheus: PrometheusConfig = Field(default_factory=PrometheusConfig)
+    grafana: GrafanaConfig = Field(default_factory=GrafanaConfig)
+
+    @model_validator(mode="after")
+    def grafana_reads_prometheus(self) -> MonitoringConfig:
+        if self.grafana.enabled and not self.prometheus.enabled:
+            raise ValueError("grafana.enabled needs prometheus.enabled: the dashboards read the project's Prometheus workspace")
+        return self
 
 
 class BackupConfig(ConfigModel):

@@ -117,7 +117,7 @@ def _cross_section_problems(config: StackConfig) -> list[tuple[str, str]]:
     """Rules that tie two sections of the config together, each named by the key to change."""
     network = config.network
     if network.created and network.egress == "endpointsOnly":
-        missing = network.missing_endpoints(config.access.ssm)
+        missing = network.missing_endpoints(config.access.ssm, config.monitoring.prometheus.enabled)
         if missing:
             return [(
                 f"{NAMESPACE}:network.interfaceEndpoints",
