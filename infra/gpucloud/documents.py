@@ -51,6 +51,9 @@ def backup_assume_role_policy() -> Document:
     }
 
 
+TOPIC_PUBLISHERS = ("cloudwatch.amazonaws.com", "budgets.amazonaws.com")
+"""The services that publish alarms and budget alerts to the project's topic."""
+
 KEY_USE_THROUGH_SERVICES_ACTIONS = [
     "kms:CreateGrant",
     "kms:Decrypt",
@@ -68,7 +71,12 @@ to read it back; read 2026-11-24)."""
 
 
 def key_policy(
-    partition: str, account_id: str, region: str, user_role_names: Sequence[str], log_groups: str | None = None
+    partition: str,
+    account_id: str,
+    region: str,
+    user_role_names: Sequence[str],
+    log_groups: Sequence[str] = (),
+    prometheus: bool = False,
 ) -> Document:
     """Key policy: the account administers the key; only the named roles and Auto Scaling use it
     directly, and the account's principals use it only through EC2, AWS Backup and S3.
@@ -80,6 +88,14 @@ def key_policy(
     object, and EC2, Backup and S3 make KMS calls on their behalf: the statement for that is AWS's
     own `aws/ebs` key policy, held to those services in this region and to callers of this account
     (they still need an IAM policy that allows it). Nobody but the named roles can decrypt with the key directly.
+
+    With `prometheus`, Amazon Managed Service for Prometheus joins those services (a workspace
+    encrypted with the key: AMP works under grants its creator makes through it, the pattern of
+    the KMS developer guide's "Permissions for AWS services in key policies"), and AMP's alert
+    manager may encrypt what it publishes to the project's SNS topic (AMP user guide, "Troubleshoot
+    alert manager with CloudWatch Logs": without kms:GenerateDataKey* and kms:Decrypt for
+    aps.amazonaws.com every notification fails with "AMP is not authorized to call KMS"; read
+    2026-11-25). `log_groups` are name prefixes whose groups CloudWatch Logs may encrypt.
     """
     root = f"arn:{partition}:iam::{account_id}:root"
     user_arns = [role_arn(partition, account_id, name) for name in user_role_names]
@@ -114,7 +130,7 @@ def key_policy(
                 },
             },
             {
-                "Sid": "AccountUsesKeyOnlyThroughEc2BackupAndS3",
+                "Sid": "AccountUsesKeyOnlyThroughAwsServices",
                 "Effect": "Allow",
                 "Principal": {"AWS": root},
                 "Action": KEY_USE_THROUGH_SERVICES_ACTIONS,
@@ -126,6 +142,7 @@ def key_policy(
                             f"ec2.{region}.amazonaws.com",
                             f"backup.{region}.amazonaws.com",
                             f"s3.{region}.amazonaws.com",
+                            *([f"aps.{region}.amazonaws.com"] if prometheus else []),
                         ],
                     }
                 },
@@ -140,7 +157,7 @@ def key_policy(
             {
                 "Sid": "AlarmAndBudgetServicesPublishToEncryptedTopic",
                 "Effect": "Allow",
-                "Principal": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
+                "Principal": {"Service": list(TOPIC_PUBLISHERS) + (["aps.amazonaws.com"] if prometheus else [])},
                 "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
                 "Resource": "*",
                 "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
@@ -159,9 +176,9 @@ def key_policy(
                 "Principal": {"Service": f"logs.{region}.amazonaws.com"},
                 "Action": ["kms:Decrypt*", "kms:Describe*", "kms:Encrypt*", "kms:GenerateDataKey*", "kms:ReEncrypt*"],
                 "Resource": "*",
-                "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": (
-                    f"arn:{partition}:logs:{region}:{account_id}:log-group:{log_groups}*"
-                )}},
+                "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": [
+                    f"arn:{partition}:logs:{region}:{account_id}:log-group:{prefix}*" for prefix in log_groups
+                ]}},
             }] if log_groups else []),
         ],
     }
@@ -373,19 +390,82 @@ def artifacts_bucket_policy(bucket_arn: str, readers: Sequence[str]) -> Document
     }
 
 
-def alerts_topic_policy(topic_arn: str, account_id: str) -> Document:
-    """Only CloudWatch alarms and AWS Budgets of this account may publish to the alerts topic."""
+def alerts_topic_policy(topic_arn: str, account_id: str, prometheus_workspace_arn: str | None = None) -> Document:
+    """Only CloudWatch alarms and AWS Budgets of this account may publish to the alerts topic, and
+    the project's Prometheus workspace when it has one: AMP's alert manager needs sns:Publish and
+    sns:GetTopicAttributes on the topic, held here to that one workspace by `aws:SourceArn`
+    (AMP user guide, "Give Amazon Managed Service for Prometheus permission to send alert messages
+    to your Amazon SNS topic", and its troubleshooting page's "No resource based policy" error;
+    read 2026-11-25)."""
+    statements: list[Document] = [
+        {
+            "Sid": "AlarmsAndBudgetsOfThisAccountPublish",
+            "Effect": "Allow",
+            "Principal": {"Service": list(TOPIC_PUBLISHERS)},
+            "Action": "sns:Publish",
+            "Resource": topic_arn,
+            "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+        }
+    ]
+    if prometheus_workspace_arn:
+        statements.append({
+            "Sid": "ProjectPrometheusWorkspacePublishes",
+            "Effect": "Allow",
+            "Principal": {"Service": "aps.amazonaws.com"},
+            "Action": ["sns:Publish", "sns:GetTopicAttributes"],
+            "Resource": topic_arn,
+            "Condition": {
+                "StringEquals": {"aws:SourceAccount": account_id},
+                "ArnEquals": {"aws:SourceArn": prometheus_workspace_arn},
+            },
+        })
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def prometheus_remote_write_policy(workspace_arn: str) -> Document:
+    """The node role's one Prometheus permission: remote write to the project's workspace
+    (aps:RemoteWrite, "perform a remote write operation", AMP user guide "IAM permissions and
+    policies"; read 2026-11-25)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "RemoteWriteToProjectWorkspace", "Effect": "Allow", "Action": "aps:RemoteWrite", "Resource": workspace_arn}
+        ],
+    }
+
+
+def grafana_assume_role_policy(partition: str, region: str, account_id: str) -> Document:
+    """The Grafana workspace's own role: a workspace created through the API must be
+    CUSTOMER_MANAGED and name a role it assumes (Managed Grafana API reference, CreateWorkspace
+    `permissionType`; read 2026-11-25). Held to Managed Grafana workspaces of this account and
+    region, the confused-deputy guard of the IAM user guide."""
     return {
         "Version": "2012-10-17",
         "Statement": [
             {
-                "Sid": "AlarmsAndBudgetsOfThisAccountPublish",
                 "Effect": "Allow",
-                "Principal": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
-                "Action": "sns:Publish",
-                "Resource": topic_arn,
-                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+                "Principal": {"Service": "grafana.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": account_id},
+                    "ArnLike": {"aws:SourceArn": f"arn:{partition}:grafana:{region}:{account_id}:/workspaces/*"},
+                },
             }
+        ],
+    }
+
+
+PROMETHEUS_QUERY_ACTIONS = ["aps:GetLabels", "aps:GetMetricMetadata", "aps:GetSeries", "aps:QueryMetrics"]
+"""What a reader of a workspace needs: AWS's AmazonPrometheusQueryAccess managed policy grants
+these four (AWS Managed Policy reference, read 2026-11-25); here they are held to one workspace."""
+
+
+def grafana_workspace_policy(workspace_arn: str) -> Document:
+    """Grafana reads the project's Prometheus workspace and nothing else."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "QueryProjectPrometheus", "Effect": "Allow", "Action": PROMETHEUS_QUERY_ACTIONS, "Resource": workspace_arn},
         ],
     }
 

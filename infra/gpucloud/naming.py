@@ -79,3 +79,15 @@ def log_group_prefix(base: str) -> str:
 def flow_log_group_prefix(base: str) -> str:
     """Outside every stack's node prefix, so no node can write (or forge) flow log records."""
     return f"/gpu-cloud-vpc/{base}/"
+
+
+def prometheus_log_group_prefix(base: str) -> str:
+    """Where the project's Prometheus workspace logs rule and alert manager errors: outside the node
+    prefix too, so no node can write (or forge) them."""
+    return f"/gpu-cloud-aps/{base}/"
+
+
+def prometheus_remote_write_url(region: str, workspace_id: str) -> str:
+    """A workspace's remote write endpoint (AMP user guide, "Ingest metrics to your workspace":
+    `https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/api/v1/remote_write`; read 2026-11-25)."""
+    return f"https://aps-workspaces.{region}.amazonaws.com/workspaces/{workspace_id}/api/v1/remote_write"

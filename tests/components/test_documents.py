@@ -28,7 +28,7 @@ def test_key_policy_has_exactly_its_statements_and_principals():
         "AccountAdministersKey": {"AWS": ROOT},
         "ProjectInstanceRolesUseKey": {"AWS": ROOT},
         "ProjectInstanceRolesAttachEncryptedVolumes": {"AWS": ROOT},
-        "AccountUsesKeyOnlyThroughEc2BackupAndS3": {"AWS": ROOT},
+        "AccountUsesKeyOnlyThroughAwsServices": {"AWS": ROOT},
         "AutoScalingLaunchesEncryptedVolumes": {"AWS": AUTOSCALING},
         "AlarmAndBudgetServicesPublishToEncryptedTopic": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
         "AutoScalingAttachesEncryptedVolumes": {"AWS": AUTOSCALING},
@@ -52,7 +52,7 @@ def test_deployers_use_the_key_only_through_ec2_backup_and_s3_in_its_region():
     """Creating the persistent volume, the backup vault and the agent bundle object needs these
     calls of whoever runs `pulumi up`."""
     through_services = statements_by_sid(key_policy("aws", ACCOUNT, "eu-west-1", ["gpu-cloud-ml-node"]))[
-        "AccountUsesKeyOnlyThroughEc2BackupAndS3"
+        "AccountUsesKeyOnlyThroughAwsServices"
     ]
 
     assert actions(through_services) == {
@@ -85,7 +85,7 @@ def test_key_policy_names_the_partition_of_its_account():
     policy = statements_by_sid(key_policy("aws-cn", ACCOUNT, "cn-north-1", ["gpu-cloud-ml-node"]))
 
     assert policy["AccountAdministersKey"]["Principal"] == {"AWS": f"arn:aws-cn:iam::{ACCOUNT}:root"}
-    assert policy["AccountUsesKeyOnlyThroughEc2BackupAndS3"]["Condition"]["StringEquals"]["kms:ViaService"] == [
+    assert policy["AccountUsesKeyOnlyThroughAwsServices"]["Condition"]["StringEquals"]["kms:ViaService"] == [
         "ec2.cn-north-1.amazonaws.com",
         "backup.cn-north-1.amazonaws.com",
         "s3.cn-north-1.amazonaws.com",

@@ -25,8 +25,10 @@ class EncryptionKeyArgs:
     tags: Mapping[str, str] = field(default_factory=dict)
     partition: str = "aws"
     deletion_window_days: int = 30
-    log_groups: str | None = None
-    """A log-group name prefix whose groups CloudWatch Logs may encrypt with the key (e.g. `/gpu-cloud/team/`)."""
+    log_groups: Sequence[str] = ()
+    """Log-group name prefixes whose groups CloudWatch Logs may encrypt with the key (e.g. `/gpu-cloud-vpc/team/`)."""
+    prometheus: bool = False
+    """The project has a Prometheus workspace: AMP may use the key for it and for alerts to the topic."""
     waits_for: Sequence[pulumi.Resource] = ()
     """What the key policy names that the same program creates (the Auto Scaling service-linked
     role): KMS refuses a policy naming a principal that does not exist yet."""
@@ -50,7 +52,7 @@ class EncryptionKey(pulumi.ComponentResource):
             enable_key_rotation=True,
             deletion_window_in_days=args.deletion_window_days,
             policy=json.dumps(
-                key_policy(args.partition, args.account_id, args.region, args.user_role_names, args.log_groups)
+                key_policy(args.partition, args.account_id, args.region, args.user_role_names, args.log_groups, args.prometheus)
             ),
             tags={**args.tags, "Name": f"gpu-cloud-{args.project}"},
             opts=pulumi.ResourceOptions(

@@ -42,8 +42,9 @@ def _require_logs_may_use_key(account: Account, key: str, log_group_arn: str) ->
             continue
         if not any(fnmatch.fnmatchcase("kms:GenerateDataKey", action) for action in actions):
             continue
-        pattern = (statement.get("Condition", {}).get("ArnLike", {}) or {}).get("kms:EncryptionContext:aws:logs:arn")
-        if pattern is None or fnmatch.fnmatchcase(log_group_arn, pattern):
+        patterns = (statement.get("Condition", {}).get("ArnLike", {}) or {}).get("kms:EncryptionContext:aws:logs:arn")
+        patterns = [patterns] if isinstance(patterns, str) else patterns
+        if patterns is None or any(fnmatch.fnmatchcase(log_group_arn, pattern) for pattern in patterns):
             return
     raise refused(
         "CreateLogGroup",
