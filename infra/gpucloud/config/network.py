@@ -81,9 +81,7 @@ class NetworkConfig(ConfigModel):
     @field_validator("flow_logs_retention_days")
     @classmethod
     def retention_is_one_cloudwatch_takes(cls, days: int) -> int:
-        if days not in FLOW_LOG_RETENTION_DAYS:
-            raise ValueError(f"{days} is not a retention CloudWatch Logs takes ({', '.join(map(str, FLOW_LOG_RETENTION_DAYS))})")
-        return days
+        return log_retention(days)
 
     @model_validator(mode="after")
     def created_network_keys_only_without_subnets(self) -> NetworkConfig:
@@ -110,6 +108,13 @@ class NetworkConfig(ConfigModel):
         needed = NODE_ENDPOINTS + (SESSION_MANAGER_ENDPOINTS if session_manager else ()) + (
             PROMETHEUS_ENDPOINTS if prometheus else ())
         return [endpoint for endpoint in needed if endpoint not in self.interface_endpoints]
+
+
+def log_retention(days: int) -> int:
+    """A log group retention CloudWatch Logs accepts, or a ValueError that lists them."""
+    if days not in FLOW_LOG_RETENTION_DAYS:
+        raise ValueError(f"{days} is not a retention CloudWatch Logs takes ({', '.join(map(str, FLOW_LOG_RETENTION_DAYS))})")
+    return days
 
 
 def _snake(key: str) -> str:

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gpucloud.config.fields import ConfigModel, shaped
+from gpucloud.config.network import log_retention
 
 PrometheusWorkspaceId = Annotated[str, shaped(
     r"ws-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
@@ -27,7 +28,13 @@ class PrometheusConfig(ConfigModel):
     scrape_interval_seconds: int = Field(default=30, ge=10, le=300)
     """How often the node's collector reads the agent's readings; each reading is one sample per
     series, and AMP bills ingestion by the sample."""
-    log_retention_days: int = Field(default=30, ge=1, le=3653)
+    log_retention_days: int = 30
+    """How long the workspace's rule and alert manager error logs are kept."""
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def retention_is_one_cloudwatch_takes(cls, days: int) -> int:
+        return log_retention(days)
 
 
 class GrafanaConfig(ConfigModel):
