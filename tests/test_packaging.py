@@ -71,7 +71,7 @@ print(len(names), missing, leaked)
     result = _run_without_plan_extra(code)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["24", "[]", "[]"]
+    assert result.stdout.split() == ["28", "[]", "[]"]
 
 
 def test_a_component_builds_under_plain_pulumi_mocks_without_the_plan_extra():

@@ -189,12 +189,8 @@ def account_snapshot(arguments: argparse.Namespace) -> int:
 
 def observability_export(arguments: argparse.Namespace) -> int:
     """Write a stack's Prometheus rule file and Grafana dashboards for your own Prometheus and Grafana."""
-    import json
-
-    import yaml
-
-    from gpucloud.observability import rule_file
-    from gpucloud.observability.dashboards import dashboards
+    from gpucloud.observability import rule_file_text
+    from gpucloud.observability.dashboards import dashboard_files
 
     try:
         settings = load_stack_file(_stack_file(arguments), region=arguments.region)
@@ -204,11 +200,11 @@ def observability_export(arguments: argparse.Namespace) -> int:
     out = Path(arguments.out)
     (out / "dashboards").mkdir(parents=True, exist_ok=True)
     rules = out / f"{settings.name_base}.rules.yml"
-    rules.write_text(yaml.safe_dump(rule_file(settings), sort_keys=False), encoding="utf-8")
+    rules.write_text(rule_file_text(settings), encoding="utf-8")
     written = [rules]
-    for name, model in dashboards(settings).items():
+    for name, text in dashboard_files(settings).items():
         written.append(out / "dashboards" / name)
-        written[-1].write_text(json.dumps(model, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        written[-1].write_text(text, encoding="utf-8")
     print("wrote " + ", ".join(str(path) for path in written))
     return 0
 

@@ -12,6 +12,8 @@ from gpucloud.config import ConfigError, StackSettings, parse_stack_config, spli
 from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
 from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
 from gpucloud.lookups import LookupUnavailable, ResolvedStack, resolve_stack
+from gpucloud.observability import rule_file_text
+from gpucloud.observability.dashboards import dashboard_files
 
 
 def _decode(value: Any) -> Any:
@@ -45,13 +47,23 @@ def build(settings: StackSettings, resolved: ResolvedStack | None = None) -> Pro
         pulumi.log.warn(f"{key}: {reason}")
     for failure in resolved.failures:
         pulumi.log.error(failure)
-    environment = ProjectEnvironment(settings.config.project, ProjectEnvironmentArgs(stack=resolved))
+    monitoring = settings.config.monitoring
+    environment = ProjectEnvironment(settings.config.project, ProjectEnvironmentArgs(
+        stack=resolved,
+        prometheus_rules=rule_file_text(settings) if monitoring.prometheus.enabled else None,
+        grafana_dashboards=dashboard_files(settings) if monitoring.grafana.enabled else {},
+    ))
     pulumi.export("kmsKeyArn", environment.kms_key_arn)
     pulumi.export("instanceRoleArn", environment.instance_role_arn)
     pulumi.export("alertsTopicArn", environment.alerts_topic_arn)
     pulumi.export("artifactsBucketName", environment.artifacts_bucket_name)
     pulumi.export("agentBundleKey", environment.agent_bundle_key)
     pulumi.export("groups", environment.groups)
+    if environment.prometheus:
+        pulumi.export("prometheusWorkspaceId", environment.prometheus.workspace_id)
+        pulumi.export("prometheusRemoteWriteUrl", environment.prometheus.remote_write_url)
+    if environment.grafana:
+        pulumi.export("grafanaEndpoint", environment.grafana.endpoint)
     return environment
 
 

@@ -15,6 +15,12 @@ from gpucloud.policy.taggable import is_taggable
 from support import STACKS
 from userdata_checks import schema_problems, shellcheck_problems
 
+MANAGED_GRAFANA_TYPES = {
+    "aws:grafana/workspace:Workspace", "aws:grafana/workspaceServiceAccount:WorkspaceServiceAccount",
+    "aws:grafana/workspaceServiceAccountToken:WorkspaceServiceAccountToken",
+    "grafana:oss/dataSource:DataSource", "grafana:oss/dashboard:Dashboard",
+}
+"""moto has no Managed Grafana: the engine checks these and records them."""
 GPU_TYPES = {"vision-train": {"p4d.24xlarge", "p5.48xlarge"}, "llm-infer": {"g5.2xlarge", "g6e.2xlarge", "g5.4xlarge"}, "notebooks": {"g5.xlarge", "g4dn.xlarge"}}
 
 def project_key_arn(example) -> str:
@@ -39,10 +45,14 @@ def test_stack_builds_with_every_resource_applied(example):
     assert {"aws:kms/key:Key", "aws:iam/role:Role", "aws:ec2/launchTemplate:LaunchTemplate", "aws:autoscaling/group:Group"} <= types
     not_validated = {resource.type for resource in example.unvalidated}
     assert not_validated <= {
-        "aws:ec2/placementGroup:PlacementGroup", "aws:backup/selection:Selection", "aws:s3/bucketPolicy:BucketPolicy"
+        "aws:ec2/placementGroup:PlacementGroup", "aws:backup/selection:Selection", "aws:s3/bucketPolicy:BucketPolicy",
+        "aws:amp/alertManagerDefinition:AlertManagerDefinition", *MANAGED_GRAFANA_TYPES,
     }
+    monitoring = example.settings.config.monitoring
     assert set(example.outputs) == {
-        "kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "artifactsBucketName", "agentBundleKey", "groups"
+        "kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "artifactsBucketName", "agentBundleKey", "groups",
+        *(["prometheusWorkspaceId", "prometheusRemoteWriteUrl"] if monitoring.prometheus.enabled else []),
+        *(["grafanaEndpoint"] if monitoring.grafana.enabled else []),
     }
 
 def test_key_is_customer_managed_with_rotation(example):
@@ -63,28 +73,35 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
     autoscaling = f"arn:aws:iam::{account}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
     statements = {statement["Sid"]: statement for statement in policy["Statement"]}
 
+    prometheus = example.settings.config.monitoring.prometheus.enabled
+    region = example.settings.region
     assert {sid: statement["Principal"] for sid, statement in statements.items()} == {
         "AccountAdministersKey": {"AWS": root},
         "ProjectInstanceRolesUseKey": {"AWS": root},
         "ProjectInstanceRolesAttachEncryptedVolumes": {"AWS": root},
-        "AccountUsesKeyOnlyThroughEc2BackupAndS3": {"AWS": root},
+        "AccountUsesKeyOnlyThroughAwsServices": {"AWS": root},
         "AutoScalingLaunchesEncryptedVolumes": {"AWS": autoscaling},
-        "AlarmAndBudgetServicesPublishToEncryptedTopic": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
+        "AlarmAndBudgetServicesPublishToEncryptedTopic": {"Service": [
+            "cloudwatch.amazonaws.com", "budgets.amazonaws.com", *(["aps.amazonaws.com"] if prometheus else [])
+        ]},
         "AutoScalingAttachesEncryptedVolumes": {"AWS": autoscaling},
-        "CloudWatchLogsEncryptsProjectLogGroups": {"Service": f"logs.{example.settings.region}.amazonaws.com"},
+        "CloudWatchLogsEncryptsProjectLogGroups": {"Service": f"logs.{region}.amazonaws.com"},
     }
     assert statements["CloudWatchLogsEncryptsProjectLogGroups"]["Condition"]["ArnLike"] == {
-        "kms:EncryptionContext:aws:logs:arn":
-            f"arn:aws:logs:{example.settings.region}:{account}:log-group:/gpu-cloud-vpc/{example.settings.name_base}/*"
+        "kms:EncryptionContext:aws:logs:arn": [
+            f"arn:aws:logs:{region}:{account}:log-group:{prefix}{example.settings.name_base}/*"
+            for prefix in ("/gpu-cloud-vpc/", *(["/gpu-cloud-aps/"] if prometheus else []))
+        ]
     }
     assert statements["ProjectInstanceRolesUseKey"]["Condition"]["ArnEquals"]["aws:PrincipalArn"] == [
         example.outputs["instanceRoleArn"],
         example.outputs["instanceRoleArn"].replace("-node", "-backup"),
     ]
-    assert statements["AccountUsesKeyOnlyThroughEc2BackupAndS3"]["Condition"]["StringEquals"]["kms:ViaService"] == [
+    assert statements["AccountUsesKeyOnlyThroughAwsServices"]["Condition"]["StringEquals"]["kms:ViaService"] == [
         f"ec2.{example.settings.region}.amazonaws.com",
         f"backup.{example.settings.region}.amazonaws.com",
         f"s3.{example.settings.region}.amazonaws.com",
+        *([f"aps.{region}.amazonaws.com"] if prometheus else []),
     ]
     assert "kms:Decrypt" not in statements["AccountAdministersKey"]["Action"]
     for statement in policy["Statement"]:

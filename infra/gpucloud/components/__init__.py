@@ -11,8 +11,10 @@ from gpucloud.components.encrypted_volume import EncryptedVolume, EncryptedVolum
 from gpucloud.components.encryption_key import EncryptionKey, EncryptionKeyArgs
 from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
 from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
+from gpucloud.components.grafana_workspace import GrafanaWorkspace, GrafanaWorkspaceArgs
 from gpucloud.components.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpucloud.components.network import GpuNetwork, GpuNetworkArgs
+from gpucloud.components.prometheus_workspace import PrometheusWorkspace, PrometheusWorkspaceArgs
 from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
 from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
@@ -36,8 +38,12 @@ __all__ = [
     "GpuNetworkArgs",
     "GpuSecurityGroup",
     "GpuSecurityGroupArgs",
+    "GrafanaWorkspace",
+    "GrafanaWorkspaceArgs",
     "ProjectEnvironment",
     "ProjectEnvironmentArgs",
+    "PrometheusWorkspace",
+    "PrometheusWorkspaceArgs",
     "S3PrefixAccess",
     "S3PrefixAccessArgs",
     "VolumeBackup",

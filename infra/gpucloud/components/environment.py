@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
@@ -13,8 +14,10 @@ from gpucloud.components.cost_budget import CostBudget, CostBudgetArgs
 from gpucloud.components.encrypted_volume import EncryptedVolume, EncryptedVolumeArgs
 from gpucloud.components.encryption_key import EncryptionKey, EncryptionKeyArgs
 from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
+from gpucloud.components.grafana_workspace import GrafanaWorkspace, GrafanaWorkspaceArgs
 from gpucloud.components.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpucloud.components.network import GpuNetwork, GpuNetworkArgs
+from gpucloud.components.prometheus_workspace import PrometheusWorkspace, PrometheusWorkspaceArgs
 from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
 from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
@@ -28,12 +31,19 @@ from gpucloud.naming import (
     backup_role_name,
     flow_log_group_prefix,
     instance_role_name,
+    prometheus_log_group_prefix,
 )
 
 
 @dataclass(frozen=True)
 class ProjectEnvironmentArgs:
     stack: ResolvedStack
+    prometheus_rules: str | None = None
+    """With `monitoring.prometheus` on: the rule file for the workspace (YAML), as
+    `gpucloud.observability.rule_file_text` builds it for the stack."""
+    grafana_dashboards: Mapping[str, str] = field(default_factory=dict)
+    """With `monitoring.grafana` on: dashboard file name -> Grafana JSON, as
+    `gpucloud.observability.dashboards` builds them for the stack."""
 
 
 class ProjectEnvironment(pulumi.ComponentResource):
@@ -73,6 +83,12 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 tags=tags,
                 opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
             )
+        prometheus = config.monitoring.prometheus
+        if prometheus.enabled and args.prometheus_rules is None:
+            raise ValueError("monitoring.prometheus is on: pass prometheus_rules (gpucloud.observability.rule_file)")
+        log_groups = [flow_log_group_prefix(base)] if stack.network_zones else []
+        if prometheus.enabled and not prometheus.workspace_id:
+            log_groups.append(prometheus_log_group_prefix(base))
         self.key = EncryptionKey(
             f"{name}-key",
             EncryptionKeyArgs(
@@ -82,7 +98,8 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 partition=stack.partition,
                 user_role_names=[instance_role_name(base), backup_role_name(base)],
                 tags=tags,
-                log_groups=flow_log_group_prefix(base) if stack.network_zones else None,
+                log_groups=log_groups,
+                prometheus=prometheus.enabled,
                 waits_for=[self.service_linked_role] if self.service_linked_role else [],
             ),
             opts=child,
@@ -139,19 +156,20 @@ class ProjectEnvironment(pulumi.ComponentResource):
             ),
             opts=child,
         )
-        group_outputs = {}
-        self.instance_groups: dict[str, GpuInstanceGroup] = {}
-        for group in stack.groups:
-            group_outputs[group.config.name] = self._group(name, stack, group, child)
-        self.backup = None
-        if any(group.persistent_volume_gib for group in config.groups):
-            self.backup = VolumeBackup(
-                f"{name}-backup",
-                VolumeBackupArgs(
-                    project=base,
+        self.prometheus = None
+        if prometheus.enabled:
+            existing = stack.prometheus_workspace
+            self.prometheus = PrometheusWorkspace(
+                f"{name}-prometheus",
+                PrometheusWorkspaceArgs(
+                    name_base=base,
+                    region=stack.settings.region,
                     kms_key_arn=self.key.key_arn,
-                    retention_days=config.backup.retention_days,
-                    partition=stack.partition,
+                    node_role_name=self.access.role_name,
+                    rules=args.prometheus_rules,
+                    existing_workspace_id=existing.id if existing else None,
+                    existing_workspace_arn=existing.arn if existing else None,
+                    log_retention_days=prometheus.log_retention_days,
                     tags=tags,
                 ),
                 opts=child,
@@ -171,10 +189,48 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 idle_utilization_percent=monitoring.idle_utilization_percent,
                 idle_minutes=monitoring.idle_minutes,
                 dashboard=monitoring.dashboard,
+                prometheus_workspace_id=self.prometheus.workspace_id if self.prometheus else None,
+                prometheus_workspace_arn=self.prometheus.workspace_arn if self.prometheus else None,
                 tags=tags,
             ),
             opts=child,
         )
+        self.grafana = None
+        if config.monitoring.grafana.enabled:
+            if not args.grafana_dashboards:
+                raise ValueError("monitoring.grafana is on: pass grafana_dashboards (gpucloud.observability.dashboards)")
+            self.grafana = GrafanaWorkspace(
+                f"{name}-grafana",
+                GrafanaWorkspaceArgs(
+                    name_base=base,
+                    account_id=stack.account_id,
+                    region=stack.settings.region,
+                    prometheus_workspace_arn=self.prometheus.workspace_arn,
+                    prometheus_endpoint=self.prometheus.query_url,
+                    dashboards=args.grafana_dashboards,
+                    authentication=config.monitoring.grafana.authentication,
+                    partition=stack.partition,
+                    tags=tags,
+                ),
+                opts=child,
+            )
+        group_outputs = {}
+        self.instance_groups: dict[str, GpuInstanceGroup] = {}
+        for group in stack.groups:
+            group_outputs[group.config.name] = self._group(name, stack, group, child)
+        self.backup = None
+        if any(group.persistent_volume_gib for group in config.groups):
+            self.backup = VolumeBackup(
+                f"{name}-backup",
+                VolumeBackupArgs(
+                    project=base,
+                    kms_key_arn=self.key.key_arn,
+                    retention_days=config.backup.retention_days,
+                    partition=stack.partition,
+                    tags=tags,
+                ),
+                opts=child,
+            )
         self.budget = CostBudget(
             f"{name}-budget",
             CostBudgetArgs(
@@ -201,6 +257,8 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 "artifactsBucketName": self.artifacts_bucket_name,
                 "agentBundleKey": self.agent_bundle_key,
                 "alertsTopicArn": self.alerts_topic_arn,
+                "prometheusWorkspaceId": self.prometheus.workspace_id if self.prometheus else None,
+                "grafanaEndpoint": self.grafana.endpoint if self.grafana else None,
                 "budgetName": self.budget.budget_name,
                 "groups": self.groups,
             }
@@ -294,6 +352,8 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 throttle_minutes=settings.health.throttle_minutes,
                 max_replacements_per_hour=settings.health.max_replacements_per_hour,
                 replace_faulty_nodes=settings.health.replace,
+                prometheus_remote_write_url=self.prometheus.remote_write_url if self.prometheus else None,
+                prometheus_scrape_interval_seconds=config.monitoring.prometheus.scrape_interval_seconds,
                 capacity_reservation_ids=capacity.reservations.ids if capacity.reservations else (),
                 capacity_reservation_group_arns=capacity.reservations.resource_group_arns if capacity.reservations else (),
                 capacity_reservation_preference=capacity.reservations.preference if capacity.reservations else None,

@@ -74,6 +74,9 @@ class GpuInstanceGroupArgs:
     max_replacements_per_hour: int = 2
     replace_faulty_nodes: bool = True
     """What the node's watch does on a GPU fault: mark the node Unhealthy (True) or only report it."""
+    prometheus_remote_write_url: pulumi.Input[str] | None = None
+    """The Prometheus workspace the node's collector remote-writes to; None: no collector."""
+    prometheus_scrape_interval_seconds: int = 30
     capacity_reservation_ids: Sequence[str] = ()
     capacity_reservation_group_arns: Sequence[str] = ()
     capacity_reservation_preference: str | None = None
@@ -135,8 +138,9 @@ def node_shape(facts: InstanceTypeFacts, multi_node: bool) -> tuple:
     )
 
 
-def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> NodeBootstrap:
-    """The user data parameters for nodes of this type: what the health gate expects to find."""
+def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts, remote_write_url: str | None = None) -> NodeBootstrap:
+    """The user data parameters for nodes of this type: what the health gate expects to find, and
+    where the collector writes (the workspace's URL, known once the workspace exists)."""
     return NodeBootstrap(
         project=args.project,
         group_name=args.group_name,
@@ -166,6 +170,16 @@ def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> Node
         throttle_minutes=args.throttle_minutes,
         max_replacements_per_hour=args.max_replacements_per_hour,
         replace_faulty_nodes=args.replace_faulty_nodes,
+        prometheus_remote_write_url=remote_write_url,
+        prometheus_scrape_interval_s=args.prometheus_scrape_interval_seconds,
+    )
+
+
+def _user_data(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> pulumi.Input[str]:
+    if args.prometheus_remote_write_url is None:
+        return user_data_base64(node_bootstrap(args, facts))
+    return pulumi.Output.from_input(args.prometheus_remote_write_url).apply(
+        lambda url: user_data_base64(node_bootstrap(args, facts, url))
     )
 
 
@@ -433,7 +447,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             monitoring={"enabled": True},
             block_device_mappings=_block_devices(args),
             network_interfaces=_network_interfaces(args, efa_interfaces),
-            user_data=user_data_base64(node_bootstrap(args, facts)),
+            user_data=_user_data(args, facts),
             instance_market_options={"market_type": "capacity-block"} if args.capacity_block_id is not None else None,
             capacity_reservation_specification=(
                 {"capacity_reservation_target": {"capacity_reservation_id": args.capacity_block_id}}

@@ -1,4 +1,5 @@
-"""GpuMonitoring: the project's alerts topic, GPU alarms per group, and a GPU dashboard."""
+"""GpuMonitoring: the project's alerts topic, GPU alarms per group, a GPU dashboard, and the
+alert manager of the project's Prometheus workspace sending to the topic."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pulumi_aws as aws
 from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE, GPU_UTILIZATION_METRIC
 from gpucloud.documents import alerts_topic_policy
 from gpucloud.naming import NODE_METRICS_NAMESPACE
+from gpucloud.observability.alerting import alert_manager_definition
 
 GPU_TEMPERATURE_METRIC = "nvidia_smi_temperature_gpu"
 GPU_MEMORY_USED_METRIC = "nvidia_smi_memory_used"
@@ -36,6 +38,10 @@ class GpuMonitoringArgs:
     idle_utilization_percent: float = 5
     idle_minutes: int = 60
     dashboard: bool = True
+    prometheus_workspace_id: pulumi.Input[str] | None = None
+    prometheus_workspace_arn: pulumi.Input[str] | None = None
+    """The project's Prometheus workspace: its alert manager sends to the topic, and the topic
+    policy lets that workspace (and no other) publish."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -94,12 +100,22 @@ class GpuMonitoring(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"gpu-cloud-{args.project}-alerts"},
             opts=child,
         )
-        aws.sns.TopicPolicy(
+        topic_policy = aws.sns.TopicPolicy(
             f"{name}-alerts-policy",
             arn=self.topic.arn,
-            policy=self.topic.arn.apply(lambda arn: json.dumps(alerts_topic_policy(arn, args.account_id))),
+            policy=pulumi.Output.all(self.topic.arn, args.prometheus_workspace_arn).apply(
+                lambda values: json.dumps(alerts_topic_policy(values[0], args.account_id, values[1]))
+            ),
             opts=pulumi.ResourceOptions(parent=self.topic),
         )
+        self.alert_manager = None
+        if args.prometheus_workspace_id is not None:
+            self.alert_manager = aws.amp.AlertManagerDefinition(
+                f"{name}-prometheus-alerts",
+                workspace_id=args.prometheus_workspace_id,
+                definition=self.topic.arn.apply(lambda arn: alert_manager_definition(arn, args.region)),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[topic_policy]),
+            )
         aws.sns.TopicSubscription(
             f"{name}-owner-email",
             topic=self.topic.arn,

@@ -12,6 +12,7 @@ from gpucloud.lookups.facts import (
     AwsLookups,
     InstanceTypeFacts,
     LookupUnavailable,
+    PrometheusWorkspace,
     Subnet,
 )
 from gpucloud.lookups.resolve import ResolvedGroup, ResolvedStack, resolve_stack
@@ -22,6 +23,7 @@ __all__ = [
     "AwsLookups",
     "InstanceTypeFacts",
     "LookupUnavailable",
+    "PrometheusWorkspace",
     "ResolvedGroup",
     "ResolvedStack",
     "Subnet",

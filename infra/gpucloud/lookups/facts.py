@@ -96,6 +96,17 @@ class Ami:
     """When EC2 deprecated (or will deprecate) the image, ISO 8601; empty when it never does."""
 
 
+@dataclass(frozen=True)
+class PrometheusWorkspace:
+    """An existing Amazon Managed Service for Prometheus workspace."""
+
+    id: str
+    arn: str
+    status: str
+    """ACTIVE when it takes samples, rules and an alert manager definition."""
+    kms_key_arn: str = ""
+
+
 QUOTA_NOT_KNOWN = "quota value not known"
 """How the offline engine words a quota it has no account fact for."""
 
@@ -122,3 +133,4 @@ class AwsLookups(Protocol):
     def has_vpc_endpoint(self, vpc_id: str, service: str) -> bool: ...
     def ec2_quota(self, code: str) -> float | None: ...
     def instance_type_zones(self, name: str) -> set[str]: ...
+    def prometheus_workspace(self, workspace_id: str) -> PrometheusWorkspace | None: ...

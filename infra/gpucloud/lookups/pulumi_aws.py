@@ -10,7 +10,15 @@ import pulumi_aws as aws
 from gpucloud.config import CapacityBlockOffer
 from gpucloud.lookups.capacity import CapacityBlockOffering, CapacityReservation, lookup_offering, lookup_reservation
 from gpucloud.lookups.requirements import GpuTypeAttributes, region_gpu_types
-from gpucloud.lookups.facts import QUOTA_NOT_KNOWN, Ami, InstanceTypeFacts, LookupUnavailable, Route, Subnet
+from gpucloud.lookups.facts import (
+    QUOTA_NOT_KNOWN,
+    Ami,
+    InstanceTypeFacts,
+    LookupUnavailable,
+    PrometheusWorkspace,
+    Route,
+    Subnet,
+)
 
 NOT_FOUND_MARKERS = (
     "InvalidInstanceType",
@@ -20,6 +28,7 @@ NOT_FOUND_MARKERS = (
     "no matching EC2",
     "Your query returned no results",
     "NoSuchEntity",
+    "ResourceNotFoundException",
 )
 """How the provider (and the engine) word a failed invoke whose object does not exist: AWS's
 error codes, and the provider's own words for singular data sources that match nothing."""
@@ -124,6 +133,15 @@ class PulumiAwsLookups:
             _absent(error)
             return False
         return True
+
+    @functools.cache
+    def prometheus_workspace(self, workspace_id: str) -> PrometheusWorkspace | None:
+        try:
+            found = aws.amp.get_workspace(workspace_id=workspace_id)
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            return _absent(error)
+        return PrometheusWorkspace(id=found.workspace_id, arn=found.arn, status=found.status,
+                                   kms_key_arn=found.kms_key_arn or "")
 
     @functools.cache
     def availability_zones(self) -> list[str]:

@@ -12,14 +12,22 @@ import datetime
 from dataclasses import dataclass
 
 from gpucloud.config import ConfigError, GroupConfig, StackSettings
-from gpucloud.config.network import NODE_ENDPOINTS, SESSION_MANAGER_ENDPOINTS, WITHOUT_INTERNET
+from gpucloud.config.network import NODE_ENDPOINTS, PROMETHEUS_ENDPOINTS, SESSION_MANAGER_ENDPOINTS, WITHOUT_INTERNET
 from gpucloud.lookups.capacity import (
     BLOCK_TERMINATION_LEAD,
     CapacityBlockOffering,
     CapacityReservation,
     reservation_problem,
 )
-from gpucloud.lookups.facts import DEEP_LEARNING_AMI_PARAMETER, EGRESS_TARGETS, Ami, AwsLookups, InstanceTypeFacts, Subnet
+from gpucloud.lookups.facts import (
+    DEEP_LEARNING_AMI_PARAMETER,
+    EGRESS_TARGETS,
+    Ami,
+    AwsLookups,
+    InstanceTypeFacts,
+    PrometheusWorkspace,
+    Subnet,
+)
 from gpucloud.lookups.quotas import increase_command, quota_needs
 from gpucloud.lookups.requirements import matching_types
 from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE
@@ -73,6 +81,8 @@ class ResolvedStack:
     """The account lacks the Auto Scaling service-linked role and the config asks the stack to create it."""
     network_zones: tuple[str, ...] = ()
     """The zones of the network the stack creates (empty with listed subnets)."""
+    prometheus_workspace: PrometheusWorkspace | None = None
+    """The existing workspace `monitoring.prometheus.workspaceId` names, as the account has it."""
 
 
 class _Problems:
@@ -122,7 +132,8 @@ def _check_egress(settings: StackSettings, lookups: AwsLookups, subnet: Subnet, 
                      "subnets whose default route goes to a NAT gateway (or a transit gateway or firewall), or drop "
                      "network.subnetIds to let the stack create its network")
         return
-    needed = ["s3", *NODE_ENDPOINTS, *(SESSION_MANAGER_ENDPOINTS if settings.config.access.ssm else ())]
+    needed = ["s3", *NODE_ENDPOINTS, *(SESSION_MANAGER_ENDPOINTS if settings.config.access.ssm else ()),
+              *(PROMETHEUS_ENDPOINTS if settings.config.monitoring.prometheus.enabled else ())]
     missing = [service for service in needed
                if not lookups.has_vpc_endpoint(subnet.vpc_id, f"com.amazonaws.{settings.region}.{service}")]
     if missing:
@@ -383,6 +394,22 @@ def _service_linked_role_missing(settings: StackSettings, lookups: AwsLookups, p
     return True
 
 
+def _existing_prometheus_workspace(settings: StackSettings, lookups: AwsLookups, problems: _Problems) -> PrometheusWorkspace | None:
+    """A named workspace must exist in the stack's region and be ACTIVE: AMP refuses rule groups
+    and an alert manager definition in one that is CREATING, UPDATING or DELETING (AMP API
+    reference, WorkspaceStatus; read 2026-11-25)."""
+    prometheus = settings.config.monitoring.prometheus
+    if not (prometheus.enabled and prometheus.workspace_id):
+        return None
+    key = "monitoring.prometheus.workspaceId"
+    workspace = lookups.prometheus_workspace(prometheus.workspace_id)
+    if workspace is None:
+        problems.add(key, f"{prometheus.workspace_id} does not exist in {settings.region}")
+    elif workspace.status != "ACTIVE":
+        problems.add(key, f"{prometheus.workspace_id} is {workspace.status}, not ACTIVE")
+    return workspace
+
+
 def _check_quotas(settings: StackSettings, lookups: AwsLookups, groups, problems: _Problems) -> list[str]:
     """Each EC2 vCPU quota the groups draw on against its applied value: below minSize is a failure,
     below maxSize a warning, both with the command that asks for more."""
@@ -415,6 +442,7 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
     problems = _Problems(settings)
     network = settings.config.network
     create_service_linked_role = _service_linked_role_missing(settings, lookups, problems)
+    prometheus_workspace = _existing_prometheus_workspace(settings, lookups, problems)
     subnets = [] if network.created else _listed_subnets(settings, lookups, problems)
     checked = []
     for index, group in enumerate(settings.config.groups):
@@ -477,4 +505,5 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
         failures=tuple(failures),
         create_service_linked_role=create_service_linked_role,
         network_zones=network_zones,
+        prometheus_workspace=prometheus_workspace,
     )

@@ -1,7 +1,8 @@
 """What platform teams that run Prometheus and Grafana get for a stack: alert and recording rules
-over the node agent's readings, and Grafana dashboards (`dashboards`, which needs the plan extra's
-grafana-foundation-sdk), generated from the stack config."""
+over the node agent's readings, the alert manager definition that sends the alerts to the project's
+topic, and Grafana dashboards (`dashboards`, built with grafana-foundation-sdk), generated from the stack config."""
 
-from gpucloud.observability.rules import rule_file
+from gpucloud.observability.alerting import alert_manager_definition
+from gpucloud.observability.rules import rule_file, rule_file_text
 
-__all__ = ["rule_file"]
+__all__ = ["alert_manager_definition", "rule_file", "rule_file_text"]

@@ -87,3 +87,9 @@ def dashboards(settings: StackSettings) -> dict[str, dict[str, Any]]:
         "fleet.json": json.loads(encoder.encode(fleet_overview(settings).build())),
         "node.json": json.loads(encoder.encode(node_view(settings).build())),
     }
+
+
+def dashboard_files(settings: StackSettings) -> dict[str, str]:
+    """The dashboards as the JSON text Grafana imports, by file name (what `gpucloud observability
+    export` writes and the stack provisions into Managed Grafana)."""
+    return {name: json.dumps(model, indent=2, sort_keys=True) + "\n" for name, model in dashboards(settings).items()}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
 from gpucloud.config import StackSettings
 from gpucloud.naming import autoscaling_group_name
 from gpucloud.pricing import PricingError, load_catalog
@@ -155,3 +156,9 @@ def rule_file(settings: StackSettings, interval: str = "1m") -> dict[str, Any]:
         {"name": f"{RULE_GROUP}-recording", "interval": interval, "rules": recording_rules(settings)},
         {"name": f"{RULE_GROUP}-alerts", "interval": interval, "rules": alerting_rules(settings)},
     ]}
+
+
+def rule_file_text(settings: StackSettings, interval: str = "1m") -> str:
+    """The rule file as YAML: what `gpucloud observability export` writes and the stack's AMP
+    rule groups namespace holds."""
+    return yaml.safe_dump(rule_file(settings, interval), sort_keys=False)

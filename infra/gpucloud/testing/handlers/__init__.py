@@ -1,12 +1,14 @@
 """Resource and invoke handlers, one module per AWS service; importing registers them."""
 
 from gpucloud.testing.handlers import (  # noqa: F401
+    amp,
     autoscaling,
     backup,
     budgets,
     capacity,
     cloudwatch,
     ec2,
+    grafana,
     iam,
     invokes,
     kms,
