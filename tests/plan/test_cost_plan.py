@@ -36,6 +36,23 @@ NETWORK = next(HOURS * (r["natGatewayUsdPerHour"] + r["publicIpv4UsdPerHour"]) f
                if r["region"] == "us-east-1")
 """The created network of each example stack: one NAT gateway and its public IPv4 address, all month."""
 
+AMP = next(r for r in CATALOG["prometheus"] if r["region"] == "us-east-1")
+GRAFANA = next(r for r in CATALOG["grafana"] if r["region"] == "us-east-1")
+LLM_INFER_GPUS = {"g5.2xlarge": 1, "g6e.2xlarge": 1, "g5.4xlarge": 1}
+
+
+def prometheus_month(nodes: int) -> float:
+    """llm-infer's nodes each send 12 series for their one GPU, 5 of the node and 8 of the collector,
+    every 30 s, all month; ingestion at the first tier, storage at 2 bytes a sample kept 150 days."""
+    samples = nodes * (12 + 5 + 8) * 2 * 60 * HOURS
+    ingestion = samples / 1e7 * AMP["ingestionTiers"][0]["usdPerTenMillionSamples"]
+    storage = samples * 2 * (150 / (HOURS / 24)) / 2**30 * AMP["storageUsdPerGbMonth"]
+    return ingestion + storage
+
+
+LLM_INFER_GRAFANA = 2 * GRAFANA["editorUsdPerUserMonth"] + 5 * GRAFANA["viewerUsdPerUserMonth"]
+
+
 def workday(monthly: float) -> float:
     return monthly * WORKDAY_FRACTION
 
@@ -53,10 +70,12 @@ EXPECTED = {
     },
     # one on-demand server all month at min and desired; 8 at the dearest type, g6e.2xlarge, at max:
     # the base of 1 plus 4 of the 7 above it on demand (half rounded up), 3 spot
+    # with Prometheus (30 s) and Grafana (2 editors, 5 viewers)
     "llm-infer": {
-        "min": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS + NETWORK,
-        "desired": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS + NETWORK,
-        "max": HOURS * (5 * hourly("g6e.2xlarge") + 3 * spot_hourly("g6e.2xlarge")) + 8 * 150 * GP3 + KMS + NETWORK,
+        "min": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS + NETWORK + prometheus_month(1) + LLM_INFER_GRAFANA,
+        "desired": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS + NETWORK + prometheus_month(1) + LLM_INFER_GRAFANA,
+        "max": HOURS * (5 * hourly("g6e.2xlarge") + 3 * spot_hourly("g6e.2xlarge")) + 8 * 150 * GP3 + KMS + NETWORK
+        + prometheus_month(8) + LLM_INFER_GRAFANA,
     },
     # the 200 GiB home volume and the key all month; one on-demand g5.xlarge notebook in working hours at
     # desired; at max the schedules keep maxSize 1 all week, so one notebook all month
@@ -71,7 +90,7 @@ EXPECTED = {
 @pytest.mark.parametrize("stack", sorted(EXPECTED))
 def test_example_stack_estimate_matches_the_catalog_to_the_cent(stack):
     settings = load_stack_file(STACKS / f"Pulumi.{stack}.yaml")
-    estimate, findings = cost_findings(settings)
+    estimate, findings = cost_findings(settings, gpus_per_instance=LLM_INFER_GPUS)
     assert estimate is not None and findings == []
     for scenario, expected in EXPECTED[stack].items():
         assert round(estimate.monthly.get(scenario), 2) == round(expected, 2), scenario
@@ -178,8 +197,17 @@ def test_notebooks_plan_shows_its_idle_shutdown_as_a_scale_to_zero(capsys):
     assert "step: set capacity to 0" in out and "step +0" not in out
 
 
+def without_managed_monitoring(settings):
+    config = settings.config
+    monitoring = config.monitoring.model_copy(update={
+        "prometheus": config.monitoring.prometheus.model_copy(update={"enabled": False}),
+        "grafana": config.monitoring.grafana.model_copy(update={"enabled": False}),
+    })
+    return settings.model_copy(update={"config": config.model_copy(update={"monitoring": monitoring})})
+
+
 def test_llm_infer_in_us_west_2_is_priced_in_full_from_that_regions_rows():
-    settings = load_stack_file(STACKS / "Pulumi.llm-infer.yaml", region="us-west-2")
+    settings = without_managed_monitoring(load_stack_file(STACKS / "Pulumi.llm-infer.yaml", region="us-west-2"))
 
     estimate, findings = cost_findings(settings)
 
@@ -191,3 +219,15 @@ def test_llm_infer_in_us_west_2_is_priced_in_full_from_that_regions_rows():
                       if r["region"] == "us-west-2"]
     assert estimate.complete and findings == []
     assert round(estimate.monthly.desired, 2) == round(HOURS * hourly_west + 150 * gp3_west + kms_west + network_west, 2)
+
+
+def test_llm_infer_in_us_west_2_names_the_prometheus_lines_the_catalog_cannot_price():
+    settings = load_stack_file(STACKS / "Pulumi.llm-infer.yaml", region="us-west-2")
+
+    estimate, findings = cost_findings(settings)
+
+    assert [line.resource for line in estimate.unpriced] == [
+        "llm-infer/Prometheus samples ingested", "llm-infer/Prometheus storage (150-day retention)",
+    ]
+    assert all("us-west-2" in line.reason for line in estimate.unpriced)
+    assert [finding.rule for finding in findings] == ["partial-cost-estimate"]

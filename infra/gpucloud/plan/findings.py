@@ -150,12 +150,15 @@ def with_matched_types(settings: StackSettings, outputs: Mapping) -> StackSettin
 
 
 def cost_findings(
-    settings: StackSettings, reserved: Mapping[str, ReservedCapacity] | None = None
+    settings: StackSettings,
+    reserved: Mapping[str, ReservedCapacity] | None = None,
+    gpus_per_instance: Mapping[str, int] | None = None,
 ) -> tuple[CostEstimate | None, list[PlanFinding]]:
     """The stack's cost estimate and what it means for the budget. A price the catalog lacks makes the
     estimate partial (named in a warning) but never switches the budget check off."""
     try:
-        estimate = estimate_stack(settings.config, settings.region, reserved=dict(reserved or {}))
+        estimate = estimate_stack(settings.config, settings.region, reserved=dict(reserved or {}),
+                                  gpus_per_instance=gpus_per_instance)
     except PricingError as error:
         return None, [
             PlanFinding(

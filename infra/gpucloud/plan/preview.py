@@ -80,11 +80,25 @@ def plan_stack(
                 message="capacity reservations, Capacity Blocks and their offerings were answered from the account "
                         "facts: moto has none of them, so only the references to them were checked (not validated by moto)",
             ))
+        priced = with_matched_types(settings, plan.outputs)
+        gpus = _gpus_per_instance(account, {name for group in priced.config.groups for name in group.instance_types})
     if facts is not None:
         plan.findings.insert(0, _facts_finding(facts))
-    plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved)
+    plan.cost_estimate, budget = cost_findings(priced, reserved, gpus)
     plan.findings.extend(budget)
     return plan
+
+
+def _gpus_per_instance(account, names: set[str]) -> dict[str, int]:
+    """GPUs per instance of each type, as DescribeInstanceTypes reports them (a fractional GPU
+    counts as one): what the Prometheus series of a node depend on."""
+    if not names:
+        return {}
+    found = account.client("ec2").describe_instance_types(InstanceTypes=sorted(names))["InstanceTypes"]
+    return {
+        row["InstanceType"]: max(1, sum(gpu.get("Count", 0) for gpu in row.get("GpuInfo", {}).get("Gpus", [])))
+        for row in found
+    }
 
 
 def _facts_finding(facts: AccountFacts) -> PlanFinding:

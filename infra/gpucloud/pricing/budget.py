@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .estimate import CostEstimate, Scenario
-from .render import cents
+from .estimate import cents
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,11 @@ class CostEstimate(_Model):
         return self.model_dump(mode="json", by_alias=True)
 
 
+def cents(amount: float) -> str:
+    """Display rounding only: the estimate itself keeps exact values."""
+    return f"${amount:,.2f}"
+
+
 def gp3_volume_month(price: StoragePrice, size_gib: float, iops: int = 3000, throughput_mibps: int = 125) -> float:
     """USD for one gp3 volume kept a whole month: size, plus IOPS and throughput above the free baseline."""
     extra_iops = max(0, iops - price.baseline_iops)
@@ -470,17 +475,13 @@ def _prometheus_lines(
                         f"counted as {MAX_GPUS_PER_NODE} GPUs")
     ingested = f"{config.project}/Prometheus samples ingested"
     stored = f"{config.project}/Prometheus storage ({RETENTION_DAYS}-day retention)"
-    queried = f"{config.project}/Prometheus query samples processed"
     ten_millions = _values({s: samples[s] / 1e7 for s in SCENARIOS})
     gb_months = _values({s: stored_gb_months(samples[s]) for s in SCENARIOS})
-    workspace = ScenarioValues(min=1, desired=1, max=1)
     price, missing = _lookup(catalog.prometheus_prices, region)
     if price is None:
         return [], [
             UnpricedLine(resource=ingested, quantity=ten_millions, unit="10M samples", reason=missing),
             UnpricedLine(resource=stored, quantity=gb_months, unit="GB-months", reason=missing),
-            UnpricedLine(resource=queried, quantity=workspace, unit="workspace-months",
-                         reason=f"depends on dashboards and rules; {missing}"),
         ]
     lines: list[CostLine] = []
     unpriced: list[UnpricedLine] = []
@@ -510,10 +511,6 @@ def _prometheus_lines(
             monthly=_values({s: gb_months.get(s) * rate for s in SCENARIOS}),
             note="a month's samples at 2 bytes each, kept for the retention; metadata not counted",
         ))
-    query_price = (f"{price.query_usd_per_billion_samples} USD per billion samples processed in {region}"
-                   if price.query_usd_per_billion_samples is not None else f"no query price for {region} in the catalog")
-    unpriced.append(UnpricedLine(resource=queried, quantity=workspace, unit="workspace-months",
-                                 reason=f"depends on dashboards and alert and recording rules: {query_price}"))
     return lines, unpriced
 
 

@@ -5,12 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from .estimate import SCENARIOS, CostEstimate, Scenario
-
-
-def cents(amount: float) -> str:
-    """Display rounding only: the estimate itself keeps exact values."""
-    return f"${amount:,.2f}"
+from .estimate import SCENARIOS, CostEstimate, Scenario, cents
 
 
 def _quantity(amount: float) -> str:
@@ -19,7 +14,8 @@ def _quantity(amount: float) -> str:
 
 NOT_INCLUDED = (
     "CloudWatch (dashboard, alarms, custom GPU metrics, VPC flow log ingestion), AWS Backup snapshots of "
-    "persistent volumes, data transfer and NAT gateway / VPC endpoint data processing (per GB), SNS notifications"
+    "persistent volumes, data transfer and NAT gateway / VPC endpoint data processing (per GB), SNS notifications, "
+    "Prometheus queries (per billion samples the dashboards and rules process)"
 )
 """What the stack creates or causes that the catalog does not price."""
 
