@@ -47,8 +47,9 @@ class ProjectEnvironmentArgs:
 
 
 class ProjectEnvironment(pulumi.ComponentResource):
-    """Key, node role, the artifacts bucket with the node agent bundle, and per group: security
-    group, persistent volume, instances, autoscaling.
+    """Key, node role, the artifacts bucket with the node agent bundle, with `monitoring.prometheus`
+    the Prometheus workspace (and with `.grafana` the Grafana workspace), the alerts topic and
+    alarms, and per group: security group, persistent volume, instances, autoscaling.
 
     Where the account lacks the Auto Scaling service-linked role and the config allows it, the
     role is created first (and kept on destroy: the account's other groups use it too)."""
