@@ -56,7 +56,7 @@ def test_the_base_install_requires_none_of_the_plan_extra():
 
     base = [requirement for requirement in requires("gpucloud") or [] if "extra ==" not in requirement]
     named = {requirement.split("[")[0].split(">")[0].split("<")[0].split("=")[0].strip().lower() for requirement in base}
-    assert named == {"pulumi", "pulumi-aws", "boto3", "pydantic", "pyyaml"}
+    assert named == {"pulumi", "pulumi-aws", "boto3", "pydantic", "pyyaml", "grafana-foundation-sdk", "pulumiverse-grafana"}
 
 
 def test_every_component_and_the_program_import_without_the_plan_extra():
