@@ -120,6 +120,7 @@ def gpu_group(template, **extra):
 
 
 VIOLATIONS = {
+    "monitoring-data-encrypted-with-cmk": lambda: aws.amp.Workspace("readings", alias="team", tags=TAGS),
     "kms-rotation-and-deletion-window": lambda: aws.kms.Key("key", enable_key_rotation=False, deletion_window_in_days=7, tags=TAGS),
     "required-tags": lambda: aws.kms.Key("key", enable_key_rotation=True, tags={"Project": "p"}),
     "imdsv2-required": lambda: encrypted_template(metadata_options={"http_tokens": "optional"}),
@@ -157,7 +158,21 @@ def retained_volume():
     )
 
 
+def encrypted_workspace():
+    key = aws.kms.Key("key", enable_key_rotation=True, policy=json.dumps(workspace_key_policy()), tags=TAGS)
+    return aws.amp.Workspace("readings", alias="team", kms_key_arn=key.arn, tags=TAGS)
+
+
+def workspace_key_policy():
+    root = "arn:aws:iam::123456789012:root"
+    return {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": root}, "Action": ["kms:DescribeKey", "kms:CreateGrant", "kms:PutKeyPolicy"],
+         "Resource": "*"},
+    ]}
+
+
 PASSES = {
+    "monitoring-data-encrypted-with-cmk": encrypted_workspace,
     "kms-rotation-and-deletion-window": lambda: aws.kms.Key("key", enable_key_rotation=True, deletion_window_in_days=30, tags=TAGS),
     "required-tags": lambda: aws.kms.Key("key", enable_key_rotation=True, tags=TAGS),
     "imdsv2-required": lambda: encrypted_template(),
@@ -286,7 +301,7 @@ def test_policy_config_levels_reach_the_offline_plan(tmp_path, capsys):
     config.write_text(json.dumps({"all": "advisory", "ebs-encrypted-with-cmk": {"enforcementLevel": "disabled"}}))
     assert main(["plan", "--program", str(BAD_PROGRAM), "--policy-config", str(config), "--width", "200"]) == 0
     out = capsys.readouterr().out
-    assert "Policies: 12 run (1 disabled by the policy config), 4 violations: 0 mandatory, 4 advisory" in out
+    assert "Policies: 13 run (1 disabled by the policy config), 4 violations: 0 mandatory, 4 advisory" in out
     assert "ebs-encrypted-with-cmk" not in out.split("Policy Violations:")[1]
     config.write_text(json.dumps({"imdsv2-required": "mandatory", "all": "disabled"}))
     assert main(["plan", "--program", str(BAD_PROGRAM), "--policy-config", str(config), "--json"]) == 1
@@ -315,7 +330,7 @@ def test_cli_prints_violations_under_the_tree(capsys):
     out = capsys.readouterr().out
     tree, violations = out.split("Policy Violations:")
     assert "world-open-ssh" in tree
-    assert "Policies: 13 run, 6 violations: 5 mandatory, 1 advisory (gpu-cloud pack)" in tree
+    assert "Policies: 14 run, 6 violations: 5 mandatory, 1 advisory (gpu-cloud pack)" in tree
     assert "[mandatory]  no-world-open-ingress  (aws:ec2/securityGroup:SecurityGroup: world-open-ssh)" in violations
     assert "urn:pulumi:dev::gpu-cloud::aws:ec2/securityGroup:SecurityGroup::world-open-ssh" in violations
 
@@ -329,7 +344,7 @@ def test_clean_plan_says_how_many_policies_ran(capsys):
     program = ROOT / "tests/programs/compliant_program.py"
     assert main(["plan", "--program", str(program), "--width", "200"]) == 0
     out = capsys.readouterr().out
-    assert "Policies: 13 run, 0 violations (gpu-cloud pack)" in out
+    assert "Policies: 14 run, 0 violations (gpu-cloud pack)" in out
     assert "Policy Violations:" not in out
 
 

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpucloud.policy import PlannedResource
+from gpucloud.policy import UNKNOWN, PlannedResource
 
 ACCOUNT = "123456789012"
 CMK_ARN = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
@@ -21,6 +21,8 @@ VOLUME = "aws:ebs/volume:Volume"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE = "aws:ec2/instance:Instance"
 KMS_KEY = "aws:kms/key:Key"
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+PROMETHEUS_WORKSPACE = "aws:amp/workspace:Workspace"
 SECURITY_GROUP = "aws:ec2/securityGroup:SecurityGroup"
 SECURITY_GROUP_RULE = "aws:ec2/securityGroupRule:SecurityGroupRule"
 INGRESS_RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
@@ -220,6 +222,15 @@ class Case:
 
 
 RESOURCE_CASES: list[Case] = [
+    # monitoring-data-encrypted-with-cmk
+    Case("log-group-with-cmk", "monitoring-data-encrypted-with-cmk", LOG_GROUP,
+         {"name": "/gpu-cloud-vpc/p/flow", "kmsKeyId": CMK_ARN, "tags": TAGS}, False),
+    Case("log-group-aws-owned", "monitoring-data-encrypted-with-cmk", LOG_GROUP,
+         {"name": "/gpu-cloud-vpc/p/flow", "tags": TAGS}, True, "CloudWatch log group is encrypted with an AWS-owned key"),
+    Case("workspace-with-cmk", "monitoring-data-encrypted-with-cmk", PROMETHEUS_WORKSPACE,
+         {"alias": "p", "kmsKeyArn": UNKNOWN, "tags": TAGS}, False),
+    Case("workspace-aws-owned", "monitoring-data-encrypted-with-cmk", PROMETHEUS_WORKSPACE,
+         {"alias": "p", "tags": TAGS}, True, "no kmsKeyArn"),
     # ebs-encrypted-with-cmk
     Case(
         "volume-with-cmk",

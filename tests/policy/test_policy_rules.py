@@ -37,6 +37,7 @@ RULES_BY_NAME = {rule.name: rule for rule in RULES}
 EXPECTED = {
     "ebs-encrypted-with-cmk": MANDATORY,
     "kms-rotation-and-deletion-window": MANDATORY,
+    "monitoring-data-encrypted-with-cmk": MANDATORY,
     "imdsv2-required": MANDATORY,
     "no-world-open-ingress": MANDATORY,
     "iam-least-privilege": MANDATORY,

@@ -50,6 +50,16 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         applies_to=_of_types(resource_types.KMS_KEY),
     ),
     ResourceRule(
+        name="monitoring-data-encrypted-with-cmk",
+        description=(
+            "CloudWatch log groups and Amazon Managed Service for Prometheus workspaces are encrypted with a "
+            "customer-managed KMS key (kmsKeyId, kmsKeyArn), not an AWS-owned one."
+        ),
+        enforcement_level=MANDATORY,
+        validate=rules.validate_monitoring_data_encrypted_with_cmk,
+        applies_to=_of_types(resource_types.LOG_GROUP, resource_types.PROMETHEUS_WORKSPACE),
+    ),
+    ResourceRule(
         name="imdsv2-required",
         description=(
             'Launch templates and instances require IMDSv2 session tokens (httpTokens "required") '

@@ -14,6 +14,7 @@ from gpucloud.policy.rules.encryption import (
     MIN_DELETION_WINDOW_DAYS,
     validate_ebs_encrypted_with_cmk,
     validate_kms_rotation_and_deletion_window,
+    validate_monitoring_data_encrypted_with_cmk,
 )
 from gpucloud.policy.rules.fleet import MAX_HOP_LIMIT, validate_asg_bounded_and_rebalanced, validate_imdsv2_required
 from gpucloud.policy.rules.iam import (
@@ -38,6 +39,7 @@ __all__ = [
     "validate_iam_least_privilege",
     "validate_imdsv2_required",
     "validate_kms_rotation_and_deletion_window",
+    "validate_monitoring_data_encrypted_with_cmk",
     "validate_no_public_ip",
     "validate_no_world_open_ingress",
     "validate_required_tags",

@@ -1,5 +1,5 @@
-"""Encryption rules: every EBS volume and launch-template device under a customer-managed key, and
-keys that rotate and cannot be deleted in a hurry."""
+"""Encryption rules: every EBS volume and launch-template device under a customer-managed key, the
+fleet's logs and GPU readings too, and keys that rotate and cannot be deleted in a hurry."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from gpucloud.policy.model import UNKNOWN, PolicyConfig, Report
-from gpucloud.policy.resource_types import INSTANCE, KMS_KEY, LAUNCH_TEMPLATE, VOLUME
+from gpucloud.policy.resource_types import INSTANCE, KMS_KEY, LAUNCH_TEMPLATE, LOG_GROUP, PROMETHEUS_WORKSPACE, VOLUME
 from gpucloud.policy.values import as_number, entry, is_true, mappings, peek, text
 
 _AWS_MANAGED_ALIAS = re.compile(r"(^|:)alias/aws/")
@@ -76,6 +76,28 @@ def validate_ebs_encrypted_with_cmk(
             problem = _cmk_problem(device.get("encrypted"), peek(device, "kmsKeyId"))
             if problem:
                 report(f"Instance EBS block device {device.get('deviceName')!r} {problem}. {_CMK_FIX}")
+
+
+# ---------------------------------------------------------------- monitoring-data-encrypted-with-cmk
+
+_MONITORING_KEY_FIELDS = {LOG_GROUP: ("kmsKeyId", "CloudWatch log group"), PROMETHEUS_WORKSPACE: ("kmsKeyArn", "Prometheus workspace")}
+
+
+def validate_monitoring_data_encrypted_with_cmk(
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
+) -> None:
+    """Log groups (flow logs, AMP's rule and alert errors) and Prometheus workspaces (every GPU
+    reading, with instance ids and GPU UUIDs) under the project key. A workspace never changes key
+    (AMP user guide, "Encryption at rest", read 2026-11-25): an unencrypted one is replaced to fix."""
+    if resource_type not in _MONITORING_KEY_FIELDS:
+        return
+    field, what = _MONITORING_KEY_FIELDS[resource_type]
+    key = peek(props, field)
+    if key is UNKNOWN:
+        return
+    if text(key) is None:
+        report(f"{what} is encrypted with an AWS-owned key (no {field}). Fix: set {field} to the project's "
+               "customer-managed KMS key ARN.")
 
 
 # ---------------------------------------------------------------- kms-rotation-and-deletion-window
