@@ -10,23 +10,26 @@ from support import EXAMPLE_STACKS, STACKS, ExampleStack, deploy
 
 
 LONGEST_FILES = (
-    "test_prometheus_integration.py",
     "test_config_properties.py",
     "test_config_properties_on_engine.py",
+    "test_prometheus_integration.py",
     "test_data_survives.py",
-    "test_policy_plan.py",
     "test_state_backend.py",
     "test_readme_programs.py",
+    "test_example_user_data.py",
+    "test_h100_readings.py",
+    "test_node_lifecycle.py",
+    "test_gpu_catalog_coverage.py",
+    "test_policy_plan.py",
     "test_account_facts.py",
     "test_aws_rules.py",
-    "test_example_user_data.py",
-    "test_node_lifecycle.py",
     "test_example_stacks.py",
     "test_capacity.py",
     "test_monitoring_and_budget.py",
     "test_replace.py",
+    "test_remote_write_integration.py",
 )
-"""The files that take 4.5 to 30 s each (`pytest -n 2 --durations=0`, summed per file, 2026-11-25)."""
+"""The files that take 3 to 14 s each, longest first (`pytest -n 2 --durations=0`, summed per file, 2026-11-25)."""
 
 
 def pytest_collection_modifyitems(items):
