@@ -10,7 +10,7 @@ import pytest
 from botocore.stub import Stubber
 from moto import mock_aws
 
-from gpucloud.config import parse_stack_config
+from gpucloud.config import ConfigError, parse_stack_config
 from gpucloud.plan import plan_stack
 from gpucloud.plan.snapshot import dump_facts, snapshot_account
 from gpucloud.testing.facts import load_facts
@@ -148,3 +148,35 @@ def load_facts_from(document):
     from gpucloud.testing.facts import AccountFacts
 
     return AccountFacts.model_validate(document)
+
+
+def test_the_workspace_a_stack_names_is_kept_and_plans_under_its_own_id(credentials):
+    def settings_naming(workspace_id):
+        values = minimal_config(monitoring={"prometheus": {"enabled": True, "workspaceId": workspace_id}})
+        return parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")
+
+    with mock_aws():
+        session = boto3.Session(region_name="us-east-1")
+        workspace = session.client("amp").create_workspace(alias="shared")["workspaceId"]
+        from gpucloud.plan.snapshot import _workspaces
+
+        kept = _workspaces(session.client("amp"), settings_naming(workspace))
+        missing = _workspaces(session.client("amp"), settings_naming("ws-00000000-0000-0000-0000-000000000000"))
+
+    assert kept == [{"id": workspace, "alias": "shared", "status": "ACTIVE"}] and missing == []
+    plan = plan_stack(settings_naming(workspace), facts=load_facts_from({"prometheusWorkspaces": kept}))
+    assert not plan.failed
+    assert not [resource for resource in plan.resources if resource.type == "aws:amp/workspace:Workspace"]
+    [namespace] = [resource for resource in plan.resources if resource.type == "aws:amp/ruleGroupNamespace:RuleGroupNamespace"]
+    assert namespace.inputs["workspaceId"] == workspace
+
+
+def test_a_workspace_the_facts_hold_as_creating_stops_the_plan(credentials):
+    values = minimal_config(monitoring={"prometheus": {"enabled": True, "workspaceId": "ws-0123abcd-0123-4567-89ab-0123456789ab"}})
+    settings = parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")
+    facts = load_facts_from({"prometheusWorkspaces": [{"id": "ws-0123abcd-0123-4567-89ab-0123456789ab", "status": "CREATING"}]})
+
+    with pytest.raises(ConfigError) as error:
+        plan_stack(settings, facts=facts)
+    assert error.value.problems == [("gpu-cloud:monitoring.prometheus.workspaceId",
+                                     "ws-0123abcd-0123-4567-89ab-0123456789ab is CREATING, not ACTIVE")]

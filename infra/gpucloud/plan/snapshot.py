@@ -26,7 +26,8 @@ ROUTE_TARGETS = ("GatewayId", "NatGatewayId", "TransitGatewayId", "VpcPeeringCon
 
 def snapshot_account(settings: StackSettings, session: boto3.Session, today: datetime.date | None = None) -> AccountFacts:
     """What the stack reads from the account: quotas, the Auto Scaling service-linked role, the VPC
-    of its listed subnets (subnets, route tables, endpoints) and its pinned AMIs."""
+    of its listed subnets (subnets, route tables, endpoints), its pinned AMIs, the capacity it
+    names and the Prometheus workspace it names."""
     region = settings.region
     ec2 = session.client("ec2", region_name=region)
     document: dict[str, Any] = {
@@ -41,6 +42,7 @@ def snapshot_account(settings: StackSettings, session: boto3.Session, today: dat
         "amis": _amis(ec2, sorted({group.ami_id for group in settings.config.groups if group.ami_id})),
         "capacityReservations": _reservations(ec2, settings),
         "capacityBlockOfferings": _offerings(ec2, settings),
+        "prometheusWorkspaces": _workspaces(session.client("amp", region_name=region), settings),
     }
     return AccountFacts.model_validate(document)
 
@@ -150,6 +152,22 @@ def _reservations(ec2, settings: StackSettings) -> list[dict[str, Any]]:
             **({"end": item["EndDate"].isoformat()} if item.get("EndDate") else {}),
         })
     return found
+
+
+def _workspaces(amp, settings: StackSettings) -> list[dict[str, Any]]:
+    """The existing workspace `monitoring.prometheus.workspaceId` names; one the account lacks is
+    left out, so the offline plan reports it missing as a real preview would."""
+    prometheus = settings.config.monitoring.prometheus
+    if not (prometheus.enabled and prometheus.workspace_id):
+        return []
+    try:
+        found = amp.describe_workspace(workspaceId=prometheus.workspace_id)["workspace"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+            return []
+        raise
+    return [{"id": found["workspaceId"], **({"alias": found["alias"]} if found.get("alias") else {}),
+             "status": found["status"]["statusCode"]}]
 
 
 def _offerings(ec2, settings: StackSettings) -> list[dict[str, Any]]:

@@ -103,6 +103,14 @@ class CapacityBlockOfferingFacts(_Facts):
     upfront_usd: float
 
 
+class PrometheusWorkspaceFacts(_Facts):
+    """An Amazon Managed Service for Prometheus workspace a stack names by id."""
+
+    id: str = Field(pattern=r"^ws-[0-9a-f-]{36}$")
+    alias: str | None = None
+    status: Literal["ACTIVE", "CREATING", "UPDATING", "DELETING", "CREATION_FAILED"] = "ACTIVE"
+
+
 class SnapshotFacts(_Facts):
     taken_on: datetime.date
     account_id: str
@@ -119,6 +127,7 @@ class AccountFacts(_Facts):
     amis: list[AmiFacts] = Field(default_factory=list)
     capacity_reservations: list[CapacityReservationFacts] = Field(default_factory=list)
     capacity_block_offerings: list[CapacityBlockOfferingFacts] = Field(default_factory=list)
+    prometheus_workspaces: list[PrometheusWorkspaceFacts] = Field(default_factory=list)
 
     def age_warning(self, today: datetime.date | None = None) -> str | None:
         """Facts older than FACTS_STALE_AFTER_DAYS may no longer be true of the account."""
@@ -182,6 +191,23 @@ def seed_account(account: Account, facts: AccountFacts) -> None:
     for reservation in facts.capacity_reservations:
         account.capacity_reservations[reservation.id] = reservation.model_dump()
     account.capacity_block_offerings.extend(offering.model_dump() for offering in facts.capacity_block_offerings)
+    for workspace in facts.prometheus_workspaces:
+        _seed_workspace(account, workspace)
+
+
+def _seed_workspace(account: Account, workspace: PrometheusWorkspaceFacts) -> None:
+    """moto draws a workspace's id itself: the created workspace is filed again under the id (and
+    with the status) the facts give."""
+    from moto.amp.models import amp_backends
+
+    created = account.client("amp").create_workspace(**({"alias": workspace.alias} if workspace.alias else {}))
+    backend = amp_backends[account.account_id][account.region]
+    found = backend.workspaces.pop(created["workspaceId"])
+    found.workspace_id = workspace.id
+    found.arn = found.arn.replace(created["workspaceId"], workspace.id)
+    found.endpoint = found.endpoint.replace(created["workspaceId"], workspace.id)
+    found.status = {"statusCode": workspace.status}
+    backend.workspaces[workspace.id] = found
 
 
 def _seed_image(account: Account, ec2, ami: AmiFacts) -> None:
