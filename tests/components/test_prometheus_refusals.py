@@ -87,3 +87,17 @@ def test_the_component_builds_on_its_own_for_a_teams_program(account):
 
     assert [r.type for r in deployment.resources if r.type.startswith("aws:amp/")] == [
         "aws:amp/workspace:Workspace", "aws:amp/ruleGroupNamespace:RuleGroupNamespace"]
+
+
+def test_a_saml_workspace_gets_its_identity_provider_and_role_groups(account):
+    saml = {"metadataUrl": "https://idp.example.com/saml/metadata.xml", "adminRoleValues": ["ml-platform"],
+            "editorRoleValues": ["ml-serving", "ml-research"]}
+    deployment = deploy(settings_for(minimal_config(monitoring={
+        "prometheus": {"enabled": True}, "grafana": {"enabled": True, "authentication": "SAML", "saml": saml}})), account)
+
+    [workspace] = deployment.of_type("aws:grafana/workspace:Workspace")
+    [configured] = deployment.of_type("aws:grafana/workspaceSamlConfiguration:WorkspaceSamlConfiguration")
+    assert workspace.inputs["authenticationProviders"] == ["SAML"]
+    assert configured.inputs["workspaceId"] == workspace.id
+    assert (configured.inputs["idpMetadataUrl"], configured.inputs["adminRoleValues"], configured.inputs["editorRoleValues"],
+            configured.inputs["roleAssertion"]) == (saml["metadataUrl"], ["ml-platform"], ["ml-serving", "ml-research"], "role")

@@ -8,6 +8,9 @@ from support import minimal_config, settings_for
 from gpucloud.config import ConfigError
 
 
+PROMETHEUS_AND = {"prometheus": {"enabled": True}}
+
+
 def problems(values):
     with pytest.raises(ConfigError) as error:
         settings_for(values)
@@ -47,3 +50,33 @@ def test_endpoints_only_with_prometheus_needs_the_aps_workspaces_endpoint():
     assert key == "gpu-cloud:network.interfaceEndpoints" and why.startswith("lacks aps-workspaces, which the nodes call")
     settings_for(minimal_config(network={**network, "interfaceEndpoints": [*endpoints, "aps-workspaces"]},
                                 monitoring={"prometheus": {"enabled": True}}))
+
+
+SAML = {"metadataUrl": "https://idp.example.com/saml/metadata.xml", "adminRoleValues": ["ml-platform"],
+        "editorRoleValues": ["ml-serving"]}
+
+
+def test_a_saml_workspace_needs_the_identity_provider_or_nobody_could_sign_in():
+    [(key, why)] = problems(minimal_config(monitoring={**PROMETHEUS_AND, "grafana": {"enabled": True, "authentication": "SAML"}}))
+    assert key == "gpu-cloud:monitoring.grafana" and "nobody can sign in" in why
+
+    grafana = settings_for(minimal_config(monitoring={
+        **PROMETHEUS_AND, "grafana": {"enabled": True, "authentication": "SAML", "saml": SAML}})).config.monitoring.grafana
+    assert grafana.saml.role_assertion == "role"
+
+
+@pytest.mark.parametrize(("saml", "key"), [
+    ({**SAML, "metadataUrl": "http://idp.example.com/metadata"}, "metadataUrl"),
+    ({**SAML, "adminRoleValues": []}, "adminRoleValues"),
+    ({**SAML, "editorRoleValues": [""]}, "editorRoleValues[0]"),
+])
+def test_saml_settings_aws_refuses_are_refused_naming_the_key(saml, key):
+    [(named, _why)] = problems(minimal_config(monitoring={
+        **PROMETHEUS_AND, "grafana": {"enabled": True, "authentication": "SAML", "saml": saml}}))
+    assert named == f"gpu-cloud:monitoring.grafana.saml.{key}"
+
+
+def test_saml_settings_beside_identity_center_are_refused():
+    [(key, why)] = problems(minimal_config(monitoring={**PROMETHEUS_AND, "grafana": {"enabled": True, "saml": SAML}}))
+    assert key == "gpu-cloud:monitoring.grafana" and "authentication is AWS_SSO" in why
+

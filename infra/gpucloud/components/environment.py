@@ -210,6 +210,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                     prometheus_endpoint=self.prometheus.query_url,
                     dashboards=args.grafana_dashboards,
                     authentication=config.monitoring.grafana.authentication,
+                    saml=config.monitoring.grafana.saml.model_dump() if config.monitoring.grafana.saml else None,
                     partition=stack.partition,
                     tags=tags,
                 ),

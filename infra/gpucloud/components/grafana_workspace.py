@@ -40,6 +40,8 @@ class GrafanaWorkspaceArgs:
     dashboards: Mapping[str, str]
     """Dashboard file name -> Grafana dashboard JSON (the stack's, from gpucloud.observability.dashboards)."""
     authentication: str = "AWS_SSO"
+    saml: Mapping[str, object] | None = None
+    """With SAML: metadata_url, admin_role_values, editor_role_values, role_assertion."""
     partition: str = "aws"
     tags: Mapping[str, str] = field(default_factory=dict)
     today: datetime.date = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).date())
@@ -88,6 +90,16 @@ class GrafanaWorkspace(pulumi.ComponentResource):
             tags=dict(args.tags),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
         )
+        if args.saml is not None:
+            aws.grafana.WorkspaceSamlConfiguration(
+                f"{name}-saml",
+                workspace_id=self.workspace.id,
+                idp_metadata_url=args.saml["metadata_url"],
+                admin_role_values=list(args.saml["admin_role_values"]),
+                editor_role_values=list(args.saml["editor_role_values"]),
+                role_assertion=args.saml["role_assertion"],
+                opts=child,
+            )
         account = aws.grafana.WorkspaceServiceAccount(
             f"{name}-provisioner",
             name="gpu-cloud-provisioner",

@@ -37,16 +37,42 @@ class PrometheusConfig(ConfigModel):
         return log_retention(days)
 
 
+RoleValue = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class GrafanaSamlConfig(ConfigModel):
+    """Your identity provider for a SAML workspace, and the groups of its role assertion that become
+    Grafana admins and editors (everyone else signs in as a viewer)."""
+
+    metadata_url: Annotated[str, shaped(r"https://[^\s]+", "expected the https URL of your IdP's SAML metadata", 2048)]
+    admin_role_values: list[RoleValue] = Field(min_length=1)
+    editor_role_values: list[RoleValue] = Field(min_length=1)
+    role_assertion: str = Field(default="role", min_length=1, max_length=256)
+
+
 class GrafanaConfig(ConfigModel):
     """Amazon Managed Grafana with the stack's dashboards, reading the project's Prometheus
-    workspace. Users sign in through IAM Identity Center or SAML; AMG bills per active user."""
+    workspace. Users sign in through IAM Identity Center (where the account has none, Managed
+    Grafana turns on Organizations and Identity Center at creation, if whoever runs `pulumi up`
+    may) or your SAML identity provider; AMG bills per active user."""
 
     enabled: bool = False
     authentication: Literal["AWS_SSO", "SAML"] = "AWS_SSO"
+    saml: GrafanaSamlConfig | None = None
+    """With SAML: without it nobody could sign in to the workspace."""
     editors: int = Field(default=1, ge=0, le=10_000)
     """Editors and admins expected in a month (the estimate prices them; who they are is set in
     IAM Identity Center or your identity provider)."""
     viewers: int = Field(default=0, ge=0, le=10_000)
+
+    @model_validator(mode="after")
+    def saml_settings_go_with_saml(self) -> GrafanaConfig:
+        if self.enabled and self.authentication == "SAML" and self.saml is None:
+            raise ValueError("authentication SAML needs saml (metadataUrl, adminRoleValues, editorRoleValues): "
+                             "without them nobody can sign in to the workspace")
+        if self.saml is not None and self.authentication != "SAML":
+            raise ValueError("saml is set but authentication is AWS_SSO: set authentication: SAML, or drop saml")
+        return self
 
 
 class MonitoringConfig(ConfigModel):

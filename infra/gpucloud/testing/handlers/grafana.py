@@ -48,6 +48,17 @@ def record_workspace(account: Account, request: ResourceRequest) -> Created:
     )
 
 
+@resource("aws:grafana/workspaceSamlConfiguration:WorkspaceSamlConfiguration")
+def record_saml_configuration(account: Account, request: ResourceRequest) -> Created:
+    inputs = request.inputs
+    if not (inputs.get("idpMetadataUrl") or inputs.get("idpMetadataXml")):
+        raise refused("UpdateWorkspaceAuthentication", "ValidationException", "the SAML configuration needs the IdP's metadata")
+    for key in ("adminRoleValues", "editorRoleValues"):
+        if not inputs.get(key) or not all(1 <= len(value) <= 256 for value in inputs[key]):
+            raise refused("UpdateWorkspaceAuthentication", "ValidationException", f"{key}: role values of 1 to 256 characters")
+    return Created(id=inputs["workspaceId"], outputs={"status": "CONFIGURED"}, validated=False, note=RECORDED)
+
+
 @resource("aws:grafana/workspaceServiceAccount:WorkspaceServiceAccount")
 def record_service_account(account: Account, request: ResourceRequest) -> Created:
     inputs = request.inputs
