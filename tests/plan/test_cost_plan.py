@@ -9,7 +9,7 @@ import pytest
 
 from gpucloud.cli import main
 from gpucloud.config import load_stack_file
-from gpucloud.plan import cost_findings
+from gpucloud.plan import cost_findings, plan_stack
 from gpucloud.plan.view import SUMMARIES
 from support import ROOT, STACKS
 
@@ -231,3 +231,13 @@ def test_llm_infer_in_us_west_2_names_the_prometheus_lines_the_catalog_cannot_pr
     ]
     assert all("us-west-2" in line.reason for line in estimate.unpriced)
     assert [finding.rule for finding in findings] == ["partial-cost-estimate"]
+
+
+def test_the_plan_counts_each_types_gpus_for_the_prometheus_series():
+    """llm-infer's types have one GPU each (moto's DescribeInstanceTypes, as the program resolved
+    them): 25 series a node, not the 8-GPU count the estimate falls back on."""
+    plan = plan_stack(load_stack_file(STACKS / "Pulumi.llm-infer.yaml"))
+
+    [line] = [line for line in plan.cost_estimate.lines if line.resource == "llm-infer/Prometheus samples ingested"]
+    assert line.quantity.desired == pytest.approx((12 + 5 + 8) * 2 * 60 * HOURS / 1e7)
+    assert "not given to the estimate" not in line.note

@@ -66,12 +66,20 @@ def plan_stack(
 ) -> Plan:
     """Run the gpu-cloud program for one stack on a fresh moto account (seeded with the account
     facts, when given), check the policies, price it."""
+    from gpucloud.lookups import ResolvedStack, resolve_stack
+    from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
     from gpucloud.program import build
+
+    resolved: list[ResolvedStack] = []
+
+    def program() -> None:
+        resolved.append(resolve_stack(settings, PulumiAwsLookups()))
+        build(settings, resolved[0])
 
     with moto_account(settings.region) as account:
         if facts is not None:
             seed_account(account, facts)
-        deployment = run_program(lambda: build(settings), account, project=PROJECT, stack=settings.stack)
+        deployment = run_program(program, account, project=PROJECT, stack=settings.stack)
         plan = _from_deployment(deployment, settings.region, policy_config)
         reserved = reserved_capacity(settings, account.capacity_reservations)
         if any(group.capacity.reservations or group.capacity.capacity_block for group in settings.config.groups):
@@ -80,25 +88,12 @@ def plan_stack(
                 message="capacity reservations, Capacity Blocks and their offerings were answered from the account "
                         "facts: moto has none of them, so only the references to them were checked (not validated by moto)",
             ))
-        priced = with_matched_types(settings, plan.outputs)
-        gpus = _gpus_per_instance(account, {name for group in priced.config.groups for name in group.instance_types})
     if facts is not None:
         plan.findings.insert(0, _facts_finding(facts))
-    plan.cost_estimate, budget = cost_findings(priced, reserved, gpus)
+    gpus = {kind.name: kind.node_gpu_count for group in resolved[0].groups for kind in group.instance_types}
+    plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved, gpus)
     plan.findings.extend(budget)
     return plan
-
-
-def _gpus_per_instance(account, names: set[str]) -> dict[str, int]:
-    """GPUs per instance of each type, as DescribeInstanceTypes reports them (a fractional GPU
-    counts as one): what the Prometheus series of a node depend on."""
-    if not names:
-        return {}
-    found = account.client("ec2").describe_instance_types(InstanceTypes=sorted(names))["InstanceTypes"]
-    return {
-        row["InstanceType"]: max(1, sum(gpu.get("Count", 0) for gpu in row.get("GpuInfo", {}).get("Gpus", [])))
-        for row in found
-    }
 
 
 def _facts_finding(facts: AccountFacts) -> PlanFinding:
