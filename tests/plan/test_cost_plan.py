@@ -42,9 +42,9 @@ LLM_INFER_GPUS = {"g5.2xlarge": 1, "g6e.2xlarge": 1, "g5.4xlarge": 1}
 
 
 def prometheus_month(nodes: int) -> float:
-    """llm-infer's nodes each send 12 series for their one GPU, 5 of the node and 8 of the collector,
+    """llm-infer's nodes each send 12 series for their one GPU, 5 of the node and 15 of the collector,
     every 30 s, all month; ingestion at the first tier, storage at 2 bytes a sample kept 150 days."""
-    samples = nodes * (12 + 5 + 8) * 2 * 60 * HOURS
+    samples = nodes * (12 + 5 + 15) * 2 * 60 * HOURS
     ingestion = samples / 1e7 * AMP["ingestionTiers"][0]["usdPerTenMillionSamples"]
     storage = samples * 2 * (150 / (HOURS / 24)) / 2**30 * AMP["storageUsdPerGbMonth"]
     return ingestion + storage
@@ -235,9 +235,9 @@ def test_llm_infer_in_us_west_2_names_the_prometheus_lines_the_catalog_cannot_pr
 
 def test_the_plan_counts_each_types_gpus_for_the_prometheus_series():
     """llm-infer's types have one GPU each (moto's DescribeInstanceTypes, as the program resolved
-    them): 25 series a node, not the 8-GPU count the estimate falls back on."""
+    them): 32 series a node, not the 8-GPU count the estimate falls back on."""
     plan = plan_stack(load_stack_file(STACKS / "Pulumi.llm-infer.yaml"))
 
     [line] = [line for line in plan.cost_estimate.lines if line.resource == "llm-infer/Prometheus samples ingested"]
-    assert line.quantity.desired == pytest.approx((12 + 5 + 8) * 2 * 60 * HOURS / 1e7)
+    assert line.quantity.desired == pytest.approx((12 + 5 + 15) * 2 * 60 * HOURS / 1e7)
     assert "not given to the estimate" not in line.note

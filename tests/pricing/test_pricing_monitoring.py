@@ -8,7 +8,9 @@ import re
 
 import pytest
 
+from gpucloud.node.collector import ScrapeStats, own_readings
 from gpucloud.node.exporter import WATCH_FIELDS, render_textfile
+from gpucloud.node.remote_write import RemoteWriter
 from gpucloud.node.nvidia import GpuRecord, parse_gpu_query
 from gpucloud.pricing import HOURS_PER_MONTH, estimate_stack, load_catalog
 from gpucloud.pricing.monitoring import (
@@ -46,6 +48,12 @@ def test_series_constants_are_what_the_agent_writes_for_an_eight_gpu_node():
     assert series_per_node(8) == 8 * SERIES_PER_GPU + SERIES_PER_NODE + COLLECTOR_SERIES_PER_NODE
 
 
+def test_the_collector_constant_is_what_the_collector_sends_about_itself():
+    writer = RemoteWriter("https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1/api/v1/remote_write",
+                          "us-east-1", lambda: None)
+    assert len(own_readings(ScrapeStats(), writer, NODE)) == COLLECTOR_SERIES_PER_NODE
+
+
 def one_node():
     return {"name": "servers", "instanceTypes": ["g5.xlarge"], "minSize": 1, "maxSize": 1, "desiredCapacity": 1,
             "onDemandBaseCapacity": 1}
@@ -67,9 +75,9 @@ def test_one_g5_xlarge_scraped_every_30_s_is_priced_by_the_sample_and_the_stored
     estimate = estimate_stack(config, "us-east-1", gpus_per_instance={"g5.xlarge": 1})
     found = lines_named(estimate, "Prometheus")
 
-    series = 12 * 1 + 5 + 8
+    series = 12 * 1 + 5 + 15
     samples = series * 2 * 60 * 730
-    assert samples == 2_190_000
+    assert samples == 2_803_200
     ingested = found["vision/Prometheus samples ingested"]
     assert ingested.quantity.desired == pytest.approx(samples / 1e7)
     assert ingested.monthly.desired == pytest.approx(samples / 1e7 * 0.90)
@@ -90,7 +98,7 @@ def test_samples_follow_each_scenarios_instance_hours(stack_config):
     ingested = estimate_stack(config, "us-east-1", gpus_per_instance={"g5.xlarge": 1}).lines
     (line,) = [line for line in ingested if line.resource.endswith("samples ingested")]
 
-    per_node = 25 * 60 * HOURS_PER_MONTH / 1e7
+    per_node = 32 * 60 * HOURS_PER_MONTH / 1e7
     assert (line.quantity.min, line.quantity.desired, line.quantity.max) == pytest.approx((0, 2 * per_node, 4 * per_node))
 
 
@@ -137,7 +145,7 @@ def test_a_region_without_an_amp_row_lists_the_samples_unpriced(stack_config):
     estimate = estimate_stack(config, "us-west-2", gpus_per_instance={"g5.xlarge": 1})
 
     unpriced = {line.resource: line for line in estimate.unpriced}
-    assert unpriced["vision/Prometheus samples ingested"].quantity.desired == pytest.approx(25 * 120 * 730 / 1e7)
+    assert unpriced["vision/Prometheus samples ingested"].quantity.desired == pytest.approx(32 * 120 * 730 / 1e7)
     assert "no Amazon Managed Service for Prometheus price for us-west-2" in unpriced["vision/Prometheus samples ingested"].reason
     assert "vision/Prometheus storage (150-day retention)" in unpriced
     assert not lines_named(estimate, "Prometheus")

@@ -55,6 +55,7 @@ from .catalog import (
     load_catalog,
 )
 from .monitoring import (
+    BYTES_PER_SAMPLE,
     MAX_GPUS_PER_NODE,
     RETENTION_DAYS,
     samples_per_series_hour,
@@ -454,7 +455,7 @@ def _network_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[
 def _prometheus_lines(
     config: StackConfig, region: str, catalog: Catalog, groups: list[GroupEstimate], gpus_per_instance: Mapping[str, int],
 ) -> tuple[list[CostLine], list[UnpricedLine]]:
-    """Samples ingested and stored in the project's AMP workspace; queries, which depend on use, unpriced."""
+    """Samples ingested and stored in the project's AMP workspace (queries depend on use: not included)."""
     prometheus = config.monitoring.prometheus
     if not prometheus.enabled:
         return [], []
@@ -509,7 +510,7 @@ def _prometheus_lines(
         lines.append(CostLine(
             resource=stored, quantity=gb_months, unit="GB-months", unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
             monthly=_values({s: gb_months.get(s) * rate for s in SCENARIOS}),
-            note="a month's samples at 2 bytes each, kept for the retention; metadata not counted",
+            note=f"a month's samples at {BYTES_PER_SAMPLE} bytes each, kept for the retention; metadata not counted",
         ))
     return lines, unpriced
 

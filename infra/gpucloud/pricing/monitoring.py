@@ -11,7 +11,8 @@ Prometheus (AMP) by the sample and the stored GB, Amazon Managed Grafana (AMG) b
 - Storage: `BYTES_PER_SAMPLE` bytes a sample (AMP's pricing page: samples are "typically 1 or 2
   bytes"; metric metadata comes on top and is not counted), held for `RETENTION_DAYS` days: the
   month's samples times the retention in months, the steady state once the workspace is full.
-- Queries (dashboards, alert and recording rules) depend on use: an unpriced line.
+- Queries (dashboards, alert and recording rules) depend on use: the estimate lists them as not
+  included.
 - Grafana: editors x editor licence + viewers x viewer licence; a workspace pays for one editor
   even when nobody signs in.
 """
@@ -27,9 +28,10 @@ DCGM_FI_DEV_XID_ERRORS."""
 SERIES_PER_NODE = 5
 """The agent's textfile per node: GPUs expected and visible, and node fault actions by outcome
 (replaced, held, reported)."""
-COLLECTOR_SERIES_PER_NODE = 8
-"""The node's collector about itself (scrape health and duration, samples scraped, remote-write
-progress): roughly 8, as its author gave it on 2026-11-25; not measured here."""
+COLLECTOR_SERIES_PER_NODE = 15
+"""The node's collector about itself: scrapes, scrape failures by 3 reasons, samples sent,
+request failures by 6 reasons, dropped samples by 2 reasons, samples pending and the last success
+(tests/pricing/test_pricing_monitoring.py counts what gpucloud.node.collector.own_readings gives)."""
 MAX_GPUS_PER_NODE = 8
 """The most GPUs any supported type has; a type whose GPU count the estimate is not given is
 counted at this, so its series are not underestimated."""
