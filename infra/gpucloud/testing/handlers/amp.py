@@ -3,14 +3,13 @@ manager definitions, which moto lacks, checked against the account and recorded.
 
 from __future__ import annotations
 
-import fnmatch
-import json
 import re
 from typing import Any
 
 import yaml
 
 from gpucloud.testing.handlers.kms import require_key
+from gpucloud.testing.handlers.statements import allows, listed, principals, statements
 from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, invoke, refused, resource
 
 AMP_KEY_ARN = re.compile(r"arn:aws[-a-z]*:kms:[-a-z0-9]+:[0-9]{12}:key/[-a-f0-9]+")
@@ -18,21 +17,6 @@ AMP_KEY_ARN = re.compile(r"arn:aws[-a-z]*:kms:[-a-z0-9]+:[0-9]{12}:key/[-a-f0-9]
 match, and AMP refuses it (aws/amazon-managed-service-for-prometheus-roadmap#40, 2024-09-30)."""
 LOG_GROUP_ARN = re.compile(r"arn:aws[a-z0-9-]*:logs:[a-z0-9-]+:[0-9]{12}:log-group:[A-Za-z0-9.\-_#/]{1,512}:\*")
 """The API's LogGroupArn pattern: the log group's ARN with its `:*` suffix."""
-
-
-def _statements(policy: str) -> list[dict[str, Any]]:
-    statements = json.loads(policy).get("Statement", [])
-    return [statements] if isinstance(statements, dict) else statements
-
-
-def _listed(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else list(value or [])
-
-
-def _allows(statement: dict[str, Any], action: str) -> bool:
-    return statement.get("Effect") == "Allow" and any(
-        fnmatch.fnmatchcase(action, pattern) for pattern in _listed(statement.get("Action"))
-    )
 
 
 def _account_may_use_key_through_aps(account: Account, key: str) -> bool:
@@ -43,19 +27,18 @@ def _account_may_use_key_through_aps(account: Account, key: str) -> bool:
     service = f"aps.{account.region}.amazonaws.com"
     policy = account.client("kms").get_key_policy(KeyId=key, PolicyName="default")["Policy"]
     allowed = set()
-    for statement in _statements(policy):
-        principal = statement.get("Principal")
-        if not isinstance(principal, dict) or root not in _listed(principal.get("AWS")):
+    for statement in statements(policy):
+        if root not in principals(statement, "AWS"):
             continue
         conditions = statement.get("Condition", {})
         if set(conditions) - {"StringEquals"} or set(conditions.get("StringEquals", {})) - {"kms:ViaService", "kms:CallerAccount"}:
             continue
         equals = conditions.get("StringEquals", {})
-        if "kms:ViaService" in equals and service not in _listed(equals["kms:ViaService"]):
+        if "kms:ViaService" in equals and service not in listed(equals["kms:ViaService"]):
             continue
         if equals.get("kms:CallerAccount", account.account_id) != account.account_id:
             continue
-        allowed |= {action for action in ("kms:DescribeKey", "kms:CreateGrant") if _allows(statement, action)}
+        allowed |= {action for action in ("kms:DescribeKey", "kms:CreateGrant") if allows(statement, action)}
     return allowed == {"kms:DescribeKey", "kms:CreateGrant"}
 
 
@@ -137,21 +120,21 @@ def _topic_problem(account: Account, topic_arn: str, workspace_arn: str) -> str 
     except account.client("sns").exceptions.NotFoundException:
         return f"topic {topic_arn} does not exist"
     publishes = [
-        statement for statement in _statements(attributes.get("Policy", "{}"))
-        if _allows(statement, "sns:Publish")
-        and "aps.amazonaws.com" in _listed((statement.get("Principal") or {}).get("Service"))
+        statement for statement in statements(attributes.get("Policy", "{}"))
+        if allows(statement, "sns:Publish")
+        and "aps.amazonaws.com" in principals(statement, "Service")
     ]
     if not publishes:
         return f"the policy of {topic_arn} does not let aps.amazonaws.com publish (no resource based policy)"
-    if not any(workspace_arn in _listed(statement.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn", workspace_arn))
+    if not any(workspace_arn in listed(statement.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn", workspace_arn))
                for statement in publishes):
         return f"the policy of {topic_arn} lets AMP publish for other workspaces only, not {workspace_arn}"
     key = attributes.get("KmsMasterKeyId")
     if key:
         policy = account.client("kms").get_key_policy(KeyId=key, PolicyName="default")["Policy"]
-        services = [statement for statement in _statements(policy)
-                    if "aps.amazonaws.com" in _listed((statement.get("Principal") or {}).get("Service"))]
-        if not all(any(_allows(statement, action) for statement in services) for action in ("kms:GenerateDataKey", "kms:Decrypt")):
+        services = [statement for statement in statements(policy)
+                    if "aps.amazonaws.com" in principals(statement, "Service")]
+        if not all(any(allows(statement, action) for statement in services) for action in ("kms:GenerateDataKey", "kms:Decrypt")):
             return f"the topic's key {key} does not let aps.amazonaws.com use it (AMP is not authorized to call KMS)"
     return None
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 
+from gpucloud.testing.handlers.statements import principals, statements
 from gpucloud.testing.registry import (
     Account,
     BrokenReferenceError,
@@ -23,10 +23,8 @@ def _missing_principals(account: Account, policy: str) -> list[str]:
     2026-11-24); moto accepts it. Other accounts' principals cannot be checked from here."""
     iam = account.client("iam")
     missing = []
-    for statement in json.loads(policy).get("Statement", []):
-        principal = statement.get("Principal")
-        names = principal.get("AWS", []) if isinstance(principal, dict) else []
-        for arn in [names] if isinstance(names, str) else names:
+    for statement in statements(policy):
+        for arn in principals(statement, "AWS"):
             kind, _, path = arn.partition(f":iam::{account.account_id}:")[2].partition("/")
             if kind not in ("role", "user"):
                 continue

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
-import json
 
 from gpucloud.testing.handlers.kms import require_key
+from gpucloud.testing.handlers.statements import allows, listed, principals, statements
 from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, refused, resource
 
 
@@ -30,21 +30,13 @@ def _require_logs_may_use_key(account: Account, key: str, log_group_arn: str) ->
     """CloudWatch Logs refuses a key whose policy does not let `logs.<region>.amazonaws.com` use
     it for this log group (CloudWatch Logs user guide, "Encrypt log data in CloudWatch Logs using
     AWS KMS", read 2026-11-24); moto does not check."""
-    policy = json.loads(account.client("kms").get_key_policy(KeyId=key, PolicyName="default")["Policy"])
+    policy = account.client("kms").get_key_policy(KeyId=key, PolicyName="default")["Policy"]
     service = f"logs.{account.region}.amazonaws.com"
-    for statement in policy.get("Statement", []):
-        principal = statement.get("Principal")
-        services = principal.get("Service", []) if isinstance(principal, dict) else []
-        services = [services] if isinstance(services, str) else services
-        actions = statement.get("Action", [])
-        actions = [actions] if isinstance(actions, str) else actions
-        if statement.get("Effect") != "Allow" or service not in services:
-            continue
-        if not any(fnmatch.fnmatchcase("kms:GenerateDataKey", action) for action in actions):
+    for statement in statements(policy):
+        if service not in principals(statement, "Service") or not allows(statement, "kms:GenerateDataKey"):
             continue
         patterns = (statement.get("Condition", {}).get("ArnLike", {}) or {}).get("kms:EncryptionContext:aws:logs:arn")
-        patterns = [patterns] if isinstance(patterns, str) else patterns
-        if patterns is None or any(fnmatch.fnmatchcase(log_group_arn, pattern) for pattern in patterns):
+        if patterns is None or any(fnmatch.fnmatchcase(log_group_arn, pattern) for pattern in listed(patterns)):
             return
     raise refused(
         "CreateLogGroup",

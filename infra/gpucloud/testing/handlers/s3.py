@@ -10,6 +10,7 @@ import urllib.parse
 from typing import Any
 
 from gpucloud.testing.handlers.kms import require_key
+from gpucloud.testing.handlers.statements import listed, statements
 from gpucloud.testing.registry import (
     Account,
     Created,
@@ -133,9 +134,8 @@ def _resources_outside(bucket: str, policy: dict[str, Any]) -> list[str]:
     stores it). Partitions are matched loosely, as the policy may name any of them."""
     allowed = re.compile(rf"^arn:aws[a-z-]*:s3:::{re.escape(bucket)}(/.*)?$")
     found = []
-    for statement in policy.get("Statement", []):
-        resources = statement.get("Resource", [])
-        for arn in [resources] if isinstance(resources, str) else resources:
+    for statement in statements(policy):
+        for arn in listed(statement.get("Resource")):
             if not allowed.match(arn):
                 found.append(arn)
     return found
