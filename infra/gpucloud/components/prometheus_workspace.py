@@ -68,7 +68,8 @@ class PrometheusWorkspace(pulumi.ComponentResource):
                 f"{name}-workspace",
                 alias=f"gpu-cloud-{args.name_base}",
                 kms_key_arn=args.kms_key_arn,
-                logging_configuration={"log_group_arn": self.log_group.arn.apply(_all_streams)},
+                # AMP's LogGroupArn pattern wants the `:*` the provider's LogGroup.arn leaves out
+                logging_configuration={"log_group_arn": self.log_group.arn.apply(lambda arn: f"{arn}:*")},
                 tags=tags,
                 opts=child,
             )
@@ -99,9 +100,3 @@ class PrometheusWorkspace(pulumi.ComponentResource):
             "queryUrl": self.query_url,
             "rulesNamespaceArn": self.rules_namespace_arn,
         })
-
-
-def _all_streams(log_group_arn: str) -> str:
-    """AMP wants the log group's ARN ending in `:*` (its API's LogGroupArn pattern); the provider's
-    `arn` output has it already or not, depending on the resource that made it."""
-    return log_group_arn if log_group_arn.endswith(":*") else f"{log_group_arn}:*"

@@ -11,6 +11,8 @@ from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_no
 
 @resource("aws:cloudwatch/logGroup:LogGroup")
 def create_log_group(account: Account, request: ResourceRequest) -> Created:
+    """The `arn` output is the provider's: without the `:*` that DescribeLogGroups adds (pulumi-aws
+    v7, LogGroup.arn: "Any `:*` suffix added by the API ... is removed")."""
     logs = account.client("logs")
     inputs = request.inputs
     name = request.physical_name()
@@ -23,7 +25,7 @@ def create_log_group(account: Account, request: ResourceRequest) -> Created:
     )
     if inputs.get("retentionInDays"):
         logs.put_retention_policy(logGroupName=name, retentionInDays=inputs["retentionInDays"])
-    return Created(id=name, outputs={"name": name, "arn": f"{arn}:*"})
+    return Created(id=name, outputs={"name": name, "arn": arn})
 
 
 def _require_logs_may_use_key(account: Account, key: str, log_group_arn: str) -> None:
