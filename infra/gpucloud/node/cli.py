@@ -261,10 +261,17 @@ def _instance_type(metadata: InstanceMetadata) -> str:
         return ""
 
 
-def _watch(config: NodeConfig, arguments: argparse.Namespace) -> int:
+def _node_identity(config: NodeConfig) -> tuple[InstanceMetadata, str, str, dict[str, str]]:
+    """The metadata client, instance id, region, and the labels every reading of the node carries."""
     metadata = InstanceMetadata(config.imds_endpoint)
     instance_id, region = identify(config, metadata)
-    instance_type = _instance_type(metadata)
+    labels = {"project": config.project, "group": config.group_name, "instance_id": instance_id,
+              "instance_type": _instance_type(metadata)}
+    return metadata, instance_id, region, labels
+
+
+def _watch(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    _metadata, instance_id, region, labels = _node_identity(config)
     settings = WatchSettings(
         interval_s=arguments.interval_seconds or config.health_interval_s,
         throttle_minutes=config.throttle_minutes,
@@ -274,8 +281,6 @@ def _watch(config: NodeConfig, arguments: argparse.Namespace) -> int:
         state_dir=arguments.state_dir,
         textfile=arguments.textfile,
     )
-    labels = {"project": config.project, "group": config.group_name, "instance_id": instance_id,
-              "instance_type": instance_type}
     if arguments.listen:
         serve_textfile(settings.textfile, arguments.listen)
     state = watch(config, settings, instance_id, region, labels, run_command, boto3_client,
@@ -289,10 +294,7 @@ def _collect(config: NodeConfig, arguments: argparse.Namespace) -> int:
     if not url:
         log.info("no prometheus_remote_write_url in the node config: nothing to collect")
         return 0
-    metadata = InstanceMetadata(config.imds_endpoint)
-    instance_id, region = identify(config, metadata)
-    labels = {"project": config.project, "group": config.group_name, "instance_id": instance_id,
-              "instance_type": _instance_type(metadata)}
+    metadata, _instance_id, region, labels = _node_identity(config)
     settings = CollectorSettings(
         interval_s=arguments.interval_seconds or config.prometheus_scrape_interval_s,
         scrape_url=arguments.scrape_url,
