@@ -14,7 +14,7 @@ from support import deploy, minimal_config, node_configs, settings_for
 from gpucloud.components import PrometheusWorkspace, PrometheusWorkspaceArgs
 from gpucloud.config import ConfigError
 from gpucloud.documents import alerts_topic_policy, key_policy
-from gpucloud.testing import run_program
+from gpucloud.testing import moto_account, run_program
 
 
 def test_a_stack_without_prometheus_creates_no_workspace_and_no_collector_target(account):
@@ -101,3 +101,15 @@ def test_a_saml_workspace_gets_its_identity_provider_and_role_groups(account):
     assert configured.inputs["workspaceId"] == workspace.id
     assert (configured.inputs["idpMetadataUrl"], configured.inputs["adminRoleValues"], configured.inputs["editorRoleValues"],
             configured.inputs["roleAssertion"]) == (saml["metadataUrl"], ["ml-platform"], ["ml-serving", "ml-research"], "role")
+
+
+def test_managed_grafana_in_a_region_without_it_is_a_config_error_before_any_resource():
+    """botocore's endpoint data has no Managed Grafana in us-west-1 (it has AMP there); moto would take both."""
+    with moto_account("us-west-1") as west:
+        with pytest.raises(ConfigError) as error:
+            deploy(settings_for(minimal_config(monitoring={"prometheus": {"enabled": True}, "grafana": {"enabled": True}}),
+                                region="us-west-1"), west)
+        assert west.client("kms").list_keys()["Keys"] == []
+    [reason] = [reason for key, reason in error.value.problems if key.startswith("gpu-cloud:monitoring")]
+    assert dict(error.value.problems)["gpu-cloud:monitoring.grafana.enabled"] == reason
+    assert reason.startswith("Amazon Managed Grafana has no endpoint in us-west-1 (botocore ") and "us-east-1" in reason

@@ -394,6 +394,30 @@ def _service_linked_role_missing(settings: StackSettings, lookups: AwsLookups, p
     return True
 
 
+MANAGED_MONITORING = (
+    ("monitoring.prometheus.enabled", "prometheus", "amp", "Amazon Managed Service for Prometheus"),
+    ("monitoring.grafana.enabled", "grafana", "grafana", "Amazon Managed Grafana"),
+)
+"""The managed services `monitoring` may turn on: config key, config section, the AWS SDK's name
+for the service, and its name in words."""
+
+
+def _managed_monitoring_offered(settings: StackSettings, partition: str, problems: _Problems) -> None:
+    """Neither service is in every region, and creating a workspace where it has no endpoint fails
+    at `pulumi up` (moto takes it anywhere). Where they are is the AWS SDK's own endpoint data, as
+    the installed botocore carries it (`Session.get_available_regions`)."""
+    import boto3
+    import botocore
+
+    for key, section, service, words in MANAGED_MONITORING:
+        if not getattr(settings.config.monitoring, section).enabled:
+            continue
+        regions = boto3.session.Session().get_available_regions(service, partition_name=partition)
+        if settings.region not in regions:
+            problems.add(key, f"{words} has no endpoint in {settings.region} (botocore {botocore.__version__} lists "
+                              f"{', '.join(regions)}): deploy the stack in one of those regions, or turn it off")
+
+
 def _existing_prometheus_workspace(settings: StackSettings, lookups: AwsLookups, problems: _Problems) -> PrometheusWorkspace | None:
     """A named workspace must exist in the stack's region and be ACTIVE: AMP refuses rule groups
     and an alert manager definition in one that is CREATING, UPDATING or DELETING (AMP API
@@ -442,6 +466,7 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
     problems = _Problems(settings)
     network = settings.config.network
     create_service_linked_role = _service_linked_role_missing(settings, lookups, problems)
+    _managed_monitoring_offered(settings, lookups.partition(), problems)
     prometheus_workspace = _existing_prometheus_workspace(settings, lookups, problems)
     subnets = [] if network.created else _listed_subnets(settings, lookups, problems)
     checked = []
