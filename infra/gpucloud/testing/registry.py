@@ -11,6 +11,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
+from gpucloud.testing import service_model
+
 
 class UnsupportedResourceError(Exception):
     """The engine has no AWS mapping for this resource type or invoke: it never passes silently."""
@@ -63,10 +65,19 @@ class Account:
     image_deprecations: dict[str, str] = field(default_factory=dict)
     """Image id -> deprecation time (ISO 8601, UTC): moto has no EnableImageDeprecation, so the
     engine keeps them and its image lookups answer as EC2 does (`deprecate_image`)."""
+    assumed_roles: set[str] = field(default_factory=set)
+    """Service-linked roles no account fact says exist or not: they exist in moto, so that the
+    policies naming them are taken, and their lookups answer "not known" (`seed_account`)."""
+    alert_manager_definitions: dict[str, str] = field(default_factory=dict)
+    """Workspace id -> its alert manager definition: moto has none, and AMP keeps one per workspace."""
 
     def client(self, service: str) -> Any:
+        """The account's boto3 client for `service`; each call it makes is first checked against
+        AWS's own model (enums, patterns, maximums: `service_model`), as the service would."""
         if service not in self._clients:
-            self._clients[service] = self.session.client(service, region_name=self.region)
+            client = self.session.client(service, region_name=self.region)
+            service_model.install(client)
+            self._clients[service] = client
         return self._clients[service]
 
     @property

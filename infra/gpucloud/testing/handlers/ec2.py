@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpucloud.testing.handlers.kms import require_key
+from gpucloud.testing.service_model import check_unsent
 from gpucloud.testing.registry import (
     Account,
     Created,
@@ -139,11 +140,17 @@ def create_volume(account: Account, request: ResourceRequest) -> Created:
 @resource("aws:ec2/placementGroup:PlacementGroup")
 def record_placement_group(account: Account, request: ResourceRequest) -> Created:
     name = request.physical_name()
+    inputs = request.inputs
+    check_unsent(account.client("ec2"), "CreatePlacementGroup", drop_none({
+        "GroupName": name, "Strategy": inputs.get("strategy"), "SpreadLevel": inputs.get("spreadLevel"),
+        "PartitionCount": inputs.get("partitionCount"),
+        "TagSpecifications": tag_specification("placement-group", inputs.get("tags")),
+    }))
     return Created(
         id=name,
         outputs={"name": name, "arn": account.arn("ec2", f"placement-group/{name}"), "placementGroupId": f"pg-{name}"},
         validated=False,
-        note="moto does not implement CreatePlacementGroup; recorded by the engine only",
+        note="moto does not implement CreatePlacementGroup; checked against EC2's model, recorded by the engine only",
     )
 
 

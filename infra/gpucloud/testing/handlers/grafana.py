@@ -8,7 +8,8 @@ import re
 import secrets
 from typing import Any
 
-from gpucloud.testing.registry import Account, Created, ResourceRequest, refused, resource
+from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, refused, resource
+from gpucloud.testing.service_model import check_unsent
 
 GRAFANA_VERSIONS = ("8.4", "9.4", "10.4", "12.4")
 """What CreateWorkspace takes as `grafanaVersion` (Managed Grafana user guide, "Working in Grafana
@@ -35,6 +36,15 @@ def record_workspace(account: Account, request: ResourceRequest) -> Created:
                    if statement.get("Principal", {}).get("Service") == "grafana.amazonaws.com"]
         if not trusted:
             raise refused("CreateWorkspace", "ValidationException", f"{role_arn} does not trust grafana.amazonaws.com")
+    check_unsent(account.client("grafana"), "CreateWorkspace", drop_none({
+        "accountAccessType": inputs.get("accountAccessType"), "authenticationProviders": inputs.get("authenticationProviders"),
+        "permissionType": inputs.get("permissionType"), "workspaceName": inputs.get("name"),
+        "workspaceDescription": inputs.get("description"), "workspaceDataSources": inputs.get("dataSources"),
+        "workspaceNotificationDestinations": inputs.get("notificationDestinations"), "workspaceRoleArn": inputs.get("roleArn"),
+        "grafanaVersion": inputs.get("grafanaVersion"), "configuration": inputs.get("configuration"),
+        "organizationRoleName": inputs.get("organizationRoleName"), "stackSetName": inputs.get("stackSetName"),
+        "tags": inputs.get("tags"),
+    }))
     workspace_id = "g-" + secrets.token_hex(5)
     return Created(
         id=workspace_id,

@@ -6,8 +6,9 @@ import datetime
 import json
 from typing import Any
 
-from gpucloud.lookups.facts import QUOTA_NOT_KNOWN
-from gpucloud.testing.registry import Account, invoke
+from gpucloud.lookups.facts import QUOTA_NOT_KNOWN, ROLE_NOT_KNOWN
+from gpucloud.testing.registry import Account, invoke, refused
+from gpucloud.testing.service_model import ServiceModelViolation
 
 
 @invoke("aws:index/getCallerIdentity:getCallerIdentity")
@@ -28,7 +29,14 @@ def region(account: Account, args: dict[str, Any]) -> dict[str, Any]:
 
 @invoke("aws:ec2/getInstanceType:getInstanceType")
 def instance_type(account: Account, args: dict[str, Any]) -> dict[str, Any]:
-    found = account.client("ec2").describe_instance_types(InstanceTypes=[args["instanceType"]])["InstanceTypes"][0]
+    try:
+        found = account.client("ec2").describe_instance_types(InstanceTypes=[args["instanceType"]])["InstanceTypes"][0]
+    except ServiceModelViolation as violation:
+        # A type outside the model's InstanceType enum is one EC2 does not know: EC2 answers with its
+        # own client error code, not a generic validation error ("Error codes for the Amazon EC2 API",
+        # read 2026-11-25), the code moto gives a type missing from its catalog.
+        raise refused("DescribeInstanceTypes", "InvalidInstanceType",
+                      f"The following supplied instance types do not exist: [{args['instanceType']}]") from violation
     network = found.get("NetworkInfo", {})
     gpu_info = found.get("GpuInfo", {})
     storage = found.get("InstanceStorageInfo", {})
@@ -156,6 +164,8 @@ def ami(account: Account, args: dict[str, Any]) -> dict[str, Any]:
 
 @invoke("aws:iam/getRole:getRole")
 def role(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    if args["name"] in account.assumed_roles:
+        raise LookupError(f"{ROLE_NOT_KNOWN}: no account facts say whether {args['name']} exists")
     found = account.client("iam").get_role(RoleName=args["name"])["Role"]
     return {
         "id": found["RoleName"],
