@@ -92,6 +92,8 @@ def _plan(arguments: argparse.Namespace) -> int:
         from gpucloud.plan.view import render
         from gpucloud.policy import PolicyConfigError
         from gpucloud.testing.facts import FactsError
+        from gpucloud.testing.provider_rules import ProviderRulesBroken
+        from gpucloud.testing.service_model import ServiceModelViolation
     except ModuleNotFoundError as error:
         print(f"error: {PLAN_EXTRA_MISSING} ({error})", file=sys.stderr)
         return PLAN_BAD_INPUT
@@ -122,7 +124,13 @@ def _plan(arguments: argparse.Namespace) -> int:
             stack_file = _stack_file(arguments)
             settings = load_stack_file(stack_file, region=arguments.region)
             result = planning.plan_stack(settings, policy_config, _account_facts(arguments, stack_file, settings.stack))
+    except (ServiceModelViolation, ProviderRulesBroken) as error:
+        _print_error(str(error), error, arguments.debug)
+        return PLAN_VIOLATIONS
     except ProgramFailed as error:
+        if isinstance(error.error, (ServiceModelViolation, ProviderRulesBroken)):
+            _print_error(f"program {error.program}: {error.error}", error, arguments.debug)
+            return PLAN_VIOLATIONS
         hint = "" if arguments.debug else " (--debug shows the traceback)"
         _print_error(f"{error}{hint}", error, arguments.debug)
         return PLAN_BAD_INPUT
@@ -184,6 +192,27 @@ def account_snapshot(arguments: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dump_facts(facts), encoding="utf-8")
     print(f"wrote {out}: {len(facts.quotas)} quotas, {len(facts.vpcs)} VPC(s), {len(facts.amis)} AMI(s)")
+    return 0
+
+
+def capacity_buy(arguments: argparse.Namespace) -> int:
+    """Show a group's Capacity Block offering; with --confirm <its id>, buy it and name it in the stack file."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from gpucloud.ops.capacity import CapacityError, buy
+
+    stack_file = _stack_file(arguments)
+    try:
+        settings = load_stack_file(stack_file, region=arguments.region)
+        buy(settings, stack_file, boto3.Session(region_name=settings.region).client("ec2"), arguments.group,
+            arguments.confirm)
+    except (ConfigError, CapacityError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return PLAN_BAD_INPUT
+    except (BotoCoreError, ClientError) as error:
+        print(f"error: an AWS call failed: {error}", file=sys.stderr)
+        return PLAN_FAILED
     return 0
 
 
@@ -341,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
     plan_parser = commands.add_parser(
         "plan",
         help="offline preview of a stack on the embedded moto engine (no AWS account, no Pulumi CLI)",
-        epilog=f"exit codes: 0 clean, {PLAN_VIOLATIONS} mandatory policy violation or minimum capacity over budget, "
+        epilog=f"exit codes: 0 clean, {PLAN_VIOLATIONS} mandatory policy violation, a call AWS would refuse, "
+        "an input the provider refuses, or minimum capacity over budget, "
         f"{PLAN_BAD_INPUT} bad stack or policy config, or a --program that is missing or raised, "
         f"{PLAN_FAILED} gpucloud itself failed",
     )
@@ -415,6 +445,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stack_source(snapshot)
     snapshot.add_argument("--out", help="file to write (default: facts/<stack>.yaml beside the stack file)")
     snapshot.set_defaults(handler=account_snapshot)
+
+    capacity = commands.add_parser("capacity", help="reserved GPU capacity: buying a Capacity Block, outside pulumi up")
+    capacity_commands = capacity.add_subparsers(dest="capacity_command", required=True)
+    capacity_buy_parser = capacity_commands.add_parser(
+        "buy",
+        help="show a group's Capacity Block offering (real dates, upfront price); with --confirm, buy it once and "
+        "write its reservationId into the stack file",
+        epilog=f"exit codes: 0 shown or bought, {PLAN_BAD_INPUT} bad stack file or nothing to buy, "
+        f"{PLAN_FAILED} an AWS call failed",
+    )
+    _add_stack_source(capacity_buy_parser)
+    capacity_buy_parser.add_argument("--group", required=True, help="the group whose capacity.capacityBlock.offering to buy")
+    capacity_buy_parser.add_argument(
+        "--confirm", metavar="OFFERING_ID",
+        help="buy this offering (the id the command showed); not refundable. Without it nothing is bought or written",
+    )
+    capacity_buy_parser.set_defaults(handler=capacity_buy)
 
     prices = commands.add_parser("prices", help="the price catalog behind the plan's cost estimate")
     prices_commands = prices.add_subparsers(dest="prices_command", required=True)

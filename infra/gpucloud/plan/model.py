@@ -10,6 +10,8 @@ from typing import Any
 from gpucloud.policy import Violation, enforcement_levels
 from gpucloud.pricing import CostEstimate
 from gpucloud.testing import AppliedResource
+from gpucloud.testing.input_coverage import set_properties
+from gpucloud.testing.provider_rules import covered
 
 PROJECT = "gpu-cloud"
 POLICY_PACK = "gpu-cloud"
@@ -53,6 +55,34 @@ class Plan:
         return any(finding.severity == "failure" for finding in self.findings) or any(
             violation.mandatory for violation in self.policy_violations
         )
+
+    @property
+    def unchecked_inputs(self) -> list[dict[str, str]]:
+        """Each input property a stack sets that reached AWS through no checked call and that no
+        cited provider rule checks (`testing/input_coverage.py`)."""
+        return [
+            {"urn": resource.urn, "type": resource.type, "property": path}
+            for resource in self.resources
+            for path in resource.unchecked_inputs
+        ]
+
+    def input_coverage(self) -> dict[str, Any]:
+        """How many input properties the stack sets, how many a cited provider rule checks, how
+        many only the engine's own checks saw (types moto lacks, recorded not validated), and
+        which were neither sent to AWS through a checked call nor checked by a provider rule."""
+        unchecked = self.unchecked_inputs
+        properties = [(resource, path) for resource in self.resources if resource.custom
+                      for path in set_properties(resource.inputs)]
+        return {
+            "properties": len(properties),
+            "checkedByProviderRule": sum(1 for resource, path in properties if covered(resource.type, path)),
+            "checkedByEngineOnly": sum(
+                1 for resource, path in properties
+                if not resource.validated and not covered(resource.type, path) and path not in resource.unchecked_inputs
+            ),
+            "neither": len(unchecked),
+            "unchecked": unchecked,
+        }
 
     @property
     def stack_urn(self) -> str:
@@ -104,9 +134,19 @@ class Plan:
             }
             for violation in self.policy_violations
         ]
+        document["inputCoverage"] = self.input_coverage()
         if self.cost_estimate:
             document["costEstimate"] = self.cost_estimate.to_dict()
         return document
+
+
+def provider_rule_findings(resources: list[AppliedResource]) -> list[PlanFinding]:
+    """One failure per input the bridged provider's own rules refuse: `pulumi preview` stops there."""
+    return [
+        PlanFinding(source="provider", severity="failure", rule="provider-rule", message=violation.message, urn=resource.urn)
+        for resource in resources
+        for violation in resource.provider_violations
+    ]
 
 
 def dumps(document: dict[str, Any]) -> str:

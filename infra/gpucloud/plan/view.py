@@ -256,6 +256,14 @@ def policy_summary(plan: Plan) -> str:
     return f"Policies: {run}, {violations} ({POLICY_PACK} pack)"
 
 
+def coverage_summary(plan: Plan) -> str:
+    """One line on the inputs nothing checked: neither sent to AWS by the engine nor covered by a
+    cited provider rule (the goal is zero; `--json` lists them under inputCoverage)."""
+    count = len(plan.unchecked_inputs)
+    return (f"    {count} input propert{'y' if count == 1 else 'ies'} neither sent to AWS nor checked by a "
+            "provider rule (--json lists them)")
+
+
 def render(plan: Plan, console: Console) -> None:
     console.print(
         f"Previewing update ([bold]{plan.stack}[/bold]) on the moto engine: offline, {plan.region}, nothing is deployed\n"
@@ -283,6 +291,7 @@ def render(plan: Plan, console: Console) -> None:
     unvalidated = [resource for resource in plan.resources if not resource.validated]
     if unvalidated:
         console.print(f"    ({len(unvalidated)} recorded without moto validation: {', '.join(r.type for r in unvalidated)})")
+    console.print(coverage_summary(plan))
     console.print(f"\n{policy_summary(plan)}")
     if plan.policy_violations:
         console.print("\nPolicy Violations:")

@@ -19,6 +19,9 @@ from pulumi.runtime import mocks
 from pulumi.runtime.settings import get_project, get_stack
 
 from gpucloud.testing import handlers  # noqa: F401  (registers the handlers)
+from gpucloud.testing import provider_rules
+from gpucloud.testing.input_coverage import TrackedInputs, unchecked
+from gpucloud.testing.service_model import names_what_it_applies
 from gpucloud.testing.registry import (
     INVOKES,
     RESOURCES,
@@ -55,6 +58,10 @@ class AppliedResource:
     note: str = ""
     operation: str = "create"
     """create, update (inputs changed since the previous deployment) or same (nothing sent to AWS)."""
+    provider_violations: tuple[provider_rules.RuleViolation, ...] = ()
+    """What the bridged provider's own input rules refuse (`testing/provider_rules.py`)."""
+    unchecked_inputs: tuple[str, ...] = ()
+    """Input properties the handler never passed to AWS and no cited provider rule checks."""
 
     @property
     def state(self) -> dict[str, Any]:
@@ -81,6 +88,7 @@ class MotoEngine(mocks.Mocks):
         self._lock = threading.RLock()
         self._registering = threading.local()
 
+    @names_what_it_applies
     def new_resource(self, args: mocks.MockResourceArgs) -> tuple[str | None, dict]:
         with self._lock:
             record = self.resources.get(getattr(self._registering, "urn", None) or "")
@@ -91,18 +99,25 @@ class MotoEngine(mocks.Mocks):
                 physical_id = f"{args.name}-provider"
             else:
                 request = ResourceRequest(args.typ, args.name, whole_numbers(dict(args.inputs)))
+                violations = provider_rules.check(args.typ, args.name, request.inputs)
+                request.inputs = TrackedInputs(request.inputs)
                 earlier = self.previous.get(record.urn) if record else None
-                if earlier is not None:
-                    created = self._update(earlier, request, record)
-                else:
-                    handler = RESOURCES.get(args.typ)
-                    if handler is None and not self.record_unknown_types:
-                        raise UnsupportedResourceError("resource type", args.typ)
-                    created = (handler or _record_only)(self.account, request)
+                with provider_rules.refused_first(violations):
+                    if earlier is not None:
+                        created = self._update(earlier, request, record)
+                    else:
+                        handler = RESOURCES.get(args.typ)
+                        if handler is None and not self.record_unknown_types:
+                            raise UnsupportedResourceError("resource type", args.typ)
+                        created = (handler or _record_only)(self.account, request)
                 outputs = {**args.inputs, **created.outputs}
                 physical_id = created.id
                 if record:
                     record.validated, record.note = created.validated, created.note
+                    record.provider_violations = tuple(violations)
+                    record.unchecked_inputs = (
+                        earlier.unchecked_inputs if earlier and record.operation == "same" else unchecked(args.typ, request.inputs)
+                    )
             if record:
                 record.id = physical_id
                 record.inputs = whole_numbers(dict(args.inputs))
@@ -115,7 +130,7 @@ class MotoEngine(mocks.Mocks):
         """The same resource in a later run: nothing to do when its inputs (less those it ignores)
         are unchanged, else its type's update handler runs, as the provider's Update would."""
         def compared(inputs: Mapping[str, Any]) -> dict[str, Any]:
-            return {key: value for key, value in inputs.items() if key not in record.ignore_changes}
+            return {key: value for key, value in dict.items(inputs) if key not in record.ignore_changes}
 
         kept = Created(id=earlier.id or "", outputs=dict(earlier.outputs), validated=earlier.validated, note=earlier.note)
         if compared(request.inputs) == compared(earlier.inputs):
@@ -127,6 +142,7 @@ class MotoEngine(mocks.Mocks):
         record.operation = "update"
         return update(self.account, request, earlier.id or "")
 
+    @names_what_it_applies
     def call(self, args: mocks.MockCallArgs) -> dict | tuple[dict, list[tuple[str, str]]]:
         """Answer a data source; a lookup AWS would fail comes back as the invoke's failure."""
         handler = INVOKES.get(args.token)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, resource
+from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, resource
 
 
 @resource("aws:budgets/budget:Budget")
@@ -37,6 +37,8 @@ def create_budget(account: Account, request: ResourceRequest) -> Created:
             }
         ),
         NotificationsWithSubscribers=notifications,
+        # The provider sends the budget's tags with CreateBudget (ResourceTags), so they are checked too.
+        **({"ResourceTags": aws_tags(inputs["tags"])} if inputs.get("tags") else {}),
     )
     return Created(
         id=f"{account_id}:{name}",
