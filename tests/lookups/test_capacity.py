@@ -57,6 +57,12 @@ def problems(error: pytest.ExceptionInfo) -> dict[str, str]:
         ({"capacity": {"capacityBlock": {"reservationId": BLOCK}, "reservations": {"ids": [ODCR]}}},
          "groups[0].capacity", "not both"),
         ({"capacity": {"reservations": {}}}, "groups[0].capacity.reservations", "lists no reservation"),
+        ({"capacity": {"capacityBlock": {"offering": {"instanceType": "p5.48xlarge", "count": 2, "durationHours": 96,
+                                                      "startAfter": "2027-03-01", "endBefore": "2027-03-10",
+                                                      "purchase": True}}}},
+         "groups[0].capacity.capacityBlock.offering", "gpucloud capacity buy"),
+        ({"capacity": {"reservations": {"ids": [ODCR], "preference": "none"}}},
+         "groups[0].capacity.reservations", "takes no reservation target"),
     ],
 )
 def test_capacity_settings_aws_would_refuse_are_config_errors(changes, key, reason):
@@ -92,6 +98,7 @@ def test_a_group_in_a_held_capacity_block_targets_it_waits_for_it_and_leaves_bef
     ec2, autoscaling = deployment.client("ec2"), deployment.client("autoscaling")
     [template] = ec2.describe_launch_templates()["LaunchTemplates"]
     data = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"][0]["LaunchTemplateData"]
+    assert data["InstanceType"] == "p5.48xlarge", "a group without a mixed instances policy launches its template's type"
     assert data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
     assert data["CapacityReservationSpecification"]["CapacityReservationTarget"] == {"CapacityReservationId": BLOCK}
     [group] = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
@@ -124,34 +131,6 @@ def test_a_capacity_block_the_group_cannot_use_is_refused_naming_it(account, res
 
     assert reason in problems(error)["gpu-cloud:groups[0].capacity.capacityBlock.reservationId"]
     assert account.client("kms").list_keys()["Keys"] == [], "nothing is created for a bad reference"
-
-
-def offering_group(purchase: bool) -> dict:
-    return block_group(capacity={"capacityBlock": {"offering": {
-        "instanceType": "p5.48xlarge", "count": 2, "durationHours": 96, "startAfter": "2027-02-20",
-        "endBefore": "2027-03-10", "purchase": purchase}}})
-
-
-def test_an_offering_is_shown_with_its_price_and_dates_and_bought_only_with_purchase_true(account):
-    seed_account(account, facts())
-
-    with pytest.raises(ConfigError) as error:
-        deploy(settings_for(minimal_config(groups=[offering_group(purchase=False)])), account)
-    shown = problems(error)["gpu-cloud:groups[0].capacity.capacityBlock.offering.purchase"]
-    assert "cb-0c1d2e3f4a5b60718: 2 x p5.48xlarge in us-east-1b, 2027-03-01 11:30 to 2027-03-05 11:30 UTC, 7,000.00 USD upfront" in shown
-
-    deployment = deploy(settings_for(minimal_config(groups=[offering_group(purchase=True)])), account)
-
-    [purchase] = deployment.of_type("aws:ec2/capacityBlockReservation:CapacityBlockReservation")
-    assert not purchase.validated and purchase.retain_on_delete
-    assert any("buys Capacity Block offering cb-0c1d2e3f4a5b60718" in warning for warning in deployment.warnings)
-    [template] = deployment.client("ec2").describe_launch_templates()["LaunchTemplates"]
-    data = deployment.client("ec2").describe_launch_template_versions(
-        LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"][0]["LaunchTemplateData"]
-    assert data["CapacityReservationSpecification"]["CapacityReservationTarget"]["CapacityReservationId"] == purchase.id
-    [group] = deployment.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
-    zones = {s["AvailabilityZone"] for s in deployment.client("ec2").describe_subnets(SubnetIds=group["VPCZoneIdentifier"].split(","))["Subnets"]}
-    assert zones == {"us-east-1b"}, "the created network puts the group in the block's zone"
 
 
 def odcr_group(preference: str = "capacity-reservations-first", **changes) -> dict:
@@ -202,6 +181,10 @@ def test_a_stopped_warm_pool_reaches_auto_scaling_and_its_nodes_gate_again_as_th
     autoscaling = deployment.client("autoscaling")
     pool = autoscaling.describe_warm_pool(AutoScalingGroupName="gpu-cloud-demo-serve")["WarmPoolConfiguration"]
     assert (pool["MinSize"], pool["PoolState"], pool["InstanceReusePolicy"]) == (1, "Stopped", {"ReuseOnScaleIn": True})
+    ec2 = deployment.client("ec2")
+    [template] = ec2.describe_launch_templates()["LaunchTemplates"]
+    [version] = ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"]
+    assert version["LaunchTemplateData"]["InstanceType"] == "g5.xlarge", "the group launches its template directly"
     [hook] = [hook for hook in autoscaling.describe_lifecycle_hooks(AutoScalingGroupName="gpu-cloud-demo-serve")["LifecycleHooks"]
               if hook["LifecycleTransition"] == "autoscaling:EC2_INSTANCE_LAUNCHING"]
     # A pool instance leaving the pool fires the launching hook again and boots again: the gate,
@@ -266,3 +249,44 @@ def test_the_created_network_puts_a_zone_where_the_reservations_are(account):
     zones = {subnet["AvailabilityZone"] for subnet in deployment.client("ec2").describe_subnets(
         SubnetIds=group["VPCZoneIdentifier"].split(","))["Subnets"]}
     assert "us-east-1d" in zones
+
+
+def test_preference_none_sends_the_preference_alone(account):
+    group = {"name": "serve", "instanceTypes": ["g5.xlarge"], "maxSize": 2, "spotPercent": 0,
+             "capacity": {"reservations": {"preference": "none"}}}
+
+    deployment = deploy(settings_for(minimal_config(groups=[group])), account)
+
+    [planned] = deployment.of_type("aws:autoscaling/group:Group")
+    assert planned.inputs["capacityReservationSpecification"] == {"capacityReservationPreference": "none"}
+    assert not planned.inputs.get("availabilityZoneDistribution")
+
+
+def held_block_facts(start: datetime.datetime, end: datetime.datetime) -> AccountFacts:
+    return AccountFacts.model_validate({"capacityReservations": [{
+        "id": BLOCK, "instanceType": "p5.48xlarge", "zone": "us-east-1a", "instanceCount": 2, "state": "active",
+        "reservationType": "capacity-block", "start": start, "end": end, "upfrontUsd": 6000.0}]})
+
+
+def test_a_started_block_gets_no_start_action_and_the_group_its_size(account):
+    now = datetime.datetime.now(UTC).replace(microsecond=0)
+    seed_account(account, held_block_facts(now - datetime.timedelta(hours=1), now + datetime.timedelta(days=3)))
+
+    deployment = deploy(settings_for(minimal_config(groups=[block_group()])), account)
+
+    autoscaling = deployment.client("autoscaling")
+    [group] = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
+    assert (group["MinSize"], group["DesiredCapacity"]) == (2, 2)
+    [action] = autoscaling.describe_scheduled_actions()["ScheduledUpdateGroupActions"]
+    assert action["ScheduledActionName"].endswith("-block-end"), "the start action ran (and AWS deleted it): not declared again"
+
+
+def test_a_block_whose_scale_in_time_has_passed_is_refused_before_any_resource(account):
+    now = datetime.datetime.now(UTC)
+    seed_account(account, held_block_facts(now - datetime.timedelta(days=1), now + datetime.timedelta(minutes=40)))
+
+    with pytest.raises(ConfigError) as error:
+        deploy(settings_for(minimal_config(groups=[block_group()])), account)
+
+    assert "the group's scale-in, 45 minutes before the end" in problems(error)["gpu-cloud:groups[0].capacity.capacityBlock.reservationId"]
+    assert account.client("kms").list_keys()["Keys"] == []

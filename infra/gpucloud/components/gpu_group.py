@@ -11,7 +11,9 @@ import pulumi_aws as aws
 
 from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE
 from gpucloud.components.encrypted_volume import ATTACH_TAG
-from gpucloud.lookups import InstanceTypeFacts
+from gpucloud.lookups import InstanceTypeFacts, capacity
+from gpucloud.lookups.capacity import BLOCK_SCALE_IN_LEAD, SCHEDULE_LEAD
+from gpucloud.lookups.requirements import MAX_REQUIREMENT_SETS
 from gpucloud.userdata.render import (
     NodeBootstrap,
     instance_type_has_nvlink,
@@ -183,15 +185,8 @@ def _user_data(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> pulumi.I
     )
 
 
-BLOCK_SCALE_IN_LEAD = datetime.timedelta(minutes=45)
-"""How long before a Capacity Block ends its group scales to zero: EC2 starts terminating the
-block's instances 30 minutes before the end (gpucloud.lookups.capacity.BLOCK_TERMINATION_LEAD),
-and each node may take the terminate hook's 10 minutes to drain, plus 5 minutes for Auto Scaling
-to act on the schedule."""
-
-
 def _now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return capacity.utc_now()
 
 
 def _utc(moment: datetime.datetime) -> str:
@@ -199,8 +194,12 @@ def _utc(moment: datetime.datetime) -> str:
 
 
 def _reservation_specification(args: GpuInstanceGroupArgs) -> dict | None:
+    """Auto Scaling's CapacityReservationSpecification: with preference `none` (or `open`) it takes
+    no CapacityReservationTarget (botocore autoscaling model 2011-01-01, that shape's documentation)."""
     if args.capacity_reservation_preference is None:
         return None
+    if args.capacity_reservation_preference in ("none", "open"):
+        return {"capacity_reservation_preference": args.capacity_reservation_preference}
     target = {
         "capacity_reservation_ids": list(args.capacity_reservation_ids) or None,
         "capacity_reservation_resource_group_arns": list(args.capacity_reservation_group_arns) or None,
@@ -306,11 +305,14 @@ class GpuInstanceGroup(pulumi.ComponentResource):
         def template_spec_plain(template: aws.ec2.LaunchTemplate) -> dict:
             return {"id": template.id, "version": template.latest_version.apply(str)}
 
+        # One requirements set per node shape, while Auto Scaling takes them (at most four per group);
+        # past that the shapes' matched types are listed as types, which allows exactly the same types.
+        by_requirements = bool(args.instance_requirements) and len(shapes) <= MAX_REQUIREMENT_SETS
         overrides = []
         for shape, types in shapes.items():
             chosen: list[dict] = (
                 [{"instance_requirements": {**args.instance_requirements, "allowed_instance_types": [f.name for f in types]}}]
-                if args.instance_requirements else [{"instance_type": facts.name} for facts in types]
+                if by_requirements else [{"instance_type": facts.name} for facts in types]
             )
             for override in chosen:
                 if shape != primary_shape:
@@ -319,7 +321,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
 
         desired = args.min_size if args.desired_capacity is None else args.desired_capacity
         min_size = args.min_size
-        waits_for_block = args.capacity_block_window is not None and args.capacity_block_window[0] > _now()
+        waits_for_block = args.capacity_block_window is not None and args.capacity_block_window[0] > _now() + SCHEDULE_LEAD
         if waits_for_block:
             min_size = desired = 0
         uses_spot = args.uses_spot
@@ -409,9 +411,13 @@ class GpuInstanceGroup(pulumi.ComponentResource):
     def _block_schedules(self, name: str, args: GpuInstanceGroupArgs, waits_for_block: bool) -> list[aws.autoscaling.Schedule]:
         """Scale to the configured size when the block starts (if it has not yet), and to zero
         BLOCK_SCALE_IN_LEAD before it ends, so each node drains and saves its checkpoint before EC2
-        starts reclaiming the block's instances 30 minutes before the end."""
+        starts reclaiming the block's instances 30 minutes before the end. The times are the
+        block's own (EC2's StartDate and EndDate); an action due within SCHEDULE_LEAD is not
+        declared, so one that ran (AWS deletes it) never comes back with a time in the past."""
         start, end = args.capacity_block_window
         schedules = []
+        if end - BLOCK_SCALE_IN_LEAD <= _now() + SCHEDULE_LEAD:
+            return schedules
         if waits_for_block:
             schedules.append(aws.autoscaling.Schedule(
                 f"{name}-block-start", scheduled_action_name=f"{args.group_name}-block-start",
@@ -448,6 +454,9 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             block_device_mappings=_block_devices(args),
             network_interfaces=_network_interfaces(args, efa_interfaces),
             user_data=_user_data(args, facts),
+            # Only a mixed instances policy's overrides may name the type instead (EC2 Auto Scaling user
+            # guide, "Create a launch template using advanced settings": instance type is optional only there).
+            instance_type=facts.name if args.single_launch_template else None,
             instance_market_options={"market_type": "capacity-block"} if args.capacity_block_id is not None else None,
             capacity_reservation_specification=(
                 {"capacity_reservation_target": {"capacity_reservation_id": args.capacity_block_id}}

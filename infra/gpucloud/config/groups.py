@@ -87,10 +87,24 @@ class ReservationsConfig(ConfigModel):
     resource_group_arns: list[ResourceGroupArn] = Field(default_factory=list, max_length=5)
     preference: Literal["capacity-reservations-only", "capacity-reservations-first", "none"] = "capacity-reservations-first"
     """Auto Scaling's CapacityReservationPreference: only reserved capacity (launches fail once it is
-    used up), reserved first then on-demand, or none (the reservations are not used)."""
+    used up), reserved first then on-demand, or none (the group launches into no reservation, not
+    even an open one its instances would match)."""
+
+    @property
+    def targets_reservations(self) -> bool:
+        """Whether the group names a reservation target (never with preference none)."""
+        return self.preference != "none"
 
     @model_validator(mode="after")
     def names_a_reservation(self) -> ReservationsConfig:
+        """Auto Scaling's CapacityReservationSpecification: with preference `none` (or `open`) no
+        CapacityReservationTarget may be given (botocore autoscaling model 2011-01-01, shape
+        CapacityReservationSpecification); the other preferences need one."""
+        if not self.targets_reservations:
+            if self.ids or self.resource_group_arns:
+                raise ValueError("preference none launches into no reservation, and Auto Scaling takes no reservation "
+                                 "target with it: drop ids and resourceGroupArns, or use capacity-reservations-first")
+            return self
         if not self.ids and not self.resource_group_arns:
             raise ValueError("lists no reservation: give ids or resourceGroupArns")
         if len(set(self.ids)) != len(self.ids):
@@ -99,15 +113,24 @@ class ReservationsConfig(ConfigModel):
 
 
 class CapacityBlockOffer(ConfigModel):
-    """A Capacity Block to buy: the plan shows the offering that matches, with its price and dates."""
+    """A Capacity Block to buy. The program never buys one: the plan shows the matching offering's
+    price and says "not bought yet", and `gpucloud capacity buy` buys it once, on confirmation, and
+    puts the bought block's reservationId in its place in the stack file."""
 
     instance_type: InstanceType
     count: int
     duration_hours: int
     start_after: datetime.date
     end_before: datetime.date
-    purchase: bool = False
-    """Buying is explicit: without `purchase: true` the plan shows the offering and refuses to go on."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def purchase_is_a_command(cls, values: Any) -> Any:
+        if isinstance(values, dict) and "purchase" in values:
+            raise ValueError("purchase is no longer read: `pulumi up` never buys a Capacity Block (each run would "
+                             "buy another). Drop it and run `gpucloud capacity buy --config <stack file> --group "
+                             "<group>`, which buys the block once and writes its reservationId here")
+        return values
 
     @field_validator("count")
     @classmethod
@@ -157,13 +180,14 @@ class CapacityConfig(ConfigModel):
         return self
 
 
-ACCELERATOR_NAMES = (
-    "a100", "inferentia", "k520", "k80", "m60", "radeon-pro-v520", "t4", "vu9p", "v100", "a10g", "h100", "t4g",
-    "l40s", "l4", "gaudi-hl-205", "inferentia2", "trainium", "trainium2", "u30",
-)
-"""The accelerator names Auto Scaling's InstanceRequirements take (the AcceleratorName enum of the
-EC2 API model in botocore 1.42; a test holds this list to the installed model). There is no name
-for H200, B200, B300, A10 or RTX PRO GPUs: select those by totalGpuMemoryMiB and allowedInstanceTypes."""
+ACCELERATOR_NAMES = ("a100", "v100", "k80", "t4", "m60", "radeon-pro-v520", "vu9p")
+"""The accelerator names an Auto Scaling group's InstanceRequirements take: the AcceleratorName enum
+of the Auto Scaling model (botocore/data/autoscaling/2011-01-01/service-2.json, botocore 1.44.8),
+which terraform-provider-aws validates `accelerator_names` with (internal/service/autoscaling/group.go,
+`enum.Validate[awstypes.AcceleratorName]`, read 2026-11-25); a test holds this list to the installed
+model. EC2's own enum is longer (h100, a10g, l4, l40s, ...), but no evidence says Auto Scaling takes
+those, and the provider refuses them at `pulumi preview`. Select other GPUs by totalGpuMemoryMiB and
+allowedInstanceTypes (e.g. `g6.*` for L4, `p5.*` for H100)."""
 
 
 class CountRange(ConfigModel):

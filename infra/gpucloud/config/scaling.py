@@ -61,6 +61,37 @@ class StepScaling(ConfigModel):
         return self
 
 
+CRON_FIELDS = (
+    ("minute", 0, 59, ()),
+    ("hour", 0, 23, ()),
+    ("day of month", 1, 31, ()),
+    ("month", 1, 12, ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")),
+    ("day of week", 0, 7, ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")),
+)
+"""The five fields of a recurrence, with the values each takes: Auto Scaling reads the Unix crontab
+format (EC2 Auto Scaling API reference, PutScheduledUpdateGroupAction `Recurrence`: "[Minute] [Hour]
+[Day_of_Month] [Month_of_Year] [Day_of_Week]", read 2026-11-25), whose ranges are crontab(5)'s."""
+
+
+def cron_field_problem(text: str, name: str, low: int, high: int, names: tuple[str, ...]) -> str | None:
+    """Why one cron field holds a value its position does not take (hour 25, month 13), or None."""
+    for part in text.upper().split(","):
+        span, _, step = part.partition("/")
+        if step and not (step.isdigit() and int(step) >= 1):
+            return f"the {name} field's step {step!r} is not a positive number"
+        for token in re.findall(r"[0-9]+|[A-Z]+", span):
+            if token in names or (token == "L" and name in ("day of month", "day of week")):
+                continue
+            if not token.isdigit():
+                return f"{token!r} is not a {name}"
+            if not low <= int(token) <= high:
+                return f"{token} is outside {low}-{high}, the {name} field's range"
+        bounds = re.fullmatch(r"([0-9]+)-([0-9]+)", span)
+        if bounds and int(bounds[1]) > int(bounds[2]):
+            return f"the {name} range {span} runs backwards"
+    return None
+
+
 class Schedule(ConfigModel):
     """A recurring resize, e.g. scale to zero at night."""
 
@@ -79,6 +110,10 @@ class Schedule(ConfigModel):
             raise ValueError(
                 f"{recurrence!r} is not a 5-field cron expression (minute hour day month weekday)"
             )
+        for field, (name, low, high, names) in zip(fields, CRON_FIELDS):
+            problem = cron_field_problem(field, name, low, high, names)
+            if problem:
+                raise ValueError(f"{recurrence!r}: {problem}")
         if len(recurrence) > 255:
             raise ValueError(f"is {len(recurrence)} characters long; Auto Scaling takes a recurrence of at most 255")
         return recurrence

@@ -3,7 +3,10 @@ for ML, looked up through pulumi-aws data sources, and the rules a group's refer
 
 ODCRs are read through Cloud Control (`AWS::EC2::CapacityReservation`: pulumi-aws has no ODCR
 data source), Capacity Blocks through `aws.ec2.get_capacity_block_reservation` and offerings
-through `aws.ec2.get_capacity_block_offering`.
+through `aws.ec2.get_capacity_block_offering`. That data source gives an offering's id, zone and
+price but not its dates (its `start_date_range`/`end_date_range` are the search window it was
+given), so a group's schedules are only ever timed from a block the account holds; buying one is
+`gpucloud capacity buy`, outside the program.
 """
 
 from __future__ import annotations
@@ -26,6 +29,20 @@ BLOCK_TERMINATION_LEAD = datetime.timedelta(minutes=30)
 """EC2 starts terminating a Capacity Block's instances 30 minutes before it ends (its
 EventBridge warning, 40 minutes before the end, says they "will begin to terminate in 10
 minutes": EC2 user guide, "Monitor Capacity Blocks using EventBridge", read 2026-11-25)."""
+BLOCK_SCALE_IN_LEAD = datetime.timedelta(minutes=45)
+"""How long before a Capacity Block ends its group scales to zero: EC2 starts terminating the
+block's instances BLOCK_TERMINATION_LEAD before the end, and each node may take the terminate
+hook's 10 minutes to drain, plus 5 minutes for Auto Scaling to act on the schedule."""
+SCHEDULE_LEAD = datetime.timedelta(minutes=15)
+"""How far ahead a one-time scheduled action must fire when the program declares it: Auto Scaling
+refuses a start time in the past ("ValidationError: Given start time is in the past", quoted in
+hashicorp/terraform-provider-aws pull request 3033), and `pulumi up` reaches the call some minutes
+after the program ran. An action due sooner is not declared (one that ran and that AWS deleted is
+not declared again)."""
+
+
+def utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -44,12 +61,15 @@ class CapacityReservation:
 
 @dataclass(frozen=True)
 class CapacityBlockOffering:
+    """An offering as the data source gives it: its dates are not known here, only that it starts
+    and ends within the search window (`window_start`, `window_end`)."""
+
     id: str
     instance_type: str
     instance_count: int
     availability_zone: str
-    start: datetime.datetime
-    end: datetime.datetime
+    window_start: datetime.datetime
+    window_end: datetime.datetime
     duration_hours: int
     upfront_usd: float
     currency: str = "USD"
@@ -78,7 +98,7 @@ def lookup_reservation(reservation_id: str) -> CapacityReservation | None:
         raise LookupUnavailable(str(error)) from error
     properties = json.loads(found.properties)
     end = _timestamp(properties.get("EndDate"))
-    expired = end is not None and end <= datetime.datetime.now(datetime.timezone.utc)
+    expired = end is not None and end <= utc_now()
     return CapacityReservation(
         id=reservation_id,
         instance_type=properties.get("InstanceType", ""),
@@ -131,8 +151,8 @@ def lookup_offering(offer: CapacityBlockOffer) -> CapacityBlockOffering | None:
         instance_type=found.instance_type,
         instance_count=found.instance_count,
         availability_zone=found.availability_zone,
-        start=_timestamp(found.start_date_range) or start,
-        end=_timestamp(found.end_date_range) or end,
+        window_start=start,
+        window_end=end,
         duration_hours=found.capacity_duration_hours,
         upfront_usd=float(found.upfront_fee),
         currency=found.currency_code or "USD",

@@ -88,17 +88,32 @@ def region_gpu_types() -> tuple[GpuTypeAttributes, ...]:
     return tuple(found)
 
 
+REQUIREMENT_FLOOR = 1
+"""The least minimum terraform-provider-aws takes for an Auto Scaling group's vcpu_count and memory_mib."""
+MAX_REQUIREMENT_SETS = 4
+"""Auto Scaling takes "up to four separate sets of instance requirements per Auto Scaling group"
+(botocore autoscaling model 2011-01-01, LaunchTemplateOverrides `InstanceRequirements`)."""
+
+
 def aws_instance_requirements(requirements: InstanceRequirementsConfig, allowed: list[str]) -> dict:
     """pulumi-aws's InstanceRequirements for a mixed instances policy override: the requirements,
-    held to the types the plan showed (AllowedInstanceTypes), GPUs only."""
+    held to the types the plan showed (AllowedInstanceTypes), GPUs only.
+
+    Auto Scaling needs VCpuCount and MemoryMiB; without `vcpus`/`memoryMiB` they get a minimum of 1,
+    the least terraform-provider-aws takes (`vcpu_count.min` and `memory_mib.min` are
+    `validation.IntAtLeast(1)` in internal/service/autoscaling/group.go, read 2026-11-25)."""
     def bounds(value, floor: int | None = None) -> dict | None:
         if value is None:
             return {"min": floor} if floor is not None else None
-        return {key: getattr(value, key) for key in ("min", "max") if getattr(value, key) is not None}
+        result = {key: getattr(value, key) for key in ("min", "max") if getattr(value, key) is not None}
+        if floor is not None:
+            # no instance type has 0 vCPUs or 0 MiB, so a minimum under the floor selects the same types
+            result["min"] = max(result.get("min") or 0, floor)
+        return result
 
     result = {
-        "vcpu_count": bounds(requirements.vcpus, 0),
-        "memory_mib": bounds(requirements.memory_mib, 0),
+        "vcpu_count": bounds(requirements.vcpus, REQUIREMENT_FLOOR),
+        "memory_mib": bounds(requirements.memory_mib, REQUIREMENT_FLOOR),
         "accelerator_types": ["gpu"],
         "accelerator_count": bounds(requirements.gpu_count),
         "accelerator_manufacturers": list(requirements.gpu_manufacturers) or None,

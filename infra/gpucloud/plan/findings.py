@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gpucloud.config import StackSettings
+from gpucloud.lookups.capacity import CapacityBlockOffering
 from gpucloud.plan.model import PlanFinding
 from gpucloud.policy import PackConfig, PlannedResource, PolicyConfig, Violation, evaluate
 from gpucloud.policy.rules import accepted_iam_findings
@@ -93,18 +94,25 @@ def spot_capacity_findings(resources: list[AppliedResource], subnet_zones: Mappi
     return findings
 
 
-def reserved_capacity(settings: StackSettings, reservations: Mapping[str, Mapping]) -> dict[str, ReservedCapacity]:
-    """Per group, the reserved capacity it runs on, from the reservations the account holds (an
-    offering the stack bought is among them once the program ran)."""
+def reserved_capacity(
+    settings: StackSettings, reservations: Mapping[str, Mapping], offerings: Mapping[str, CapacityBlockOffering] | None = None,
+) -> dict[str, ReservedCapacity]:
+    """Per group, the reserved capacity it runs on, from the reservations the account holds, or
+    the Capacity Block offering it asks for and has not bought (`offerings`: group name to the
+    offering the lookups found), priced at its upfront fee."""
     reserved = {}
     for group in settings.config.groups:
         block = group.capacity.capacity_block
-        if block is not None:
-            wanted = block.reservation_id
-            found = reservations.get(wanted) if wanted else next(
-                (item for item in reservations.values() if item["reservation_type"] == "capacity-block"
-                 and item["instance_type"] == block.offering.instance_type
-                 and item["instance_count"] == block.offering.count), None)
+        offering = (offerings or {}).get(group.name)
+        if block is not None and block.offering is not None and offering is not None:
+            reserved[group.name] = ReservedCapacity(
+                kind="capacity-block", instance_type=offering.instance_type, instance_count=offering.instance_count,
+                upfront_usd=offering.upfront_usd, hours=offering.duration_hours,
+                label=f"offering {offering.id}, not bought yet: {offering.instance_count} x {offering.instance_type}, "
+                      f"{offering.duration_hours} h",
+            )
+        elif block is not None:
+            found = reservations.get(block.reservation_id) if block.reservation_id else None
             if found and found.get("start") and found.get("end"):
                 hours = (found["end"] - found["start"]).total_seconds() / 3600
                 reserved[group.name] = ReservedCapacity(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, refused, register_update, resource
@@ -25,13 +26,25 @@ def _bounds(value: dict[str, Any] | None) -> dict[str, Any] | None:
     return drop_none({"Min": (value or {}).get("min"), "Max": (value or {}).get("max")}) if value else None
 
 
+MAX_REQUIREMENT_SETS = 4
+"""Auto Scaling takes "up to four separate sets of instance requirements per Auto Scaling group"
+(botocore autoscaling model 2011-01-01, LaunchTemplateOverrides `InstanceRequirements`)."""
+
+
 def _instance_requirements(requirements: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Attribute-based selection, in the API's shape; botocore checks it against the model."""
+    """Attribute-based selection, in the API's shape; botocore checks it against the model (it
+    requires VCpuCount and MemoryMiB). terraform-provider-aws refuses a `min` or `max` under 1 for
+    either (`validation.IntAtLeast(1)`, internal/service/autoscaling/group.go, read 2026-11-25)."""
     if not requirements:
         return None
+    for key in ("vcpuCount", "memoryMib"):
+        for end, value in (requirements.get(key) or {}).items():
+            if value is not None and value < 1:
+                raise refused("CreateAutoScalingGroup", "ValidationError",
+                              f"instance_requirements.{key}.{end} is {value}: expected at least 1 (terraform-provider-aws)")
     return drop_none({
-        "VCpuCount": _bounds(requirements.get("vcpuCount")) or {"Min": 0},
-        "MemoryMiB": _bounds(requirements.get("memoryMib")) or {"Min": 0},
+        "VCpuCount": _bounds(requirements.get("vcpuCount")),
+        "MemoryMiB": _bounds(requirements.get("memoryMib")),
         "AcceleratorTypes": requirements.get("acceleratorTypes"),
         "AcceleratorCount": _bounds(requirements.get("acceleratorCount")),
         "AcceleratorManufacturers": requirements.get("acceleratorManufacturers"),
@@ -46,6 +59,11 @@ def _mixed_instances_policy(policy: dict[str, Any] | None) -> dict[str, Any] | N
     if not policy:
         return None
     template = policy.get("launchTemplate") or {}
+    sets = sum(1 for override in template.get("overrides", []) if override.get("instanceRequirements"))
+    if sets > MAX_REQUIREMENT_SETS:
+        raise refused("CreateAutoScalingGroup", "ValidationError",
+                      f"the mixed instances policy has {sets} sets of instance requirements; an Auto Scaling group "
+                      f"takes at most {MAX_REQUIREMENT_SETS}")
     distribution = policy.get("instancesDistribution") or {}
     return drop_none(
         {
@@ -85,6 +103,12 @@ def _capacity_reservations(account: Account, name: str, specification: dict[str,
     if not specification:
         return None
     target = specification.get("capacityReservationTarget") or {}
+    preference = specification.get("capacityReservationPreference")
+    if preference in ("none", "open") and any(target.values()):
+        # botocore autoscaling model 2011-01-01, CapacityReservationSpecification: "If you specify open or
+        # none for CapacityReservationPreference, do not specify a CapacityReservationTarget."
+        raise refused("CreateAutoScalingGroup", "ValidationError",
+                      f"{name}: capacity reservation preference {preference} takes no capacity reservation target")
     for reservation_id in target.get("capacityReservationIds") or []:
         found = account.capacity_reservations.get(reservation_id)
         if found is None:
@@ -102,11 +126,29 @@ def _capacity_reservations(account: Account, name: str, specification: dict[str,
     })
 
 
+def _check_template_names_a_type(account: Account, name: str, spec: dict[str, Any] | None) -> None:
+    """A group that uses its launch template directly launches the type the template names: the
+    instance type is optional in a launch template only for a mixed instances policy, whose
+    overrides give it (EC2 Auto Scaling user guide, "Create a launch template using advanced
+    settings", read 2026-11-25). moto accepts the group and launches a default type."""
+    if not spec:
+        return
+    selector = {"LaunchTemplateId": spec["id"]} if spec.get("id") else {"LaunchTemplateName": spec.get("name")}
+    version = str(spec.get("version") or "$Default")
+    [found] = account.client("ec2").describe_launch_template_versions(**selector, Versions=[version])["LaunchTemplateVersions"]
+    if not found["LaunchTemplateData"].get("InstanceType"):
+        raise refused("CreateAutoScalingGroup", "ValidationError",
+                      f"{name}: launch template {found['LaunchTemplateId']} version {found['VersionNumber']} names no "
+                      "instance type, and the group has no mixed instances policy to give one")
+
+
 @resource("aws:autoscaling/group:Group")
 def create_group(account: Account, request: ResourceRequest) -> Created:
     autoscaling = account.client("autoscaling")
     inputs = request.inputs
     name = request.physical_name()
+    if not inputs.get("mixedInstancesPolicy"):
+        _check_template_names_a_type(account, name, inputs.get("launchTemplate"))
     autoscaling.create_auto_scaling_group(
         **drop_none(
             {
@@ -275,6 +317,13 @@ def put_scheduled_action(account: Account, request: ResourceRequest) -> Created:
     def size(key: str) -> int | None:
         value = inputs.get(key)
         return None if value is None or value < 0 else value
+
+    start = inputs.get("startTime")
+    if start and datetime.datetime.fromisoformat(start.replace("Z", "+00:00")) <= datetime.datetime.now(datetime.timezone.utc):
+        # What Auto Scaling answers (quoted in hashicorp/terraform-provider-aws pull request 3033);
+        # moto takes any time.
+        raise refused("PutScheduledUpdateGroupAction", "ValidationError",
+                      f"{name}: Given start time is in the past ({start})")
 
     account.client("autoscaling").put_scheduled_update_group_action(
         **drop_none(

@@ -68,7 +68,10 @@ def capacity_block(account: Account, args: dict[str, Any]) -> dict[str, Any]:
 @invoke("aws:ec2/getCapacityBlockOffering:getCapacityBlockOffering")
 def capacity_block_offering(account: Account, args: dict[str, Any]) -> dict[str, Any]:
     """The first offering in the facts matching type, count and duration whose dates fall in the
-    requested window, as DescribeCapacityBlockOfferings answers (the data source takes one)."""
+    requested window, as DescribeCapacityBlockOfferings answers (the data source takes one). Like
+    the provider's data source, it gives back the window it was asked, not the offering's dates:
+    its schema has no attribute for them (terraform-provider-aws
+    internal/service/ec2/ec2_capacity_block_offering_data_source.go, read 2026-11-25)."""
     earliest = datetime.datetime.fromisoformat(args["startDateRange"].replace("Z", "+00:00"))
     latest = datetime.datetime.fromisoformat(args["endDateRange"].replace("Z", "+00:00"))
     for offering in account.capacity_block_offerings:
@@ -81,7 +84,7 @@ def capacity_block_offering(account: Account, args: dict[str, Any]) -> dict[str,
                 "capacityBlockOfferingId": offering["id"], "availabilityZone": offering["zone"],
                 "instanceType": offering["instance_type"], "instanceCount": offering["instance_count"],
                 "capacityDurationHours": offering["duration_hours"], "upfrontFee": f"{offering['upfront_usd']:.2f}",
-                "currencyCode": "USD", "startDateRange": _iso(offering["start"]), "endDateRange": _iso(offering["end"]),
+                "currencyCode": "USD", "startDateRange": args["startDateRange"], "endDateRange": args["endDateRange"],
                 "tenancy": "default",
             }
     raise LookupError(f"no matching EC2 Capacity Block Offering found for {args['instanceCount']} x "

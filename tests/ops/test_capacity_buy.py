@@ -1,0 +1,155 @@
+"""Buying a Capacity Block happens once, deliberately, outside `pulumi up` (`gpucloud capacity buy`);
+the program never buys one, and runs the group in the bought block, timed by the block's own dates,
+however often it runs."""
+
+from __future__ import annotations
+
+import datetime
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from gpucloud.config import load_stack_file
+from gpucloud.ops.capacity import CapacityError, buy, name_block_in_stack_file
+from gpucloud.plan import plan_stack
+from gpucloud.program import build
+from gpucloud.testing import moto_account, run_program
+from gpucloud.testing.facts import AccountFacts
+from support import deploy
+
+UTC = datetime.timezone.utc
+OFFERING = "cb-0c1d2e3f4a5b60718"
+BOUGHT = "cr-0123456789abcdef0"
+START = datetime.datetime(2027, 3, 1, 11, 30, tzinfo=UTC)
+END = datetime.datetime(2027, 3, 5, 11, 30, tzinfo=UTC)
+
+STACK_FILE = """\
+# A training group on a Capacity Block still to buy.
+config:
+  aws:region: us-east-1
+  gpu-cloud:project: demo
+  gpu-cloud:owner: ml-team@example.com
+  gpu-cloud:costCenter: cc-42
+  gpu-cloud:budget:
+    monthlyUsd: 20000
+  gpu-cloud:account:
+    createServiceLinkedRole: true
+  gpu-cloud:groups:
+    - name: pretrain   # trains on the block
+      instanceTypes: [p5.48xlarge]
+      minSize: 2
+      maxSize: 2
+      spotPercent: 0
+      capacity:
+        capacityBlock:
+          offering:
+            instanceType: p5.48xlarge   # what the block holds
+            count: 2
+            durationHours: 96
+            startAfter: 2027-02-20
+            endBefore: 2027-03-10
+      checkpoint:
+        timeoutSeconds: 180   # the drain's limit
+"""
+
+OFFERING_FACTS = {"id": OFFERING, "instanceType": "p5.48xlarge", "instanceCount": 2, "zone": "us-east-1b",
+                  "start": START, "end": END, "durationHours": 96, "upfrontUsd": 7000.0}
+
+
+@pytest.fixture
+def stack_file(tmp_path):
+    path = tmp_path / "Pulumi.train.yaml"
+    path.write_text(STACK_FILE, encoding="utf-8")
+    return path
+
+
+def stubbed_ec2(*, purchase: bool) -> tuple[object, Stubber, list[dict]]:
+    """An EC2 client answering as AWS would for the stack's offering; it records each purchase and
+    refuses any call it was not told to expect."""
+    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    stubber = Stubber(ec2)
+    stubber.add_response("describe_capacity_reservations", {"CapacityReservations": []})
+    stubber.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": [{
+        "CapacityBlockOfferingId": OFFERING, "InstanceType": "p5.48xlarge", "AvailabilityZone": "us-east-1b",
+        "InstanceCount": 2, "StartDate": START, "EndDate": END, "CapacityBlockDurationHours": 96,
+        "UpfrontFee": "7000.00", "CurrencyCode": "USD"}]})
+    purchases: list[dict] = []
+    if purchase:
+        stubber.add_response("purchase_capacity_block", {"CapacityReservation": {
+            "CapacityReservationId": BOUGHT, "InstanceType": "p5.48xlarge", "AvailabilityZone": "us-east-1b",
+            "TotalInstanceCount": 2, "State": "payment-pending", "ReservationType": "capacity-block",
+            "StartDate": START, "EndDate": END}})
+    ec2.meta.events.register("before-parameter-build.ec2.PurchaseCapacityBlock",
+                             lambda params, **_: purchases.append(params))
+    stubber.activate()
+    return ec2, stubber, purchases
+
+
+def test_the_block_is_bought_once_by_the_command_and_never_by_the_program(stack_file, capsys):
+    before = plan_stack(load_stack_file(stack_file), facts=AccountFacts.model_validate({"capacityBlockOfferings": [OFFERING_FACTS]}))
+    [failure] = [finding.message for finding in before.findings if finding.rule == "program-error"]
+    assert f"capacityBlock.offering: not bought yet: EC2 offers {OFFERING}" in failure and "7,000.00 USD upfront" in failure
+    assert f"gpucloud capacity buy --config {stack_file} --group pretrain" in failure
+    assert not [r for r in before.resources if "capacityBlockReservation" in r.type]
+    [line] = [line for line in before.cost_estimate.lines if "capacity block" in line.resource]
+    assert f"offering {OFFERING}, not bought yet" in line.resource and line.monthly.desired == 7000.0, "priced, not bought"
+
+    ec2, stubber, purchases = stubbed_ec2(purchase=False)
+    assert buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm=None) is None
+    stubber.assert_no_pending_responses()
+    assert stack_file.read_text() == STACK_FILE and purchases == []
+    assert "2027-03-01 11:30 to 2027-03-05 11:30 UTC (96 h), 7,000.00 USD upfront" in capsys.readouterr().out
+
+    ec2, stubber, purchases = stubbed_ec2(purchase=True)
+    assert buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm=OFFERING) == BOUGHT
+    stubber.assert_no_pending_responses()
+    assert [(call["CapacityBlockOfferingId"], call["InstancePlatform"]) for call in purchases] == [(OFFERING, "Linux/UNIX")]
+    assert f"+          reservationId: {BOUGHT}  # bought {OFFERING}" in capsys.readouterr().out
+    edited = stack_file.read_text()
+    assert "# trains on the block" in edited and "# the drain's limit" in edited and "offering:" not in edited
+
+    # AWS holds the block now; the program runs twice (an update of the first run) and buys nothing.
+    with moto_account("us-east-1") as account:
+        [held] = AccountFacts.model_validate({"capacityReservations": [{
+            "id": BOUGHT, "instanceType": "p5.48xlarge", "zone": "us-east-1b", "instanceCount": 2, "state": "scheduled",
+            "reservationType": "capacity-block", "start": START, "end": END, "upfrontUsd": 7000.0}]}).capacity_reservations
+        account.capacity_reservations[BOUGHT] = held.model_dump()
+        settings = load_stack_file(stack_file)
+        first = deploy(settings, account)
+        second = run_program(lambda: build(settings), account, stack=settings.stack, previous=first)
+
+        assert {resource.operation for resource in second.resources if resource.type.startswith("aws:")} == {"same"}
+        assert not [r for r in first.resources + second.resources if "capacityBlockReservation" in r.type]
+        assert [item["id"] for item in account.capacity_reservations.values()] == [BOUGHT]
+        scheduled = account.client("autoscaling").describe_scheduled_actions()["ScheduledUpdateGroupActions"]
+        actions = {"-".join(action["ScheduledActionName"].split("-")[-2:]): action["StartTime"] for action in scheduled}
+        assert actions == {"block-start": START, "block-end": END - datetime.timedelta(minutes=45)}, "the block's own dates"
+
+    silent = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    with Stubber(silent):  # any AWS call fails: nothing is queued
+        assert buy(settings, stack_file, silent, "pretrain", confirm=OFFERING) == BOUGHT
+    assert stack_file.read_text() == edited, "a second run of the command buys nothing and changes nothing"
+
+
+def test_a_block_an_interrupted_run_bought_is_written_not_bought_again(stack_file, capsys):
+    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    with Stubber(ec2) as stubber:
+        stubber.add_response("describe_capacity_reservations", {"CapacityReservations": [{
+            "CapacityReservationId": BOUGHT, "ReservationType": "capacity-block", "State": "scheduled",
+            "StartDate": START, "EndDate": END}]})
+
+        assert buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm=OFFERING) == BOUGHT
+
+    assert f"reservationId: {BOUGHT}" in stack_file.read_text()
+    assert "not buying another" in capsys.readouterr().out
+
+
+def test_a_flow_style_offering_is_replaced_and_a_missing_one_is_refused():
+    text = "config:\n  gpu-cloud:groups:\n    - {name: serve, capacity: {capacityBlock: {offering: {instanceType: p5.48xlarge, count: 2}}}}\n"
+
+    edited = name_block_in_stack_file(text, "serve", BOUGHT, "bought")
+
+    assert edited == f"config:\n  gpu-cloud:groups:\n    - {{name: serve, capacity: {{capacityBlock: {{reservationId: {BOUGHT}}}}}}}\n"
+    with pytest.raises(CapacityError, match="no groups\\[name=train\\]"):
+        name_block_in_stack_file(text, "train", BOUGHT, "bought")
