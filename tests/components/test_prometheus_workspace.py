@@ -8,13 +8,15 @@ import json
 import shutil
 import subprocess
 
+import pulumi_aws as aws
 import pytest
 import yaml
+from botocore.exceptions import ClientError
 
-from support import STACKS, deploy, node_configs
-from gpucloud.config import load_stack_file
+from support import STACKS, deploy, minimal_config, node_configs, settings_for
+from gpucloud.config import ConfigError, load_stack_file
 from gpucloud.observability import rule_file_text
-from gpucloud.testing import moto_account
+from gpucloud.testing import moto_account, run_program
 
 
 @pytest.fixture(scope="module")
@@ -113,3 +115,36 @@ def test_grafana_queries_the_workspace_with_its_own_role_and_gets_both_dashboard
     assert source.inputs["url"] == deployment.outputs["prometheusRemoteWriteUrl"].removesuffix("api/v1/remote_write")
     assert sorted(json.loads(d.inputs["configJson"])["title"] for d in deployment.of_type("grafana:oss/dashboard:Dashboard")) == [
         "gpu-cloud llm-infer: GPU fleet", "gpu-cloud llm-infer: GPU node"]
+
+
+def test_the_engine_refuses_a_second_rules_namespace_of_one_name_as_amp_does(llm_infer):
+    """CreateRuleGroupsNamespace answers ConflictException for a name the workspace holds (moto replaces it)."""
+    settings, deployment, account = llm_infer
+    workspace = workspace_of(deployment).id
+    [namespace] = account.client("amp").list_rule_groups_namespaces(workspaceId=workspace)["ruleGroupsNamespaces"]
+
+    with pytest.raises(ClientError, match=f"ConflictException.*{workspace} already has a rule groups namespace gpu-cloud"):
+        run_program(lambda: aws.amp.RuleGroupNamespace("again", name="gpu-cloud", workspace_id=workspace,
+                                                       data=rule_file_text(settings)), account)
+    [kept] = account.client("amp").list_rule_groups_namespaces(workspaceId=workspace)["ruleGroupsNamespaces"]
+    assert kept["arn"] == namespace["arn"] and kept["createdAt"] == namespace["createdAt"]
+
+
+def test_the_engine_refuses_a_second_alert_manager_definition_as_amp_does(llm_infer):
+    """A workspace holds one definition: CreateAlertManagerDefinition answers ConflictException."""
+    settings, deployment, account = llm_infer
+    workspace = workspace_of(deployment).id
+    [definition] = deployment.of_type("aws:amp/alertManagerDefinition:AlertManagerDefinition")
+
+    with pytest.raises(ClientError, match=f"ConflictException.*{workspace} already has an alert manager definition"):
+        run_program(lambda: aws.amp.AlertManagerDefinition("again", workspace_id=workspace,
+                                                           definition=definition.inputs["definition"]), account)
+
+
+def test_leaving_the_alert_manager_alone_needs_an_existing_workspace():
+    values = minimal_config(monitoring={"prometheus": {"enabled": True, "manageAlertManager": False}})
+    with pytest.raises(ConfigError) as error:
+        settings_for(values)
+    [(key, reason)] = error.value.problems
+    assert key == "gpu-cloud:monitoring.prometheus.manageAlertManager"
+    assert "workspaceId" in reason

@@ -1,5 +1,5 @@
-"""The Auto Scaling service-linked role the project key names: looked up, created only when asked,
-kept on destroy; and the engine refuses, as KMS does, a key policy naming a role that does not exist."""
+"""The Auto Scaling service-linked role the project key names: looked up, created where it is
+missing unless the config says not to, kept on destroy; and the engine refuses, as KMS does, a key policy naming a role that does not exist."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def test_a_missing_role_is_a_config_error_with_the_command_that_creates_it(accou
     assert account.client("kms").list_keys()["Keys"] == []
 
 
-def test_a_missing_role_is_created_first_and_kept_on_destroy_when_asked(account):
-    deployment = deploy(settings_for(minimal_config()), account)
+def test_a_missing_role_is_created_first_and_kept_on_destroy_by_default(account):
+    deployment = deploy(settings_for(minimal_config(account={})), account)
     [role] = deployment.of_type("aws:iam/serviceLinkedRole:ServiceLinkedRole")
     [key] = deployment.of_type("aws:kms/key:Key")
     assert role.retain_on_delete
@@ -41,10 +41,11 @@ def test_a_missing_role_is_created_first_and_kept_on_destroy_when_asked(account)
     assert created["Arn"] in [statement["Principal"].get("AWS") for statement in statements]
 
 
-@pytest.mark.parametrize("create", [True, False])
+@pytest.mark.parametrize("create", [None, False])
 def test_an_existing_role_is_used_as_it_is(account, create):
+    """Never declared where it exists: AWS refuses a second one ("Service role name ... has been taken")."""
     account.client("iam").create_service_linked_role(AWSServiceName="autoscaling.amazonaws.com")
-    deployment = deploy(settings_for(minimal_config(account={"createServiceLinkedRole": create})), account)
+    deployment = deploy(settings_for(minimal_config(account={} if create is None else {"createServiceLinkedRole": create})), account)
     assert deployment.of_type("aws:iam/serviceLinkedRole:ServiceLinkedRole") == []
     assert deployment.of_type("aws:kms/key:Key")
 
@@ -64,6 +65,7 @@ def test_the_engine_refuses_a_key_policy_naming_a_role_that_does_not_exist(accou
 def test_the_engine_takes_a_key_policy_naming_roles_that_exist(account):
     account.client("iam").create_role(RoleName="somebody", AssumeRolePolicyDocument="{}")
     policy = {"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{account.account_id}:root"}, "Action": "kms:*", "Resource": "*"},
         {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{account.account_id}:role/somebody"},
          "Action": "kms:Decrypt", "Resource": "*"},
     ]}

@@ -253,7 +253,7 @@ def test_defaults_are_the_secure_and_cheap_choice():
     values = minimal_config()
     del values["account"]
     config = settings_for(values).config
-    assert config.account.create_service_linked_role is False
+    assert config.account.create_service_linked_role is True, "looked up first: created only where missing"
     assert config.access.ssm is True and config.access.ssh_cidrs == [] and config.access.jupyter_cidrs == []
     network = config.network
     assert network.created and (network.cidr, network.zones, network.nat_gateways, network.egress) == (

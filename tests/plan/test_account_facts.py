@@ -110,3 +110,43 @@ def test_a_bad_facts_file_names_the_key(tmp_path):
     path.write_text("vpcs:\n  - id: vpc-1\n    cidr: 10.0.0.0/16\n")
     with pytest.raises(FactsError, match=r"vpcs\.0\.id: String should match pattern"):
         load_facts(path)
+
+
+MINIMAL_STACK = (
+    "config:\n  aws:region: us-east-1\n  gpu-cloud:project: tiny\n  gpu-cloud:owner: a@example.com\n"
+    "  gpu-cloud:costCenter: cc\n  gpu-cloud:budget: {monthlyUsd: 100}\n"
+    "  gpu-cloud:groups:\n    - {name: gpus, instanceTypes: [g5.xlarge], maxSize: 1}\n"
+)
+
+
+def test_a_minimal_stack_without_facts_plans_and_says_on_one_line_that_the_role_was_not_checked(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.tiny.yaml"
+    stack.write_text(MINIMAL_STACK)
+
+    assert main(["plan", "--config", str(stack)]) == 0
+    out = capsys.readouterr().out
+    [line] = [line for line in out.splitlines() if "AWSServiceRoleForAutoScaling" in line]
+    assert "not checked" in line and "gpu-cloud:account.createServiceLinkedRole" in line
+    assert "aws:iam/serviceLinkedRole:ServiceLinkedRole" not in out, "unknown is not missing: nothing is created"
+
+
+def test_facts_that_say_the_role_is_missing_refuse_a_stack_that_may_not_create_it(tmp_path):
+    facts = with_facts(tmp_path, lambda facts: facts.update(serviceLinkedRoles=[]))
+    settings = load_stack_file(STACK_FILE)
+    from gpucloud.config import parse_stack_config
+
+    values = settings.config.model_dump(by_alias=True, exclude_none=True)
+    values["account"] = {"createServiceLinkedRole": False}
+    with pytest.raises(ConfigError) as error:
+        plan_stack(parse_stack_config(values, stack="team-vpc", source="x", region="us-east-1"), facts=facts)
+    [(key, reason)] = error.value.problems
+    assert key == "gpu-cloud:account.createServiceLinkedRole"
+    assert "aws iam create-service-linked-role --aws-service-name autoscaling.amazonaws.com" in reason
+
+
+def test_facts_that_say_the_role_is_missing_have_it_created_by_default(tmp_path):
+    facts = with_facts(tmp_path, lambda facts: facts.update(serviceLinkedRoles=[]))
+    plan = plan_stack(load_stack_file(STACK_FILE), facts=facts)
+    [role] = [resource for resource in plan.resources if resource.type == "aws:iam/serviceLinkedRole:ServiceLinkedRole"]
+    assert role.inputs["awsServiceName"] == "autoscaling.amazonaws.com"
+    assert not [finding for finding in plan.findings if "AWSServiceRoleForAutoScaling" in finding.message]

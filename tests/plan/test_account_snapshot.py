@@ -7,6 +7,7 @@ import datetime
 
 import boto3
 import pytest
+import yaml
 from botocore.stub import Stubber
 from moto import mock_aws
 
@@ -150,33 +151,117 @@ def load_facts_from(document):
     return AccountFacts.model_validate(document)
 
 
-def test_the_workspace_a_stack_names_is_kept_and_plans_under_its_own_id(credentials):
-    def settings_naming(workspace_id):
-        values = minimal_config(monitoring={"prometheus": {"enabled": True, "workspaceId": workspace_id}})
-        return parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")
+WORKSPACE = "ws-0123abcd-0123-4567-89ab-0123456789ab"
+ORG_ALERTS = "arn:aws:sns:us-east-1:123456789012:org-alerts"
 
-    with mock_aws():
-        session = boto3.Session(region_name="us-east-1")
-        workspace = session.client("amp").create_workspace(alias="shared")["workspaceId"]
-        from gpucloud.plan.snapshot import _workspaces
 
-        kept = _workspaces(session.client("amp"), settings_naming(workspace))
-        missing = _workspaces(session.client("amp"), settings_naming("ws-00000000-0000-0000-0000-000000000000"))
+def naming_the_workspace(**prometheus):
+    values = minimal_config(monitoring={"prometheus": {"enabled": True, "workspaceId": WORKSPACE, **prometheus}})
+    return parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")
 
-    assert kept == [{"id": workspace, "alias": "shared", "status": "ACTIVE"}] and missing == []
-    plan = plan_stack(settings_naming(workspace), facts=load_facts_from({"prometheusWorkspaces": kept}))
+
+def stubbed_amp(definition_topics: list[str] | None, namespaces: dict[str, str | None], found: bool = True):
+    """An AMP client answering DescribeWorkspace, DescribeAlertManagerDefinition (one sending to
+    `definition_topics`, or none) and ListRuleGroupsNamespaces (name -> its gpu-cloud:stack tag):
+    moto has no alert manager definitions, so EC2-style botocore stubs shaped by AMP's model answer."""
+    amp = boto3.client("amp", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
+    stubber = Stubber(amp)
+    if not found:
+        stubber.add_client_error("describe_workspace", "ResourceNotFoundException", expected_params={"workspaceId": WORKSPACE})
+        return amp, stubber
+    when = datetime.datetime(2026, 11, 1, tzinfo=datetime.timezone.utc)
+    stubber.add_response("describe_workspace", {"workspace": {
+        "workspaceId": WORKSPACE, "alias": "shared", "arn": f"arn:aws:aps:us-east-1:123456789012:workspace/{WORKSPACE}",
+        "status": {"statusCode": "ACTIVE"}, "createdAt": when}}, {"workspaceId": WORKSPACE})
+    if definition_topics is None:
+        stubber.add_client_error("describe_alert_manager_definition", "ResourceNotFoundException",
+                                 expected_params={"workspaceId": WORKSPACE})
+    else:
+        config = yaml.safe_dump({"route": {"receiver": "sns"}, "receivers": [
+            {"name": "sns", "sns_configs": [{"topic_arn": topic} for topic in definition_topics]}]})
+        stubber.add_response("describe_alert_manager_definition", {"alertManagerDefinition": {
+            "status": {"statusCode": "ACTIVE"}, "data": yaml.safe_dump({"alertmanager_config": config}).encode(),
+            "createdAt": when, "modifiedAt": when}}, {"workspaceId": WORKSPACE})
+    stubber.add_response("list_rule_groups_namespaces", {"ruleGroupsNamespaces": [
+        {"arn": f"arn:aws:aps:us-east-1:123456789012:rulegroupsnamespace/{WORKSPACE}/{name}", "name": name,
+         "status": {"statusCode": "ACTIVE"}, "createdAt": when, "modifiedAt": when,
+         "tags": {"gpu-cloud:stack": stack} if stack else {}}
+        for name, stack in namespaces.items()]}, {"workspaceId": WORKSPACE})
+    return amp, stubber
+
+
+def workspace_facts(definition_topics, namespaces, **prometheus):
+    from gpucloud.plan.snapshot import _workspaces
+
+    amp, stubber = stubbed_amp(definition_topics, namespaces)
+    with stubber:
+        found = _workspaces(amp, naming_the_workspace(**prometheus))
+    stubber.assert_no_pending_responses()
+    return found
+
+
+def test_the_snapshot_records_what_the_workspace_holds_and_the_plan_refuses_what_amp_would(credentials):
+    found = workspace_facts([ORG_ALERTS], {"gpu-cloud": "other-team", "org-rules": None})
+
+    assert found == [{"id": WORKSPACE, "alias": "shared", "status": "ACTIVE", "alertManagerDefinition": True,
+                      "alertManagerTopics": [ORG_ALERTS],
+                      "ruleGroupsNamespaces": [{"name": "gpu-cloud", "stack": "other-team"}, {"name": "org-rules"}]}]
+    with pytest.raises(ConfigError) as error:
+        plan_stack(naming_the_workspace(), facts=load_facts_from({"prometheusWorkspaces": found}))
+    problems = dict(error.value.problems)
+    assert set(problems) == {"gpu-cloud:monitoring.prometheus.manageAlertManager", "gpu-cloud:monitoring.prometheus.workspaceId"}
+    assert f"already has an alert manager definition (sending to {ORG_ALERTS})" in problems[
+        "gpu-cloud:monitoring.prometheus.manageAlertManager"]
+    assert "Set manageAlertManager: false" in problems["gpu-cloud:monitoring.prometheus.manageAlertManager"]
+    assert "already has a rule groups namespace gpu-cloud (made by stack other-team)" in problems[
+        "gpu-cloud:monitoring.prometheus.workspaceId"]
+
+
+def test_a_missing_workspace_is_left_out_of_the_facts(credentials):
+    from gpucloud.plan.snapshot import _workspaces
+
+    amp, stubber = stubbed_amp(None, {}, found=False)
+    with stubber:
+        assert _workspaces(amp, naming_the_workspace()) == []
+
+
+def test_with_manage_alert_manager_false_the_plan_leaves_the_workspaces_definition_alone(credentials):
+    found = workspace_facts([ORG_ALERTS], {"org-rules": None}, manageAlertManager=False)
+    plan = plan_stack(naming_the_workspace(manageAlertManager=False), facts=load_facts_from({"prometheusWorkspaces": found}))
+
     assert not plan.failed
+    assert not [resource for resource in plan.resources if resource.type == "aws:amp/alertManagerDefinition:AlertManagerDefinition"]
     assert not [resource for resource in plan.resources if resource.type == "aws:amp/workspace:Workspace"]
     [namespace] = [resource for resource in plan.resources if resource.type == "aws:amp/ruleGroupNamespace:RuleGroupNamespace"]
-    assert namespace.inputs["workspaceId"] == workspace
+    assert namespace.inputs["workspaceId"] == WORKSPACE
+
+
+def test_the_stacks_own_definition_and_namespace_found_by_a_later_snapshot_are_its_own(credentials):
+    from gpucloud.lookups.prometheus import workspace_conflicts
+
+    own_topic = "arn:aws:sns:us-east-1:123456789012:gpu-cloud-demo-alerts"
+    [workspace] = load_facts_from({"prometheusWorkspaces": workspace_facts([own_topic], {"gpu-cloud": "demo"})}).prometheus_workspaces
+    assert workspace_conflicts(naming_the_workspace(), workspace.contents()) == ([], [])
+
+    [workspace] = load_facts_from({"prometheusWorkspaces": workspace_facts(None, {"gpu-cloud": None})}).prometheus_workspaces
+    [(key, reason)], _unchecked = workspace_conflicts(naming_the_workspace(), workspace.contents())
+    assert key == "monitoring.prometheus.workspaceId" and "(not made by a gpu-cloud stack)" in reason
+
+
+def test_facts_that_do_not_say_what_the_workspace_holds_plan_with_one_not_checked_line(credentials):
+    facts = load_facts_from({"prometheusWorkspaces": [{"id": WORKSPACE, "status": "ACTIVE"}]})
+    plan = plan_stack(naming_the_workspace(), facts=facts)
+
+    assert not plan.failed
+    [line] = [finding.message for finding in plan.findings if "alert manager definition" in finding.message]
+    assert line.startswith("gpu-cloud:monitoring.prometheus.workspaceId: not checked")
+    assert "gpucloud account snapshot" in line
 
 
 def test_a_workspace_the_facts_hold_as_creating_stops_the_plan(credentials):
-    values = minimal_config(monitoring={"prometheus": {"enabled": True, "workspaceId": "ws-0123abcd-0123-4567-89ab-0123456789ab"}})
-    settings = parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")
-    facts = load_facts_from({"prometheusWorkspaces": [{"id": "ws-0123abcd-0123-4567-89ab-0123456789ab", "status": "CREATING"}]})
+    facts = load_facts_from({"prometheusWorkspaces": [{"id": WORKSPACE, "status": "CREATING"}]})
 
     with pytest.raises(ConfigError) as error:
-        plan_stack(settings, facts=facts)
+        plan_stack(naming_the_workspace(), facts=facts)
     assert error.value.problems == [("gpu-cloud:monitoring.prometheus.workspaceId",
                                      "ws-0123abcd-0123-4567-89ab-0123456789ab is CREATING, not ACTIVE")]

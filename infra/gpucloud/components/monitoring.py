@@ -12,7 +12,7 @@ import pulumi_aws as aws
 
 from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE, GPU_UTILIZATION_METRIC
 from gpucloud.documents import alerts_topic_policy
-from gpucloud.naming import NODE_METRICS_NAMESPACE
+from gpucloud.naming import NODE_METRICS_NAMESPACE, alerts_topic_name
 from gpucloud.observability.alerting import alert_manager_definition
 
 GPU_TEMPERATURE_METRIC = "nvidia_smi_temperature_gpu"
@@ -42,6 +42,8 @@ class GpuMonitoringArgs:
     prometheus_workspace_arn: pulumi.Input[str] | None = None
     """The project's Prometheus workspace: its alert manager sends to the topic, and the topic
     policy lets that workspace (and no other) publish."""
+    manage_alert_manager: bool = True
+    """False: an existing workspace's alert manager definition is left as it is (none is declared)."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -95,9 +97,9 @@ class GpuMonitoring(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.topic = aws.sns.Topic(
             f"{name}-alerts",
-            name=f"gpu-cloud-{args.project}-alerts",
+            name=alerts_topic_name(args.project),
             kms_master_key_id=args.kms_key_arn,
-            tags={**args.tags, "Name": f"gpu-cloud-{args.project}-alerts"},
+            tags={**args.tags, "Name": alerts_topic_name(args.project)},
             opts=child,
         )
         topic_policy = aws.sns.TopicPolicy(
@@ -109,7 +111,7 @@ class GpuMonitoring(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self.topic),
         )
         self.alert_manager = None
-        if args.prometheus_workspace_id is not None:
+        if args.prometheus_workspace_id is not None and args.manage_alert_manager:
             self.alert_manager = aws.amp.AlertManagerDefinition(
                 f"{name}-prometheus-alerts",
                 workspace_id=args.prometheus_workspace_id,

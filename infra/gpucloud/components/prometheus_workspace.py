@@ -11,9 +11,9 @@ import pulumi
 import pulumi_aws as aws
 
 from gpucloud.documents import prometheus_remote_write_policy
-from gpucloud.naming import prometheus_log_group_prefix, prometheus_remote_write_url
+from gpucloud.naming import PROMETHEUS_RULES_NAMESPACE, prometheus_log_group_prefix, prometheus_remote_write_url
 
-RULES_NAMESPACE = "gpu-cloud"
+RULES_NAMESPACE = PROMETHEUS_RULES_NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,9 @@ class PrometheusWorkspaceArgs:
     """The rule file (YAML) for the workspace's rule groups namespace."""
     existing_workspace_id: str | None = None
     existing_workspace_arn: str | None = None
-    """An existing workspace (looked up and found ACTIVE before any resource): the stack adds its
-    rules namespace and writes to it, and creates no workspace or log group."""
+    """An existing workspace (looked up and found ACTIVE before any resource, and, where account
+    facts say, without another stack's `gpu-cloud` namespace): the stack adds its rules namespace
+    and writes to it, and creates no workspace or log group."""
     log_retention_days: int = 30
     tags: Mapping[str, str] = field(default_factory=dict)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from gpucloud.config.fields import ConfigModel, shaped
 from gpucloud.config.network import log_retention
@@ -23,8 +23,13 @@ class PrometheusConfig(ConfigModel):
 
     enabled: bool = False
     workspace_id: PrometheusWorkspaceId | None = None
-    """An existing workspace instead of one per project: its rules and alert manager definition are
-    then the stack's own (a workspace has one of each), so share it only between stacks that agree."""
+    """An existing workspace instead of one per project: the stack adds its rule groups namespace
+    `gpu-cloud` (one per name per workspace, so one stack per workspace) and, unless
+    `manage_alert_manager` is false, the workspace's one alert manager definition."""
+    manage_alert_manager: bool = True
+    """With `workspace_id`: false leaves the workspace's alert manager definition as it is (one an
+    organisation already routes), so the stack's alerts go where it sends them; true makes the
+    stack's own, which AMP refuses where the workspace already has one."""
     scrape_interval_seconds: int = Field(default=30, ge=10, le=300)
     """How often the node's collector reads the agent's readings; each reading is one sample per
     series, and AMP bills ingestion by the sample."""
@@ -35,6 +40,14 @@ class PrometheusConfig(ConfigModel):
     @classmethod
     def retention_is_one_cloudwatch_takes(cls, days: int) -> int:
         return log_retention(days)
+
+    @field_validator("manage_alert_manager")
+    @classmethod
+    def leaving_it_alone_needs_an_existing_workspace(cls, manage: bool, info: ValidationInfo) -> bool:
+        if not manage and not info.data.get("workspace_id"):
+            raise ValueError("false leaves an existing workspace's alert manager definition alone: set workspaceId too "
+                             "(a workspace the stack creates has no other, and without one its alerts go nowhere)")
+        return manage
 
 
 RoleValue = Annotated[str, Field(min_length=1, max_length=256)]
@@ -103,9 +116,12 @@ class BackupConfig(ConfigModel):
 class AccountConfig(ConfigModel):
     """What the stack may set up in the account that other stacks share."""
 
-    create_service_linked_role: bool = False
-    """Create the Auto Scaling service-linked role when the account has none (kept on destroy:
-    every Auto Scaling group of the account uses it). Off: a missing role is a config error."""
+    create_service_linked_role: bool = True
+    """Create the Auto Scaling service-linked role where the account has none: the program looks it
+    up (iam:GetRole) at every preview and up and declares it only where it is missing (kept on
+    destroy: every Auto Scaling group of the account uses it). The stack needs it before its first
+    group, for its key policy. False, for a deploying role without iam:CreateServiceLinkedRole: a
+    missing role is a config error."""
 
 
 class BudgetConfig(ConfigModel):

@@ -6,7 +6,7 @@ preview` checks the real account; any stand-in with the same methods works too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 DEEP_LEARNING_AMI_PARAMETER = (
@@ -107,8 +107,22 @@ class PrometheusWorkspace:
     kms_key_arn: str = ""
 
 
+@dataclass(frozen=True)
+class PrometheusWorkspaceContents:
+    """What an existing workspace already holds of what a stack adds to it: AMP keeps one alert
+    manager definition per workspace and one rule groups namespace per name."""
+
+    alert_manager_topics: tuple[str, ...] | None
+    """None: the workspace has no alert manager definition; else the SNS topics its receivers
+    send to (a stack knows its own definition by its alerts topic)."""
+    rule_groups_namespaces: dict[str, str] = field(default_factory=dict)
+    """Namespace name -> the `gpu-cloud:stack` tag it carries ("" for one no gpu-cloud stack made)."""
+
+
 QUOTA_NOT_KNOWN = "quota value not known"
 """How the offline engine words a quota it has no account fact for."""
+ROLE_NOT_KNOWN = "role not known"
+"""How the offline engine words a service-linked role no account fact says exists or not."""
 
 
 class LookupUnavailable(Exception):
@@ -127,10 +141,12 @@ class AwsLookups(Protocol):
     def subnet(self, subnet_id: str) -> Subnet | None: ...
     def parameter(self, name: str) -> str | None: ...
     def ami(self, ami_id: str) -> Ami | None: ...
-    def role_exists(self, name: str) -> bool: ...
+    def role_exists(self, name: str) -> bool | None: ...  # None: not known (offline, no facts say)
     def availability_zones(self) -> list[str]: ...
     def subnet_routes(self, subnet: Subnet) -> tuple[Route, ...]: ...
     def has_vpc_endpoint(self, vpc_id: str, service: str) -> bool: ...
     def ec2_quota(self, code: str) -> float | None: ...
     def instance_type_zones(self, name: str) -> set[str]: ...
     def prometheus_workspace(self, workspace_id: str) -> PrometheusWorkspace | None: ...
+    # None: not known (no pulumi-aws data source reads it; the offline plan's account facts do)
+    def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None: ...

@@ -12,10 +12,12 @@ from gpucloud.lookups.capacity import CapacityBlockOffering, CapacityReservation
 from gpucloud.lookups.requirements import GpuTypeAttributes, region_gpu_types
 from gpucloud.lookups.facts import (
     QUOTA_NOT_KNOWN,
+    ROLE_NOT_KNOWN,
     Ami,
     InstanceTypeFacts,
     LookupUnavailable,
     PrometheusWorkspace,
+    PrometheusWorkspaceContents,
     Route,
     Subnet,
 )
@@ -126,10 +128,14 @@ class PulumiAwsLookups:
         )
 
     @functools.cache
-    def role_exists(self, name: str) -> bool:
+    def role_exists(self, name: str) -> bool | None:
+        """Whether the account has the role (iam:GetRole); None where the offline engine has no
+        account facts that say, so the plan says it did not check."""
         try:
             aws.iam.get_role(name=name)
         except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            if ROLE_NOT_KNOWN in str(error):
+                return None
             _absent(error)
             return False
         return True
@@ -142,6 +148,12 @@ class PulumiAwsLookups:
             return _absent(error)
         return PrometheusWorkspace(id=found.workspace_id, arn=found.arn, status=found.status,
                                    kms_key_arn=found.kms_key_arn or "")
+
+    def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None:
+        """Not known here: pulumi-aws has no data source for a workspace's alert manager definition
+        or rule groups namespaces (its `amp` module reads workspaces, workspace lists and the
+        default scraper configuration only, v7.51.1). Account facts answer it offline."""
+        return None
 
     @functools.cache
     def availability_zones(self) -> list[str]:

@@ -12,12 +12,15 @@ import datetime
 from dataclasses import dataclass
 
 from gpucloud.config import ConfigError, GroupConfig, StackSettings
-from gpucloud.config.network import NODE_ENDPOINTS, PROMETHEUS_ENDPOINTS, SESSION_MANAGER_ENDPOINTS, WITHOUT_INTERNET
+from gpucloud.config.network import WITHOUT_INTERNET
+from gpucloud.config.node_endpoints import describe, needed_endpoints
 from gpucloud.lookups.capacity import (
-    BLOCK_TERMINATION_LEAD,
+    BLOCK_SCALE_IN_LEAD,
+    SCHEDULE_LEAD,
     CapacityBlockOffering,
     CapacityReservation,
     reservation_problem,
+    utc_now,
 )
 from gpucloud.lookups.facts import (
     DEEP_LEARNING_AMI_PARAMETER,
@@ -28,6 +31,7 @@ from gpucloud.lookups.facts import (
     PrometheusWorkspace,
     Subnet,
 )
+from gpucloud.lookups.prometheus import workspace_conflicts
 from gpucloud.lookups.quotas import increase_command, quota_needs
 from gpucloud.lookups.requirements import matching_types
 from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE
@@ -49,15 +53,14 @@ class ResolvedGroup:
     capacity_block: CapacityReservation | None = None
     """The Capacity Block the group runs in, when it holds one already."""
     block_offering: CapacityBlockOffering | None = None
-    """The Capacity Block offering the stack buys (`capacity.capacityBlock.offering` with `purchase: true`)."""
+    """The Capacity Block offering `capacity.capacityBlock.offering` asks for, not bought yet (the
+    program never buys one: `gpucloud capacity buy` does); the plan prices it and fails."""
 
     @property
     def block_window(self) -> tuple[datetime.datetime, datetime.datetime] | None:
-        """When the group's Capacity Block starts and ends, if it runs in one."""
+        """When the group's Capacity Block starts and ends, as EC2 describes the block it holds."""
         if self.capacity_block and self.capacity_block.start and self.capacity_block.end:
             return self.capacity_block.start, self.capacity_block.end
-        if self.block_offering:
-            return self.block_offering.start, self.block_offering.end
         return None
 
     @property
@@ -90,6 +93,7 @@ class _Problems:
         self.settings = settings
         self.items: list[tuple[str, str]] = []
         self.warnings: list[tuple[str, str]] = []
+        self.failures: list[str] = []
 
     def add(self, key: str, reason: str) -> None:
         """One problem per key: the first rule that fails for it says why."""
@@ -132,13 +136,11 @@ def _check_egress(settings: StackSettings, lookups: AwsLookups, subnet: Subnet, 
                      "subnets whose default route goes to a NAT gateway (or a transit gateway or firewall), or drop "
                      "network.subnetIds to let the stack create its network")
         return
-    needed = ["s3", *NODE_ENDPOINTS, *(SESSION_MANAGER_ENDPOINTS if settings.config.access.ssm else ()),
-              *(PROMETHEUS_ENDPOINTS if settings.config.monitoring.prometheus.enabled else ())]
-    missing = [service for service in needed
-               if not lookups.has_vpc_endpoint(subnet.vpc_id, f"com.amazonaws.{settings.region}.{service}")]
+    missing = {service: why for service, why in needed_endpoints(settings.config).items()
+               if not lookups.has_vpc_endpoint(subnet.vpc_id, f"com.amazonaws.{settings.region}.{service}")}
     if missing:
         problems.add(key, f"{subnet.id} has no default route (no NAT, transit gateway or firewall) and its VPC "
-                     f"lacks the VPC endpoints for {', '.join(missing)}, which the nodes call: add them, or a "
+                     f"lacks the VPC endpoints for {describe(missing)}, which the nodes call: add them, or a "
                      "default route to a NAT gateway")
 
 
@@ -251,8 +253,11 @@ def _group_capacity(group: GroupConfig, key: str, lookups: AwsLookups, problems:
         problem = reservation_problem(found, group, set())
         if problem is None and found.instance_count < group.max_size:
             problem = f"{block.reservation_id} holds {found.instance_count} instances, fewer than maxSize {group.max_size}"
-        if problem is None and found.end and found.end - BLOCK_TERMINATION_LEAD <= datetime.datetime.now(datetime.timezone.utc):
-            problem = f"{block.reservation_id} ends {found.end:%Y-%m-%d %H:%M} UTC: its instances are already being reclaimed"
+        if problem is None and found.end and found.end - BLOCK_SCALE_IN_LEAD <= utc_now() + SCHEDULE_LEAD:
+            problem = (f"{block.reservation_id} ends {found.end:%Y-%m-%d %H:%M} UTC: the group's scale-in, "
+                       f"{BLOCK_SCALE_IN_LEAD.seconds // 60} minutes before the end so that nodes drain before EC2 "
+                       "reclaims them, has run or cannot be scheduled in time; drop capacity.capacityBlock or name "
+                       "your next block")
         if problem:
             problems.add(f"{where}.reservationId", problem)
             return _Capacity()
@@ -264,14 +269,13 @@ def _group_capacity(group: GroupConfig, key: str, lookups: AwsLookups, problems:
                      f"{offer.duration_hours} hours between {offer.start_after} and {offer.end_before}: widen the "
                      "window, or change the count or duration")
         return _Capacity()
-    summary = (f"{offering.id}: {offering.instance_count} x {offering.instance_type} in {offering.availability_zone}, "
-               f"{offering.start:%Y-%m-%d %H:%M} to {offering.end:%Y-%m-%d %H:%M} UTC, "
-               f"{offering.upfront_usd:,.2f} {offering.currency} upfront")
-    if not offer.purchase:
-        problems.add(f"{where}.offering.purchase", f"is not true; EC2 offers {summary}. Buying it cannot be undone: set "
-                     "purchase: true to buy it with this stack")
-        return _Capacity()
-    problems.warn(f"{where}.offering", f"this stack buys Capacity Block offering {summary} (not refundable)")
+    problems.failures.append(
+        f"gpu-cloud:{where}.offering: not bought yet: EC2 offers {offering.id}, {offering.instance_count} x "
+        f"{offering.instance_type} in {offering.availability_zone} for {offering.duration_hours} hours between "
+        f"{offer.start_after} and {offer.end_before}, {offering.upfront_usd:,.2f} {offering.currency} upfront (not "
+        f"refundable). The program never buys it: run `gpucloud capacity buy --config {problems.settings.source} "
+        f"--group {group.name}` to see its dates, then with --confirm <offering id> to buy it once and put its "
+        "reservationId here")
     return _Capacity(offering=offering)
 
 
@@ -380,8 +384,20 @@ def _service_linked_role_missing(settings: StackSettings, lookups: AwsLookups, p
     needs it), and KMS refuses a key policy naming a principal that does not exist
     (https://docs.aws.amazon.com/kms/latest/APIReference/API_CreateKey.html, `Policy`: "the
     principals in the key policy must exist and be visible to AWS KMS", read 2026-11-24). The role
-    appears with an account's first Auto Scaling group, so a new account has none."""
-    if lookups.role_exists(AUTOSCALING_SERVICE_ROLE):
+    appears with an account's first Auto Scaling group, so a new account has none. Where it exists
+    the stack never declares it: IAM refuses a second (CreateServiceLinkedRole answers "InvalidInput:
+    Service role name AWSServiceRoleForAutoScaling has been taken in this account", as quoted in
+    DataDog/pathfinding-labs issue 23; read 2026-11-25).
+    Offline without account facts that say, it is not known: one line says so, nothing is declared,
+    and the real `pulumi preview` looks it up in the real account."""
+    exists = lookups.role_exists(AUTOSCALING_SERVICE_ROLE)
+    if exists is None:
+        then = ("`pulumi up` creates it where it is missing" if settings.config.account.create_service_linked_role
+                else "with createServiceLinkedRole false a missing one stops `pulumi preview`")
+        problems.warn("account.createServiceLinkedRole", f"not checked: whether the account has {AUTOSCALING_SERVICE_ROLE} "
+                      f"is not known here (offline, give the plan account facts; `pulumi preview` looks it up); {then}")
+        return False
+    if exists:
         return False
     if not settings.config.account.create_service_linked_role:
         problems.add(
@@ -389,7 +405,7 @@ def _service_linked_role_missing(settings: StackSettings, lookups: AwsLookups, p
             f"is false and the account has no {AUTOSCALING_SERVICE_ROLE}, which the project key's policy "
             "names (KMS refuses a policy naming a role that does not exist): create it once with "
             f"`aws iam create-service-linked-role --aws-service-name {AUTOSCALING_SERVICE}`, "
-            "or set account.createServiceLinkedRole: true",
+            "or set account.createServiceLinkedRole: true (the default) to let the stack create it",
         )
     return True
 
@@ -431,6 +447,12 @@ def _existing_prometheus_workspace(settings: StackSettings, lookups: AwsLookups,
         problems.add(key, f"{prometheus.workspace_id} does not exist in {settings.region}")
     elif workspace.status != "ACTIVE":
         problems.add(key, f"{prometheus.workspace_id} is {workspace.status}, not ACTIVE")
+    else:
+        refusals, unchecked = workspace_conflicts(settings, lookups.prometheus_workspace_contents(workspace.id))
+        for named, reason in refusals:
+            problems.add(named, reason)
+        for named, reason in unchecked:
+            problems.warn(named, reason)
     return workspace
 
 
@@ -519,7 +541,8 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
                                           ami=ami, zones=group_zones, reservations=capacity.reservations,
                                           capacity_block=capacity.block, block_offering=capacity.offering))
     problems.raise_if_any()
-    failures = _check_quotas(settings, lookups, [(group.config, group.instance_types) for group in resolved], problems)
+    failures = problems.failures + _check_quotas(
+        settings, lookups, [(group.config, group.instance_types) for group in resolved], problems)
     return ResolvedStack(
         settings=settings,
         account_id=lookups.account_id(),

@@ -17,7 +17,7 @@ from gpucloud.plan.findings import (
     spot_capacity_findings,
     with_matched_types,
 )
-from gpucloud.plan.model import PROJECT, Plan, PlanFinding
+from gpucloud.plan.model import PROJECT, Plan, PlanFinding, provider_rule_findings
 from gpucloud.plan.program_source import (
     ProgramFailed,
     load_engine_handlers,
@@ -27,7 +27,7 @@ from gpucloud.plan.program_source import (
 )
 from gpucloud.policy import PackConfig, PolicyConfig, enforcement_levels
 from gpucloud.testing import Deployment, moto_account, run_program
-from gpucloud.testing.facts import AccountFacts, seed_account
+from gpucloud.testing.facts import AccountFacts, FactsLookups, seed_account
 
 
 def _from_deployment(
@@ -52,6 +52,7 @@ def _from_deployment(
             PlanFinding(source="program", severity="warning", rule="program-warning", message=warning)
             for warning in deployment.warnings
         ]
+        + provider_rule_findings(deployment.resources)
         + spot_capacity_findings(deployment.resources, subnet_zones),
     )
     if "iam-least-privilege" in plan.policies_run:
@@ -67,21 +68,21 @@ def plan_stack(
     """Run the gpu-cloud program for one stack on a fresh moto account (seeded with the account
     facts, when given), check the policies, price it."""
     from gpucloud.lookups import ResolvedStack, resolve_stack
-    from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
     from gpucloud.program import build
 
     resolved: list[ResolvedStack] = []
 
     def program() -> None:
-        resolved.append(resolve_stack(settings, PulumiAwsLookups()))
+        resolved.append(resolve_stack(settings, FactsLookups(facts)))
         build(settings, resolved[0])
 
     with moto_account(settings.region) as account:
-        if facts is not None:
-            seed_account(account, facts)
+        # without facts too: what no fact says is then not known (the service-linked role), not missing
+        seed_account(account, facts or AccountFacts())
         deployment = run_program(program, account, project=PROJECT, stack=settings.stack)
         plan = _from_deployment(deployment, settings.region, policy_config)
-        reserved = reserved_capacity(settings, account.capacity_reservations)
+        offerings = {group.config.name: group.block_offering for group in resolved[0].groups if group.block_offering}
+        reserved = reserved_capacity(settings, account.capacity_reservations, offerings)
         if any(group.capacity.reservations or group.capacity.capacity_block for group in settings.config.groups):
             plan.findings.append(PlanFinding(
                 source="engine", severity="info", rule="not-validated",

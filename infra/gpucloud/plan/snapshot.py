@@ -3,8 +3,9 @@ read-only calls, so that offline plans check what a real preview checks. Refresh
 
 IAM permissions it needs: sts:GetCallerIdentity, servicequotas:GetServiceQuota, iam:GetRole,
 ec2:DescribeSubnets, ec2:DescribeVpcs, ec2:DescribeRouteTables, ec2:DescribeVpcEndpoints,
-ec2:DescribeImages, and for groups on reserved capacity ec2:DescribeCapacityReservations and
-ec2:DescribeCapacityBlockOfferings.
+ec2:DescribeImages, for groups on reserved capacity ec2:DescribeCapacityReservations and
+ec2:DescribeCapacityBlockOfferings, and for a stack naming a Prometheus workspace
+aps:DescribeWorkspace, aps:DescribeAlertManagerDefinition and aps:ListRuleGroupsNamespaces.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from botocore.exceptions import ClientError
 
 from gpucloud.config import StackSettings
 from gpucloud.lookups.quotas import ON_DEMAND_QUOTAS, SPOT_QUOTAS
-from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE
+from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE, STACK_TAG
 from gpucloud.testing.facts import AccountFacts
 
 ROUTE_TARGETS = ("GatewayId", "NatGatewayId", "TransitGatewayId", "VpcPeeringConnectionId", "NetworkInterfaceId")
@@ -155,8 +156,10 @@ def _reservations(ec2, settings: StackSettings) -> list[dict[str, Any]]:
 
 
 def _workspaces(amp, settings: StackSettings) -> list[dict[str, Any]]:
-    """The existing workspace `monitoring.prometheus.workspaceId` names; one the account lacks is
-    left out, so the offline plan reports it missing as a real preview would."""
+    """The existing workspace `monitoring.prometheus.workspaceId` names, with what it already holds
+    of what the stack adds (its alert manager definition and rule groups namespaces: AMP refuses a
+    second); one the account lacks is left out, so the offline plan reports it missing as a real
+    preview would."""
     prometheus = settings.config.monitoring.prometheus
     if not (prometheus.enabled and prometheus.workspace_id):
         return []
@@ -166,8 +169,34 @@ def _workspaces(amp, settings: StackSettings) -> list[dict[str, Any]]:
         if error.response["Error"]["Code"] == "ResourceNotFoundException":
             return []
         raise
-    return [{"id": found["workspaceId"], **({"alias": found["alias"]} if found.get("alias") else {}),
-             "status": found["status"]["statusCode"]}]
+    topics = _alert_manager_topics(amp, found["workspaceId"])
+    pages = amp.get_paginator("list_rule_groups_namespaces").paginate(workspaceId=found["workspaceId"])
+    namespaces = [namespace for page in pages for namespace in page["ruleGroupsNamespaces"]]
+    return [{
+        "id": found["workspaceId"], **({"alias": found["alias"]} if found.get("alias") else {}),
+        "status": found["status"]["statusCode"],
+        "alertManagerDefinition": topics is not None,
+        **({"alertManagerTopics": topics} if topics else {}),
+        "ruleGroupsNamespaces": [
+            {"name": namespace["name"],
+             **({"stack": namespace["tags"][STACK_TAG]} if STACK_TAG in namespace.get("tags", {}) else {})}
+            for namespace in namespaces
+        ],
+    }]
+
+
+def _alert_manager_topics(amp, workspace_id: str) -> list[str] | None:
+    """The SNS topics the workspace's alert manager definition sends to; None where it has none."""
+    try:
+        data = amp.describe_alert_manager_definition(workspaceId=workspace_id)["alertManagerDefinition"]["data"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+            return None
+        raise
+    definition = yaml.safe_load(data) or {}
+    config = yaml.safe_load(definition.get("alertmanager_config") or "") or {}
+    return [sns["topic_arn"] for receiver in config.get("receivers") or []
+            for sns in receiver.get("sns_configs") or [] if sns.get("topic_arn")]
 
 
 def _offerings(ec2, settings: StackSettings) -> list[dict[str, Any]]:

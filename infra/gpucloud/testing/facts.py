@@ -4,7 +4,10 @@ same checks a real `pulumi preview` runs.
 A facts file (YAML or JSON) lists the EC2 quotas, the VPC and subnets the stack names (zones,
 CIDRs, route tables and their routes, endpoints), pinned AMIs and the service-linked roles.
 `seed_account` creates them in the moto account under their real ids before the program runs;
-what the file leaves out is looked up in moto as usual (and is then reported missing).
+what the file leaves out is looked up in moto as usual (and is then reported missing), except the
+service-linked roles, which are then not known. What a named Prometheus workspace holds is not
+seeded: the offline plan creates the stack's own namespace and definition afresh, and its rule
+reads the facts (`FactsLookups`), knowing the stack's own from another's.
 `gpucloud account snapshot` writes the file from a real account, like a lock file.
 """
 
@@ -21,6 +24,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from gpucloud.lookups.facts import PrometheusWorkspaceContents
+from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
+from gpucloud.naming import AUTOSCALING_SERVICE
 from gpucloud.testing.registry import Account
 
 FACTS_STALE_AFTER_DAYS = 30
@@ -103,12 +109,35 @@ class CapacityBlockOfferingFacts(_Facts):
     upfront_usd: float
 
 
+class RuleGroupsNamespaceFacts(_Facts):
+    """A rule groups namespace a workspace holds (ListRuleGroupsNamespaces)."""
+
+    name: str
+    stack: str | None = None
+    """Its `gpu-cloud:stack` tag: the name base of the stack that made it, if one did."""
+
+
 class PrometheusWorkspaceFacts(_Facts):
-    """An Amazon Managed Service for Prometheus workspace a stack names by id."""
+    """An Amazon Managed Service for Prometheus workspace a stack names by id, and what it already
+    holds of what the stack adds to it (absent: not known, and the plan says it did not check)."""
 
     id: str = Field(pattern=r"^ws-[0-9a-f-]{36}$")
     alias: str | None = None
     status: Literal["ACTIVE", "CREATING", "UPDATING", "DELETING", "CREATION_FAILED"] = "ACTIVE"
+    alert_manager_definition: bool | None = None
+    """Whether it has an alert manager definition (DescribeAlertManagerDefinition)."""
+    alert_manager_topics: list[str] = Field(default_factory=list)
+    """The SNS topics that definition sends to."""
+    rule_groups_namespaces: list[RuleGroupsNamespaceFacts] | None = None
+
+    def contents(self) -> PrometheusWorkspaceContents | None:
+        """What the workspace holds, or None where the facts do not say."""
+        if self.alert_manager_definition is None or self.rule_groups_namespaces is None:
+            return None
+        return PrometheusWorkspaceContents(
+            alert_manager_topics=tuple(self.alert_manager_topics) if self.alert_manager_definition else None,
+            rule_groups_namespaces={namespace.name: namespace.stack or "" for namespace in self.rule_groups_namespaces},
+        )
 
 
 class SnapshotFacts(_Facts):
@@ -121,8 +150,9 @@ class AccountFacts(_Facts):
     snapshot: SnapshotFacts | None = None
     quotas: dict[str, float] = Field(default_factory=dict)
     """EC2 quota code -> applied value (vCPUs)."""
-    service_linked_roles: list[str] = Field(default_factory=list)
-    """AWS service names whose service-linked role exists (`autoscaling.amazonaws.com`)."""
+    service_linked_roles: list[str] | None = None
+    """AWS service names whose service-linked role exists (`autoscaling.amazonaws.com`); absent:
+    not known (the plan then says it did not check the role, and creates nothing for it)."""
     vpcs: list[VpcFacts] = Field(default_factory=list)
     amis: list[AmiFacts] = Field(default_factory=list)
     capacity_reservations: list[CapacityReservationFacts] = Field(default_factory=list)
@@ -180,7 +210,9 @@ def seed_account(account: Account, facts: AccountFacts) -> None:
     """Create what the facts describe in the moto account, under their ids."""
     ec2, iam = account.client("ec2"), account.client("iam")
     account.quotas.update(facts.quotas)
-    for service in facts.service_linked_roles:
+    if facts.service_linked_roles is None:
+        _assume_service_linked_roles(account)
+    for service in facts.service_linked_roles or ():
         iam.create_service_linked_role(AWSServiceName=service)
     for ami in facts.amis:
         _seed_image(account, ec2, ami)
@@ -193,6 +225,28 @@ def seed_account(account: Account, facts: AccountFacts) -> None:
     account.capacity_block_offerings.extend(offering.model_dump() for offering in facts.capacity_block_offerings)
     for workspace in facts.prometheus_workspaces:
         _seed_workspace(account, workspace)
+
+
+def _assume_service_linked_roles(account: Account) -> None:
+    """Without facts on the account's service-linked roles, the stack's own (Auto Scaling's) is
+    assumed to exist, as it does from an account's first group on: KMS then takes the key policy
+    naming it, and its lookup answers "not known", so the plan says it did not check it."""
+    role = account.client("iam").create_service_linked_role(AWSServiceName=AUTOSCALING_SERVICE)["Role"]
+    account.assumed_roles.add(role["RoleName"])
+
+
+class FactsLookups(PulumiAwsLookups):
+    """The provider's data sources as the engine answers them, and from the account facts what no
+    data source reads (what an existing Prometheus workspace holds)."""
+
+    def __init__(self, facts: AccountFacts | None):
+        self.facts = facts
+
+    def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None:
+        for workspace in self.facts.prometheus_workspaces if self.facts else ():
+            if workspace.id == workspace_id:
+                return workspace.contents()
+        return None
 
 
 def _seed_workspace(account: Account, workspace: PrometheusWorkspaceFacts) -> None:

@@ -1,5 +1,5 @@
 """Amazon Managed Service for Prometheus: workspaces and rule groups namespaces in moto; alert
-manager definitions, which moto lacks, checked against the account and recorded."""
+manager definitions, which moto lacks, checked against the account and recorded, one per workspace."""
 
 from __future__ import annotations
 
@@ -31,7 +31,11 @@ def _account_may_use_key_through_aps(account: Account, key: str) -> bool:
         if root not in principals(statement, "AWS"):
             continue
         conditions = statement.get("Condition", {})
-        if set(conditions) - {"StringEquals"} or set(conditions.get("StringEquals", {})) - {"kms:ViaService", "kms:CallerAccount"}:
+        if set(conditions) - {"StringEquals", "Bool"} or set(conditions.get("StringEquals", {})) - {"kms:ViaService", "kms:CallerAccount"}:
+            continue
+        # AMP's grant is for an AWS resource, so kms:GrantIsForAWSResource is true on its CreateGrant
+        # (KMS developer guide, "kms:GrantIsForAWSResource"); other Bool conditions are not known to hold.
+        if conditions.get("Bool", {}) not in ({}, {"kms:GrantIsForAWSResource": "true"}):
             continue
         equals = conditions.get("StringEquals", {})
         if "kms:ViaService" in equals and service not in listed(equals["kms:ViaService"]):
@@ -98,12 +102,26 @@ def _rule_file_problem(data: str) -> str | None:
     return None
 
 
+CONFLICT = "ConflictException"
+"""What CreateRuleGroupsNamespace and CreateAlertManagerDefinition answer for a namespace name the
+workspace holds, or a workspace that has a definition: "the request would cause an inconsistent
+state", HTTP 409 (botocore's amp model 2020-08-01, both operations' errors; AMP API reference,
+CreateAlertManagerDefinition: a workspace that has one takes PutAlertManagerDefinition; read
+2026-11-25). The provider creates, never puts, on create (terraform-provider-aws
+internal/service/amp/alert_manager_definition.go, rule_group_namespace.go). moto replaces a
+namespace of the same name, and has no definitions."""
+
+
 @resource("aws:amp/ruleGroupNamespace:RuleGroupNamespace")
 def create_rule_groups_namespace(account: Account, request: ResourceRequest) -> Created:
     inputs = request.inputs
     problem = _rule_file_problem(inputs["data"])
     if problem:
         raise refused("CreateRuleGroupsNamespace", "ValidationException", f"{inputs['name']}: {problem}")
+    held = account.client("amp").list_rule_groups_namespaces(workspaceId=inputs["workspaceId"], name=inputs["name"])
+    if any(namespace["name"] == inputs["name"] for namespace in held["ruleGroupsNamespaces"]):
+        raise refused("CreateRuleGroupsNamespace", CONFLICT,
+                      f"workspace {inputs['workspaceId']} already has a rule groups namespace {inputs['name']}")
     created = account.client("amp").create_rule_groups_namespace(
         workspaceId=inputs["workspaceId"], name=inputs["name"], data=inputs["data"].encode(),
         **drop_none({"tags": inputs.get("tags") or None}),
@@ -143,6 +161,9 @@ def _topic_problem(account: Account, topic_arn: str, workspace_arn: str) -> str 
 def record_alert_manager_definition(account: Account, request: ResourceRequest) -> Created:
     inputs = request.inputs
     workspace = account.client("amp").describe_workspace(workspaceId=inputs["workspaceId"])["workspace"]
+    if inputs["workspaceId"] in account.alert_manager_definitions:
+        raise refused("CreateAlertManagerDefinition", CONFLICT,
+                      f"workspace {inputs['workspaceId']} already has an alert manager definition")
     definition = yaml.safe_load(inputs["definition"])
     config = yaml.safe_load(definition["alertmanager_config"]) if isinstance(definition, dict) else None
     if not isinstance(config, dict) or "route" not in config or not config.get("receivers"):
@@ -154,6 +175,7 @@ def record_alert_manager_definition(account: Account, request: ResourceRequest) 
             if problem:
                 raise refused("CreateAlertManagerDefinition", "ValidationException",
                               f"receiver {receiver['name']}: {problem}; every alert would fail to send")
+    account.alert_manager_definitions[inputs["workspaceId"]] = inputs["definition"]
     return Created(
         id=inputs["workspaceId"],
         outputs={"definition": inputs["definition"]},
