@@ -1,7 +1,8 @@
 """Imports follow the data's one-way path: stack config → models → AWS facts → components → plan.
 
 A module may import from folders earlier in that path, never from later ones; the node agent and
-the state backend stand alone. Function-level imports count too.
+the state backend stand alone (the backend shares only `bucket_retention`, the lifecycle rule its
+state bucket and every stack's artifacts bucket keep). Function-level imports count too.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import pytest
 from support import ROOT
 
 PACKAGE = ROOT / "infra" / "gpucloud"
-LATER = ("gpucloud.program", "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.cli")
+LATER = ("gpucloud.program", "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.ops", "gpucloud.cli")
 EVERYTHING = (
     "gpucloud.config", "gpucloud.lookups", "gpucloud.components", "gpucloud.documents", "gpucloud.naming",
-    "gpucloud.limits",
+    "gpucloud.limits", "gpucloud.bucket_retention",
     "gpucloud.userdata", "gpucloud.policy", "gpucloud.pricing", "gpucloud.backend", "gpucloud.node",
     "gpucloud.observability", *LATER,
 )
@@ -24,7 +25,8 @@ EVERYTHING = (
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "gpucloud.naming": EVERYTHING,
     "gpucloud.limits": EVERYTHING,
-    "gpucloud.documents": tuple(name for name in EVERYTHING if name != "gpucloud.naming"),
+    "gpucloud.bucket_retention": EVERYTHING,
+    "gpucloud.documents": tuple(name for name in EVERYTHING if name not in ("gpucloud.naming", "gpucloud.documents")),
     "gpucloud.config": ("gpucloud.lookups", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",
                         "gpucloud.pricing", "gpucloud.backend", "gpucloud.node", *LATER),
     "gpucloud.lookups": ("gpucloud.components", "gpucloud.userdata", "gpucloud.policy", "gpucloud.pricing",
@@ -38,13 +40,14 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "gpucloud.observability": ("gpucloud.lookups", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",
                                "gpucloud.backend", "gpucloud.node", *LATER),
     "gpucloud.program": ("gpucloud.policy", "gpucloud.pricing", "gpucloud.backend", "gpucloud.node",
-                         "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.cli"),
+                         "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.ops", "gpucloud.cli"),
     "gpucloud.testing": ("gpucloud.config", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",
                          "gpucloud.pricing", "gpucloud.backend", "gpucloud.node", "gpucloud.program",
                          "gpucloud.plan", "gpucloud.cli"),
-    "gpucloud.plan": ("gpucloud.backend", "gpucloud.node", "gpucloud.connect", "gpucloud.cli"),
+    "gpucloud.plan": ("gpucloud.backend", "gpucloud.node", "gpucloud.connect", "gpucloud.ops", "gpucloud.cli"),
     "gpucloud.connect": ("gpucloud.components", "gpucloud.testing", "gpucloud.plan", "gpucloud.cli"),
-    "gpucloud.backend": tuple(name for name in EVERYTHING if name != "gpucloud.backend"),
+    "gpucloud.ops": ("gpucloud.components", "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.cli"),
+    "gpucloud.backend": tuple(name for name in EVERYTHING if name not in ("gpucloud.backend", "gpucloud.bucket_retention")),
     "gpucloud.node": tuple(name for name in EVERYTHING if name != "gpucloud.node"),
 }
 """What each part of the package must not import. The engine stays generic (teams run their own

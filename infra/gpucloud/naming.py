@@ -16,7 +16,8 @@ while the `Project` tag stays the project's, for budgets and cost reports."""
 NAME_BASE_MAX_LENGTH = 40
 """The longest base every name below takes: AWS Backup vault names are 2-50 characters
 (https://docs.aws.amazon.com/aws-backup/latest/devguide/API_CreateBackupVault.html, read
-2026-11-24), and the vault is `gpu-cloud-<base>`."""
+2026-11-24), backup plan and selection names 1-50 (botocore's backup model, `BackupPlanName` and
+`BackupSelectionName`), and each of the three is `gpu-cloud-<base>`."""
 
 
 def name_base(project: str, stack: str) -> str:
@@ -38,6 +39,19 @@ def artifacts_bucket_name(base: str, account_id: str) -> str:
     return f"gpu-cloud-{slug}-{digest}-{account_id}"
 
 
+def access_logs_bucket_name(base: str, account_id: str) -> str:
+    """Where S3 writes the artifacts bucket's server access logs: the same slug, hash and account
+    as `artifacts_bucket_name`, under `gpu-cloud-logs-` (the slug cut to 23 so that the name stays
+    within 63 characters)."""
+    slug = base.lower().replace("_", "-")[:23].rstrip("-")
+    digest = hashlib.sha256(base.encode("utf-8")).hexdigest()[:8]
+    return f"gpu-cloud-logs-{slug}-{digest}-{account_id}"
+
+
+ARTIFACTS_ACCESS_LOG_PREFIX = "artifacts/"
+"""Where in the log bucket S3 writes the artifacts bucket's access logs."""
+
+
 AGENT_BUNDLE_PREFIX = "agent/"
 """Where the bundles lie in the artifacts bucket; the node role may read only under it."""
 
@@ -49,6 +63,21 @@ def instance_role_name(base: str) -> str:
 
 def backup_role_name(base: str) -> str:
     return f"gpu-cloud-{base}-backup"
+
+
+def backup_vault_name(base: str) -> str:
+    return f"gpu-cloud-{base}"
+
+
+def backup_plan_name(base: str) -> str:
+    """No suffix: a 40-character base leaves none (`-daily` made 56 characters, over the 50 a plan
+    name takes); the plan's one rule is named `daily`."""
+    return f"gpu-cloud-{base}"
+
+
+def backup_selection_name(base: str) -> str:
+    """Unique within its plan only, and as long as the plan's name at most (`-volumes` made 58)."""
+    return f"gpu-cloud-{base}"
 
 
 def role_arn(partition: str, account_id: str, name: str) -> str:
@@ -65,6 +94,11 @@ def autoscaling_service_role_arn(partition: str, account_id: str) -> str:
 
 def autoscaling_group_name(base: str, group: str) -> str:
     return f"gpu-cloud-{base}-{group}"
+
+
+def autoscaling_group_arn_pattern(partition: str, region: str, account_id: str, group_name: str) -> str:
+    """One group by its exact name; the `*` stands only for the id AWS gives the group."""
+    return f"arn:{partition}:autoscaling:{region}:{account_id}:autoScalingGroup:*:autoScalingGroupName/{group_name}"
 
 
 def flow_logs_role_name(base: str) -> str:
@@ -91,3 +125,12 @@ def prometheus_remote_write_url(region: str, workspace_id: str) -> str:
     """A workspace's remote write endpoint (AMP user guide, "Ingest metrics to your workspace":
     `https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/api/v1/remote_write`; read 2026-11-25)."""
     return f"https://aps-workspaces.{region}.amazonaws.com/workspaces/{workspace_id}/api/v1/remote_write"
+
+
+PROMETHEUS_RULES_NAMESPACE = "gpu-cloud"
+"""The rule groups namespace a stack adds to its Prometheus workspace (AMP: one per name per workspace)."""
+
+
+def alerts_topic_name(base: str) -> str:
+    """The stack's alerts topic; an alert manager definition sending to it is the stack's own."""
+    return f"gpu-cloud-{base}-alerts"

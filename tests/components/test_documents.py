@@ -29,6 +29,7 @@ def test_key_policy_has_exactly_its_statements_and_principals():
         "ProjectInstanceRolesUseKey": {"AWS": ROOT},
         "ProjectInstanceRolesAttachEncryptedVolumes": {"AWS": ROOT},
         "AccountUsesKeyOnlyThroughAwsServices": {"AWS": ROOT},
+        "AccountGrantsOnlyForAwsResourcesThroughAwsServices": {"AWS": ROOT},
         "AutoScalingLaunchesEncryptedVolumes": {"AWS": AUTOSCALING},
         "AlarmAndBudgetServicesPublishToEncryptedTopic": {"Service": ["cloudwatch.amazonaws.com", "budgets.amazonaws.com"]},
         "AutoScalingAttachesEncryptedVolumes": {"AWS": AUTOSCALING},
@@ -56,7 +57,6 @@ def test_deployers_use_the_key_only_through_ec2_backup_and_s3_in_its_region():
     ]
 
     assert actions(through_services) == {
-        "kms:CreateGrant",
         "kms:Decrypt",
         "kms:DescribeKey",
         "kms:GenerateDataKey*",
@@ -76,9 +76,20 @@ def test_deployers_use_the_key_only_through_ec2_backup_and_s3_in_its_region():
 def test_grants_are_only_for_aws_resources():
     policy = statements_by_sid(key_policy("aws", ACCOUNT, "us-east-1", ["gpu-cloud-ml-node"]))
 
-    for sid in ("ProjectInstanceRolesAttachEncryptedVolumes", "AutoScalingAttachesEncryptedVolumes"):
+    for sid in ("ProjectInstanceRolesAttachEncryptedVolumes", "AutoScalingAttachesEncryptedVolumes",
+                "AccountGrantsOnlyForAwsResourcesThroughAwsServices"):
         assert actions(policy[sid]) == {"kms:CreateGrant"}
         assert policy[sid]["Condition"]["Bool"] == {"kms:GrantIsForAWSResource": "true"}
+    through_services = policy["AccountGrantsOnlyForAwsResourcesThroughAwsServices"]["Condition"]["StringEquals"]
+    assert through_services == policy["AccountUsesKeyOnlyThroughAwsServices"]["Condition"]["StringEquals"]
+
+
+def test_the_account_administers_the_key_without_any_wildcard_that_grants_use():
+    """`kms:Create*` also granted kms:CreateGrant, with no kms:GrantIsForAWSResource."""
+    admin = actions(statements_by_sid(key_policy("aws", ACCOUNT, "us-east-1", ["gpu-cloud-ml-node"]))["AccountAdministersKey"])
+
+    assert not any("*" in action for action in admin)
+    assert "kms:CreateGrant" not in admin and {"kms:PutKeyPolicy", "kms:ScheduleKeyDeletion", "kms:CreateAlias"} <= admin
 
 
 def test_key_policy_names_the_partition_of_its_account():

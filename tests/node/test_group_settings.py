@@ -129,8 +129,9 @@ def test_node_role_may_heartbeat_its_launch_action_where_it_may_complete_it():
     document = instance_role_policy(
         partition="aws", region="us-east-1", account_id="123456789012", project="demo",
         key_arn="arn:aws:kms:us-east-1:123456789012:key/k", bucket=None, read_prefixes=[], write_prefixes=[],
+        group_names=["gpu-cloud-demo-workers"],
     )
 
     [lifecycle] = [statement for statement in document["Statement"] if "autoscaling:CompleteLifecycleAction" in statement["Action"]]
     assert "autoscaling:RecordLifecycleActionHeartbeat" in lifecycle["Action"]
-    assert lifecycle["Resource"].endswith(":autoScalingGroupName/gpu-cloud-demo-*")
+    assert lifecycle["Resource"] == ["arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/gpu-cloud-demo-workers"]

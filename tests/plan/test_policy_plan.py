@@ -14,6 +14,7 @@ from gpucloud.cli import main
 from gpucloud.plan import check_policies, plan_program, plan_program_file, plan_stack
 from gpucloud.testing import AppliedResource
 from gpucloud.config import load_stack_file
+from gpucloud.documents import s3_gateway_endpoint_policy
 from gpucloud.policy import RULES, PackConfig, PolicyConfig
 from support import EXAMPLE_STACKS, ROOT, STACKS
 
@@ -119,7 +120,14 @@ def gpu_group(template, **extra):
     return aws.autoscaling.Group("gpus", **options)
 
 
+def s3_gateway_endpoint(policy: str | None = None):
+    vpc = aws.ec2.Vpc("vpc", cidr_block="10.0.0.0/16", tags=TAGS)
+    return aws.ec2.VpcEndpoint("s3", vpc_id=vpc.id, service_name="com.amazonaws.us-east-1.s3",
+                               vpc_endpoint_type="Gateway", policy=policy, tags=TAGS)
+
+
 VIOLATIONS = {
+    "s3-gateway-endpoint-restricted": s3_gateway_endpoint,
     "monitoring-data-encrypted-with-cmk": lambda: aws.amp.Workspace("readings", alias="team", tags=TAGS),
     "kms-rotation-and-deletion-window": lambda: aws.kms.Key("key", enable_key_rotation=False, deletion_window_in_days=7, tags=TAGS),
     "required-tags": lambda: aws.kms.Key("key", enable_key_rotation=True, tags={"Project": "p"}),
@@ -172,6 +180,8 @@ def workspace_key_policy():
 
 
 PASSES = {
+    "s3-gateway-endpoint-restricted": lambda: s3_gateway_endpoint(
+        json.dumps(s3_gateway_endpoint_policy("aws", "123456789012", "us-east-1", ["acme-datasets"]))),
     "monitoring-data-encrypted-with-cmk": encrypted_workspace,
     "kms-rotation-and-deletion-window": lambda: aws.kms.Key("key", enable_key_rotation=True, deletion_window_in_days=30, tags=TAGS),
     "required-tags": lambda: aws.kms.Key("key", enable_key_rotation=True, tags=TAGS),
@@ -301,7 +311,7 @@ def test_policy_config_levels_reach_the_offline_plan(tmp_path, capsys):
     config.write_text(json.dumps({"all": "advisory", "ebs-encrypted-with-cmk": {"enforcementLevel": "disabled"}}))
     assert main(["plan", "--program", str(BAD_PROGRAM), "--policy-config", str(config), "--width", "200"]) == 0
     out = capsys.readouterr().out
-    assert "Policies: 13 run (1 disabled by the policy config), 4 violations: 0 mandatory, 4 advisory" in out
+    assert "Policies: 14 run (1 disabled by the policy config), 4 violations: 0 mandatory, 4 advisory" in out
     assert "ebs-encrypted-with-cmk" not in out.split("Policy Violations:")[1]
     config.write_text(json.dumps({"imdsv2-required": "mandatory", "all": "disabled"}))
     assert main(["plan", "--program", str(BAD_PROGRAM), "--policy-config", str(config), "--json"]) == 1
@@ -330,7 +340,7 @@ def test_cli_prints_violations_under_the_tree(capsys):
     out = capsys.readouterr().out
     tree, violations = out.split("Policy Violations:")
     assert "world-open-ssh" in tree
-    assert "Policies: 14 run, 6 violations: 5 mandatory, 1 advisory (gpu-cloud pack)" in tree
+    assert "Policies: 15 run, 6 violations: 5 mandatory, 1 advisory (gpu-cloud pack)" in tree
     assert "[mandatory]  no-world-open-ingress  (aws:ec2/securityGroup:SecurityGroup: world-open-ssh)" in violations
     assert "urn:pulumi:dev::gpu-cloud::aws:ec2/securityGroup:SecurityGroup::world-open-ssh" in violations
 
@@ -344,7 +354,7 @@ def test_clean_plan_says_how_many_policies_ran(capsys):
     program = ROOT / "tests/programs/compliant_program.py"
     assert main(["plan", "--program", str(program), "--width", "200"]) == 0
     out = capsys.readouterr().out
-    assert "Policies: 14 run, 0 violations (gpu-cloud pack)" in out
+    assert "Policies: 15 run, 0 violations (gpu-cloud pack)" in out
     assert "Policy Violations:" not in out
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-NONCURRENT_VERSION_DAYS = 90
-INCOMPLETE_UPLOAD_DAYS = 7
+from gpucloud.bucket_retention import INCOMPLETE_UPLOAD_DAYS, NONCURRENT_VERSION_DAYS, versioned_bucket_rule
+
 TLS_ONLY_STATEMENT_ID = "DenyInsecureTransport"
 LIFECYCLE_RULE_ID = "pulumi-state-retention"
 
@@ -49,14 +49,9 @@ def with_tls_only_statement(bucket: str, partition: str, existing_policy: dict[s
 
 
 def state_lifecycle_rule() -> dict[str, Any]:
-    """Keep old state versions long enough to roll back, then let them go; clean up abandoned uploads."""
-    return {
-        "ID": LIFECYCLE_RULE_ID,
-        "Filter": {"Prefix": ""},
-        "Status": "Enabled",
-        "NoncurrentVersionExpiration": {"NoncurrentDays": NONCURRENT_VERSION_DAYS},
-        "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": INCOMPLETE_UPLOAD_DAYS},
-    }
+    """Keep old state versions long enough to roll back, then let them go; clean up abandoned uploads
+    (the rule every versioned gpu-cloud bucket keeps, `gpucloud.bucket_retention`)."""
+    return versioned_bucket_rule(LIFECYCLE_RULE_ID)
 
 
 def lifecycle_rule_matches(rule: dict[str, Any]) -> bool:

@@ -10,7 +10,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from gpucloud.documents import artifacts_bucket_policy
+from gpucloud.bucket_retention import access_log_rule, versioned_bucket_rule
+from gpucloud.documents import access_logs_bucket_policy, artifacts_bucket_policy
+from gpucloud.naming import ARTIFACTS_ACCESS_LOG_PREFIX
 from gpucloud.userdata.bundle import AgentBundle
 
 
@@ -21,6 +23,11 @@ class AgentArtifactsArgs:
     reader_role_arns: Sequence[pulumi.Input[str]]
     """The node roles: besides whoever runs `pulumi up`, the only principals that may read objects."""
     bundle: AgentBundle
+    log_bucket_name: str | None = None
+    """Where S3 writes the bucket's server access logs (`gpucloud.naming.access_logs_bucket_name`);
+    by default the bucket's name, cut to fit, with `-access-logs`."""
+    account_id: pulumi.Input[str] | None = None
+    """The account of both buckets (by default the caller's)."""
     partition: str = "aws"
     tags: Mapping[str, str] = field(default_factory=dict)
 
@@ -34,6 +41,10 @@ class AgentArtifacts(pulumi.ComponentResource):
     only the bundle prefix. A new bundle is a new key: the launch templates pin its SHA-256, so the
     fleet rolls onto it through the instance refresh while the old object stays until the update
     ends.
+
+    Every request to the bucket (writes, reads, deletes) is logged by S3 server access logging into
+    a log bucket of its own, kept `ACCESS_LOG_DAYS`; noncurrent bundle versions expire and
+    abandoned uploads are aborted, by the rule the state bucket keeps (`gpucloud.bucket_retention`).
     """
 
     bucket_name: pulumi.Output[str]
@@ -83,6 +94,7 @@ class AgentArtifacts(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self.bucket, depends_on=settings),
         )
+        self._access_logs(name, args, settings)
         self.bundle = aws.s3.BucketObjectv2(
             f"{name}-agent-bundle",
             bucket=self.bucket.id,
@@ -107,3 +119,73 @@ class AgentArtifacts(pulumi.ComponentResource):
                 "bundleSha256": self.bundle_sha256,
             }
         )
+
+    def _access_logs(self, name: str, args: AgentArtifactsArgs, settings: list[pulumi.Resource]) -> None:
+        """The log bucket (SSE-S3: server access logs are not delivered to a bucket whose default
+        encryption is SSE-KMS, S3 user guide, "Enabling Amazon S3 server access logging"), the
+        artifacts bucket's logging into it, and both buckets' lifecycle rules."""
+        log_bucket_name = args.log_bucket_name or f"{args.bucket_name[:51].rstrip('-.')}-access-logs"
+        account_id = args.account_id or aws.get_caller_identity_output().account_id
+        logs = aws.s3.Bucket(
+            f"{name}-access-logs", bucket=log_bucket_name, force_destroy=True,
+            tags={**args.tags, "Name": log_bucket_name}, opts=pulumi.ResourceOptions(parent=self),
+        )
+        under_logs = pulumi.ResourceOptions(parent=logs)
+        log_settings = [
+            aws.s3.BucketPublicAccessBlock(
+                f"{name}-access-logs-public-access-block", bucket=logs.id, block_public_acls=True,
+                block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True, opts=under_logs,
+            ),
+            aws.s3.BucketOwnershipControls(
+                f"{name}-access-logs-ownership", bucket=logs.id, rule={"object_ownership": "BucketOwnerEnforced"},
+                opts=under_logs,
+            ),
+            aws.s3.BucketServerSideEncryptionConfiguration(
+                f"{name}-access-logs-encryption", bucket=logs.id,
+                rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}], opts=under_logs,
+            ),
+            lifecycle(f"{name}-access-logs-retention", logs.id, access_log_rule("gpu-cloud-access-logs"), under_logs),
+        ]
+        log_policy = aws.s3.BucketPolicy(
+            f"{name}-access-logs-policy",
+            bucket=logs.id,
+            policy=pulumi.Output.all(logs.arn, self.bucket.arn, account_id).apply(
+                lambda values: json.dumps(
+                    access_logs_bucket_policy(values[0], values[1], values[2], ARTIFACTS_ACCESS_LOG_PREFIX)
+                )
+            ),
+            opts=pulumi.ResourceOptions(parent=logs, depends_on=log_settings[:2]),
+        )
+        aws.s3.BucketLogging(
+            f"{name}-logging", bucket=self.bucket.id, target_bucket=logs.id,
+            target_prefix=ARTIFACTS_ACCESS_LOG_PREFIX,
+            opts=pulumi.ResourceOptions(parent=self.bucket, depends_on=[*log_settings, log_policy]),
+        )
+        lifecycle(f"{name}-retention", self.bucket.id, versioned_bucket_rule("gpu-cloud-artifacts-retention"),
+                  pulumi.ResourceOptions(parent=self.bucket, depends_on=settings))
+        self.log_bucket_name = logs.id
+
+
+def lifecycle(name: str, bucket: pulumi.Input[str], rule: dict, opts: pulumi.ResourceOptions) -> aws.s3.BucketLifecycleConfiguration:
+    """One S3 lifecycle rule (in S3's API shape, as `gpucloud.bucket_retention` writes it) on a bucket."""
+    expiration = {
+        "noncurrent_version_expiration": (
+            {"noncurrent_days": rule["NoncurrentVersionExpiration"]["NoncurrentDays"]}
+            if "NoncurrentVersionExpiration" in rule else None
+        ),
+        "expiration": {"days": rule["Expiration"]["Days"]} if "Expiration" in rule else None,
+    }
+    return aws.s3.BucketLifecycleConfiguration(
+        name,
+        bucket=bucket,
+        rules=[{
+            "id": rule["ID"],
+            "status": rule["Status"],
+            "filter": {"prefix": rule["Filter"]["Prefix"]},
+            "abort_incomplete_multipart_upload": {
+                "days_after_initiation": rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"],
+            },
+            **{key: value for key, value in expiration.items() if value is not None},
+        }],
+        opts=opts,
+    )

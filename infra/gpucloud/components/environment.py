@@ -26,6 +26,7 @@ from gpucloud.lookups.requirements import aws_instance_requirements
 from gpucloud.userdata.bundle import build_agent_bundle
 from gpucloud.naming import (
     AUTOSCALING_SERVICE,
+    access_logs_bucket_name,
     artifacts_bucket_name,
     autoscaling_group_name,
     backup_role_name,
@@ -51,8 +52,9 @@ class ProjectEnvironment(pulumi.ComponentResource):
     the Prometheus workspace (and with `.grafana` the Grafana workspace), the alerts topic and
     alarms, and per group: security group, persistent volume, instances, autoscaling.
 
-    Where the account lacks the Auto Scaling service-linked role and the config allows it, the
-    role is created first (and kept on destroy: the account's other groups use it too)."""
+    Where the account lacks the Auto Scaling service-linked role (looked up at every run) and the
+    config does not forbid it, the role is created first (and kept on destroy: the account's
+    other groups use it too); where it exists it is never declared."""
 
     kms_key_arn: pulumi.Output[str]
     """The project's customer-managed key."""
@@ -87,6 +89,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
         prometheus = config.monitoring.prometheus
         if prometheus.enabled and args.prometheus_rules is None:
             raise ValueError("monitoring.prometheus is on: pass prometheus_rules (gpucloud.observability.rule_file)")
+        backs_up = any(group.persistent_volume_gib for group in config.groups)
         log_groups = [flow_log_group_prefix(base)] if stack.network_zones else []
         if prometheus.enabled and not prometheus.workspace_id:
             log_groups.append(prometheus_log_group_prefix(base))
@@ -97,7 +100,9 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 account_id=stack.account_id,
                 region=stack.settings.region,
                 partition=stack.partition,
-                user_role_names=[instance_role_name(base), backup_role_name(base)],
+                # Only roles this stack creates: a role made later under a name the policy lists
+                # could decrypt with the key.
+                user_role_names=[instance_role_name(base), *([backup_role_name(base)] if backs_up else [])],
                 tags=tags,
                 log_groups=log_groups,
                 prometheus=prometheus.enabled,
@@ -122,6 +127,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                     egress=network.egress,
                     interface_endpoints=network.interface_endpoints,
                     flow_logs_retention_days=network.flow_logs_retention_days,
+                    s3_buckets=[artifacts_bucket_name(base, stack.account_id), *([config.data.bucket] if config.data else [])],
                     partition=stack.partition,
                     tags=tags,
                 ),
@@ -141,6 +147,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 read_prefixes=data.read_prefixes if data else (),
                 write_prefixes=data.write_prefixes if data else (),
                 session_manager=config.access.ssm,
+                group_names=[autoscaling_group_name(base, group.config.name) for group in stack.groups],
                 tags=tags,
             ),
             opts=child,
@@ -152,6 +159,8 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 kms_key_arn=self.key.key_arn,
                 reader_role_arns=[self.access.role_arn],
                 bundle=build_agent_bundle(),
+                log_bucket_name=access_logs_bucket_name(base, stack.account_id),
+                account_id=stack.account_id,
                 partition=stack.partition,
                 tags=tags,
             ),
@@ -192,6 +201,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 dashboard=monitoring.dashboard,
                 prometheus_workspace_id=self.prometheus.workspace_id if self.prometheus else None,
                 prometheus_workspace_arn=self.prometheus.workspace_arn if self.prometheus else None,
+                manage_alert_manager=prometheus.manage_alert_manager,
                 tags=tags,
             ),
             opts=child,
@@ -221,7 +231,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
         for group in stack.groups:
             group_outputs[group.config.name] = self._group(name, stack, group, child)
         self.backup = None
-        if any(group.persistent_volume_gib for group in config.groups):
+        if backs_up:
             self.backup = VolumeBackup(
                 f"{name}-backup",
                 VolumeBackupArgs(
@@ -303,17 +313,11 @@ class ProjectEnvironment(pulumi.ComponentResource):
             )
             outputs["persistentVolumeId"] = volume.volume_id
         capacity = settings.capacity
-        block_id: pulumi.Input[str] | None = group.capacity_block.id if group.capacity_block else None
-        if group.block_offering:
-            purchase = aws.ec2.CapacityBlockReservation(
-                f"{prefix}-capacity-block",
-                capacity_block_offering_id=group.block_offering.id,
-                instance_platform="Linux/UNIX",
-                tags={**tags, "Name": f"{asg_name}-capacity-block"},
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
-            )
-            block_id = purchase.id
-            outputs["capacityBlockId"] = purchase.id
+        # The program never buys a Capacity Block (an offering in the stack file is a failure that
+        # stops `pulumi up`): `gpucloud capacity buy` does, once, and the group runs in the block held.
+        block_id = group.capacity_block.id if group.capacity_block else None
+        if block_id:
+            outputs["capacityBlockId"] = block_id
         instances = GpuInstanceGroup(
             f"{prefix}-nodes",
             GpuInstanceGroupArgs(
@@ -367,7 +371,10 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 ),
                 tags=tags,
             ),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.access, self.artifacts]),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[self.access, self.artifacts, *(self.network.egress_dependencies if self.network else [])],
+            ),
         )
         self.instance_groups[settings.name] = instances
         GpuAutoscaling(

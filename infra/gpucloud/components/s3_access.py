@@ -26,6 +26,8 @@ class S3PrefixAccessArgs:
     write_prefixes: Sequence[str] = ()
     session_manager: bool = True
     """Grant what the SSM agent needs for Session Manager; False when SSH replaces it."""
+    group_names: Sequence[str] = ()
+    """The stack's Auto Scaling group names: the only groups whose lifecycle and health the node may set."""
     tags: Mapping[str, str] = field(default_factory=dict)
     partition: str = "aws"
 
@@ -70,6 +72,7 @@ class S3PrefixAccess(pulumi.ComponentResource):
                         read_prefixes=args.read_prefixes,
                         write_prefixes=args.write_prefixes,
                         session_manager=args.session_manager,
+                        group_names=args.group_names,
                     )
                 )
             ),

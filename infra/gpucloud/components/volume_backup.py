@@ -11,7 +11,7 @@ import pulumi_aws as aws
 
 from gpucloud.components.encrypted_volume import BACKUP_TAG
 from gpucloud.documents import backup_assume_role_policy
-from gpucloud.naming import backup_role_name
+from gpucloud.naming import backup_plan_name, backup_role_name, backup_selection_name, backup_vault_name
 
 BACKUP_SERVICE_POLICY = "arn:{partition}:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup"
 DAILY_AT_3_UTC = "cron(0 3 * * ? *)"
@@ -43,16 +43,17 @@ class VolumeBackup(pulumi.ComponentResource):
     def __init__(self, name: str, args: VolumeBackupArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-cloud:index:VolumeBackup", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        vault_name = backup_vault_name(args.project)
         self.vault = aws.backup.Vault(
             f"{name}-vault",
-            name=f"gpu-cloud-{args.project}",
+            name=vault_name,
             kms_key_arn=args.kms_key_arn,
-            tags={**args.tags, "Name": f"gpu-cloud-{args.project}"},
+            tags={**args.tags, "Name": vault_name},
             opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
         )
         self.plan = aws.backup.Plan(
             f"{name}-plan",
-            name=f"gpu-cloud-{args.project}-daily",
+            name=backup_plan_name(args.project),
             rules=[
                 {
                     "rule_name": "daily",
@@ -84,7 +85,7 @@ class VolumeBackup(pulumi.ComponentResource):
         )
         self.selection = aws.backup.Selection(
             f"{name}-selection",
-            name=f"gpu-cloud-{args.project}-volumes",
+            name=backup_selection_name(args.project),
             plan_id=self.plan.id,
             iam_role_arn=self.role.arn,
             selection_tags=[{"type": "STRINGEQUALS", "key": BACKUP_TAG, "value": args.project}],

@@ -134,6 +134,16 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         validate=rules.validate_no_public_ip,
         applies_to=_of_types(resource_types.LAUNCH_TEMPLATE, resource_types.INSTANCE),
     ),
+    ResourceRule(
+        name="s3-gateway-endpoint-restricted",
+        description=(
+            "S3 gateway VPC endpoints carry a policy, and none of its statements allows S3 on every bucket "
+            "(AWS's default policy lets anything in the VPC write to any bucket of any account)."
+        ),
+        enforcement_level=MANDATORY,
+        validate=rules.validate_s3_gateway_endpoint_restricted,
+        applies_to=_of_types(resource_types.VPC_ENDPOINT),
+    ),
 )
 
 STACK_RULES: tuple[StackRule, ...] = (

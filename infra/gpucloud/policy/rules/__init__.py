@@ -24,7 +24,11 @@ from gpucloud.policy.rules.iam import (
     broad_managed_policy,
     validate_iam_least_privilege,
 )
-from gpucloud.policy.rules.network import validate_no_public_ip, validate_no_world_open_ingress
+from gpucloud.policy.rules.network import (
+    validate_no_public_ip,
+    validate_no_world_open_ingress,
+    validate_s3_gateway_endpoint_restricted,
+)
 from gpucloud.policy.rules.tags import validate_required_tags
 
 __all__ = [
@@ -43,4 +47,5 @@ __all__ = [
     "validate_no_public_ip",
     "validate_no_world_open_ingress",
     "validate_required_tags",
+    "validate_s3_gateway_endpoint_restricted",
 ]

@@ -1,8 +1,10 @@
-"""Network exposure rules: no ingress open to the world, no public IP on instances."""
+"""Network exposure rules: no ingress open to the world, no public IP on instances, no S3 gateway
+endpoint that lets nodes reach any bucket."""
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +16,9 @@ from gpucloud.policy.resource_types import (
     SECURITY_GROUP,
     SECURITY_GROUP_INGRESS_RULE,
     SECURITY_GROUP_RULE,
+    VPC_ENDPOINT,
 )
+from gpucloud.policy import iam_documents
 from gpucloud.policy.values import as_number, is_true, mappings, peek, peek_list, unknown_at
 
 # ---------------------------------------------------------------- no-world-open-ingress
@@ -92,3 +96,64 @@ def validate_no_public_ip(
                 )
     elif resource_type == INSTANCE and is_true(props.get("associatePublicIpAddress")):
         report(f"Instance gets a public IP. {fix}")
+
+
+# ---------------------------------------------------------------- s3-gateway-endpoint-restricted
+
+_RESOURCE_ACCOUNT_KEYS = frozenset({"aws:resourceaccount", "s3:resourceaccount"})
+
+
+def _any_bucket(statement: iam_documents.Statement) -> list[str]:
+    """The statement's resources that match every bucket (`*`, `arn:aws:s3:::*`, `arn:aws:s3:::*/*`),
+    unless a positive condition holds them to named accounts' buckets."""
+    held = any(
+        key in _RESOURCE_ACCOUNT_KEYS and "not" not in operator.lower() and values
+        and not any(set(value) <= {"*", "?"} for value in values)
+        for operator, key, values in statement.conditions
+    )
+    if held or statement.not_resources:
+        return ["NotResource"] if statement.not_resources and not held else []
+    return [resource for resource in statement.resources if _matches_every_bucket(resource)]
+
+
+_S3_BUCKET_ARN = re.compile(r"^arn:[^:]*:s3:::(?P<bucket>[^/]+)")
+
+
+def _matches_every_bucket(resource: str) -> bool:
+    match = _S3_BUCKET_ARN.match(resource)
+    return resource == "*" or (match is not None and set(match["bucket"]) <= {"*", "?"})
+
+
+def validate_s3_gateway_endpoint_restricted(
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
+) -> None:
+    """An S3 gateway endpoint without a policy keeps AWS's full access: anything in the VPC can read
+    and write any bucket of any account through it (VPC user guide, "Gateway endpoints for Amazon
+    S3" and "Control access to VPC endpoints using endpoint policies", read 2026-11-25)."""
+    if resource_type != VPC_ENDPOINT:
+        return
+    service = peek(props, "serviceName")
+    if service is UNKNOWN:
+        raise unknown_at(props, "serviceName")
+    if str(peek(props, "vpcEndpointType") or "Gateway") != "Gateway" or not str(service).endswith(".s3"):
+        return
+    fix = ("Fix: set a policy that allows only the buckets the nodes need (or holds them to your account with "
+           "aws:ResourceAccount), as gpucloud.documents.s3_gateway_endpoint_policy does.")
+    policy = peek(props, "policy")
+    if policy is UNKNOWN:
+        raise unknown_at(props, "policy")
+    if not policy:
+        report(f"S3 gateway endpoint ({service}) has no policy, so AWS's default allows every action on every bucket. {fix}")
+        return
+    try:
+        statements = iam_documents.parse_document(policy)
+    except iam_documents.InvalidPolicyDocument as error:
+        report(f"S3 gateway endpoint policy is not a policy document: {error}. {fix}")
+        return
+    for statement in statements:
+        if statement.allow and (statement.not_actions or any(
+                action == "*" or action.lower().startswith("s3:") for action in statement.actions)):
+            reached = _any_bucket(statement)
+            if reached:
+                report(f"S3 gateway endpoint policy statement {statement.sid} allows S3 on any bucket "
+                       f"({', '.join(reached)}). {fix}")

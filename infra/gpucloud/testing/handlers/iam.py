@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 
-from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, resource
+from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, refused, resource
 
 
 @resource("aws:iam/role:Role")
@@ -26,10 +27,32 @@ def create_role(account: Account, request: ResourceRequest) -> Created:
     return Created(id=name, outputs={"arn": role["Arn"], "name": name, "uniqueId": role["RoleId"]})
 
 
+ROLE_INLINE_POLICIES_LIMIT = 10_240
+"""IAM user guide, "IAM and AWS STS quotas": a role's inline policies together take at most 10,240
+characters, white space not counted (read 2026-11-25); moto takes any size."""
+
+
+def _inline_policies_size(account: Account, role: str, replacing: str, document: str) -> int:
+    """What IAM counts for the role once `document` is its policy `replacing`."""
+    iam = account.client("iam")
+    others = [
+        json.dumps(iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"])
+        for name in iam.list_role_policies(RoleName=role)["PolicyNames"]
+        if name != replacing
+    ]
+    return sum(len(re.sub(r"\s", "", text)) for text in [*others, document])
+
+
 @resource("aws:iam/rolePolicy:RolePolicy")
 def put_role_policy(account: Account, request: ResourceRequest) -> Created:
     name = request.physical_name()
     role = request.inputs["role"]
+    size = _inline_policies_size(account, role, name, request.inputs["policy"])
+    if size > ROLE_INLINE_POLICIES_LIMIT:
+        raise refused(
+            "PutRolePolicy", "LimitExceeded",
+            f"Maximum policy size of {ROLE_INLINE_POLICIES_LIMIT} bytes exceeded for role {role} ({size} with {name})",
+        )
     account.client("iam").put_role_policy(RoleName=role, PolicyName=name, PolicyDocument=request.inputs["policy"])
     return Created(id=f"{role}:{name}", outputs={"name": name})
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-from gpucloud.testing.handlers.statements import principals, statements
+from gpucloud.testing.handlers.statements import allows, principals, statements
 from gpucloud.testing.registry import (
     Account,
     BrokenReferenceError,
@@ -38,6 +38,22 @@ def _missing_principals(account: Account, policy: str) -> list[str]:
     return sorted(set(missing))
 
 
+def _lets_account_change_policy(account: Account, policy: str) -> bool:
+    """Whether the key policy lets the account (whoever creates the key in it) call
+    kms:PutKeyPolicy later. KMS refuses a policy that does not, unless the caller bypasses the
+    lockout safety check (KMS API reference, CreateKey, `BypassPolicyLockoutSafetyCheck`: the
+    policy must allow the calling principal a subsequent PutKeyPolicy; read 2026-11-25), which the
+    provider sends only with `bypassPolicyLockoutSafetyCheck`. Counted: an unconditioned Allow to
+    the account root, the account id or everyone; a condition may or may not hold for the caller."""
+    root = {f"arn:aws:iam::{account.account_id}:root", account.account_id}
+    for statement in statements(policy):
+        if not allows(statement, "kms:PutKeyPolicy") or statement.get("Condition"):
+            continue
+        if statement.get("Principal") == "*" or root & set(principals(statement, "AWS")):
+            return True
+    return False
+
+
 @resource("aws:kms/key:Key")
 def create_key(account: Account, request: ResourceRequest) -> Created:
     kms = account.client("kms")
@@ -48,6 +64,15 @@ def create_key(account: Account, request: ResourceRequest) -> Created:
             "CreateKey",
             "MalformedPolicyDocumentException",
             f"Policy contains a statement with one or more invalid principals: {', '.join(missing)} does not exist",
+        )
+    if inputs.get("policy") and not inputs.get("bypassPolicyLockoutSafetyCheck") and not _lets_account_change_policy(
+        account, inputs["policy"]
+    ):
+        raise refused(
+            "CreateKey",
+            "MalformedPolicyDocumentException",
+            "The new key policy will not allow you to update the key policy in the future "
+            "(no statement allows kms:PutKeyPolicy to the account)",
         )
     metadata = kms.create_key(
         **drop_none(

@@ -197,6 +197,94 @@ def put_object(account: Account, request: ResourceRequest) -> Created:
     )
 
 
+LIFECYCLE_RULE_LIMIT = 1000
+LIFECYCLE_RULE_ID_LIMIT = 255
+"""S3 API reference, PutBucketLifecycleConfiguration and LifecycleRule: at most 1,000 rules, an ID
+of at most 255 characters, day counts positive (read 2026-11-25); moto checks only the XML."""
+
+
+def _lifecycle_rule(rule: dict[str, Any]) -> dict[str, Any]:
+    """A provider lifecycle rule (wire names) as S3's API takes it, refused where S3 would."""
+    if len(rule.get("id") or "") > LIFECYCLE_RULE_ID_LIMIT:
+        raise refused("PutBucketLifecycleConfiguration", "InvalidArgument",
+                      f"lifecycle rule ID {rule['id']!r} is longer than {LIFECYCLE_RULE_ID_LIMIT} characters")
+    days = {
+        ("Expiration", "Days"): (rule.get("expiration") or {}).get("days"),
+        ("NoncurrentVersionExpiration", "NoncurrentDays"): (rule.get("noncurrentVersionExpiration") or {}).get("noncurrentDays"),
+        ("AbortIncompleteMultipartUpload", "DaysAfterInitiation"):
+            (rule.get("abortIncompleteMultipartUpload") or {}).get("daysAfterInitiation"),
+    }
+    for (element, field), value in days.items():
+        if value is not None and int(value) < 1:
+            raise refused("PutBucketLifecycleConfiguration", "InvalidArgument",
+                          f"lifecycle rule {rule.get('id')!r}: {element} {field} must be a positive integer, got {value}")
+    filter_ = rule.get("filter") or {}
+    return drop_none({
+        "ID": rule.get("id"),
+        "Status": rule["status"],
+        "Filter": {"Prefix": filter_.get("prefix") or ""},
+        **{element: {field: int(value)} for (element, field), value in days.items() if value is not None},
+    })
+
+
+@resource("aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration")
+def set_lifecycle(account: Account, request: ResourceRequest) -> Created:
+    inputs = request.inputs
+    rules = [_lifecycle_rule(rule) for rule in inputs.get("rules") or []]
+    if not 1 <= len(rules) <= LIFECYCLE_RULE_LIMIT:
+        raise refused("PutBucketLifecycleConfiguration", "MalformedXML",
+                      f"a lifecycle configuration takes 1 to {LIFECYCLE_RULE_LIMIT} rules, got {len(rules)}")
+    account.client("s3").put_bucket_lifecycle_configuration(
+        Bucket=inputs["bucket"], LifecycleConfiguration={"Rules": rules}
+    )
+    return Created(id=inputs["bucket"])
+
+
+def _default_encryption(account: Account, bucket: str) -> str | None:
+    s3 = account.client("s3")
+    try:
+        rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    except s3.exceptions.ClientError:
+        return None
+    return next((rule["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] for rule in rules
+                 if "ApplyServerSideEncryptionByDefault" in rule), None)
+
+
+@resource("aws:s3/bucketLogging:BucketLogging")
+def set_logging(account: Account, request: ResourceRequest) -> Created:
+    """Server access logging into a target bucket that must exist in the bucket's Region and
+    account (S3 refuses the call otherwise: InvalidTargetBucketForLogging,
+    CrossLocationLoggingProhibited), and whose default encryption is not SSE-KMS: S3 accepts that
+    call but delivers no log (S3 user guide, "Enabling Amazon S3 server access logging", read
+    2026-11-25), so the engine refuses it as a configuration that cannot work.
+
+    The target's permission for `logging.s3.amazonaws.com` lives in its bucket policy, which the
+    engine checks and records without sending to moto (`set_bucket_policy`); moto would refuse the
+    call for want of it, so the logging status is set on moto's bucket directly."""
+    inputs = request.inputs
+    bucket, target = inputs["bucket"], inputs["targetBucket"]
+    s3 = account.client("s3")
+    try:
+        s3.head_bucket(Bucket=target)
+    except s3.exceptions.ClientError:
+        raise refused("PutBucketLogging", "InvalidTargetBucketForLogging",
+                      f"The target bucket for logging ({target}) does not exist") from None
+    regions = {name: s3.get_bucket_location(Bucket=name).get("LocationConstraint") or "us-east-1" for name in (bucket, target)}
+    if regions[bucket] != regions[target]:
+        raise refused("PutBucketLogging", "CrossLocationLoggingProhibited",
+                      f"{bucket} is in {regions[bucket]}, its log target {target} in {regions[target]}")
+    if _default_encryption(account, target) == "aws:kms":
+        raise refused("PutBucketLogging", "InvalidTargetBucketForLogging",
+                      f"{target} encrypts by default with SSE-KMS: S3 delivers no server access logs to it (use SSE-S3)")
+    from moto.s3.models import s3_backends
+
+    partition = account.arn("s3", "").split(":")[1]
+    s3_backends[account.account_id][partition].get_bucket(bucket).logging = {
+        "TargetBucket": target, "TargetPrefix": inputs.get("targetPrefix") or "",
+    }
+    return Created(id=bucket)
+
+
 _ASSUMED_ROLE = re.compile(r"^arn:(?P<partition>[^:]+):sts::(?P<account>\d{12}):assumed-role/(?P<role>[^/]+)/(?P<session>.+)$")
 
 

@@ -3,6 +3,7 @@ gateways with their elastic IPs, VPC endpoints, flow logs and the default securi
 
 from __future__ import annotations
 
+import json
 import zlib
 from typing import Any
 
@@ -13,6 +14,7 @@ from gpucloud.testing.registry import (
     ResourceRequest,
     as_bool,
     drop_none,
+    refused,
     resource,
     tag_specification,
 )
@@ -174,9 +176,27 @@ def associate_route_table(account: Account, request: ResourceRequest) -> Created
     return Created(id=association["AssociationId"])
 
 
+ENDPOINT_POLICY_LIMIT = 20_480
+"""AWS PrivateLink guide, "Quotas": a VPC endpoint policy takes at most 20,480 characters, white
+space included (read 2026-11-25); moto stores any text."""
+
+
+def _check_endpoint_policy(policy: Any) -> None:
+    if policy is None:
+        return
+    try:
+        json.loads(policy)
+    except ValueError as error:
+        raise refused("CreateVpcEndpoint", "InvalidPolicyDocument", f"the endpoint policy is not JSON: {error}") from None
+    if len(policy) > ENDPOINT_POLICY_LIMIT:
+        raise refused("CreateVpcEndpoint", "InvalidParameter",
+                      f"the endpoint policy is {len(policy)} characters, over the {ENDPOINT_POLICY_LIMIT} AWS takes")
+
+
 @resource("aws:ec2/vpcEndpoint:VpcEndpoint")
 def create_vpc_endpoint(account: Account, request: ResourceRequest) -> Created:
     inputs = request.inputs
+    _check_endpoint_policy(inputs.get("policy"))
     endpoint = account.client("ec2").create_vpc_endpoint(
         **drop_none(
             {

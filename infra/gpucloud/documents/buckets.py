@@ -1,0 +1,132 @@
+"""What reaches the stack's buckets: the S3 gateway endpoint's policy, the artifacts bucket's policy
+and its access-log bucket's."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpucloud.documents.services import Document
+
+
+NODE_S3_ACTIONS = [
+    "s3:AbortMultipartUpload",
+    "s3:DeleteObject",
+    "s3:GetObject",
+    "s3:GetObjectTagging",
+    "s3:GetObjectVersion",
+    "s3:ListBucket",
+    "s3:ListMultipartUploadParts",
+    "s3:PutObject",
+    "s3:PutObjectTagging",
+]
+"""Every S3 action the node role holds (`s3_prefix_statements` and the agent bundle fetch)."""
+
+
+def aws_owned_package_buckets(region: str) -> list[str]:
+    """AWS's buckets a node downloads from, read anonymously, in the stack's region:
+    - `amazoncloudwatch-agent-<region>`: the CloudWatch agent package the node installs when its
+      image lacks the agent (gpucloud.userdata.scripts; CloudWatch user guide, "Download and install
+      the CloudWatch agent using an Amazon S3 download link", read 2026-11-25);
+    - `al2023-repos-<region>-de612dc2`: the Amazon Linux 2023 package repositories, which `dnf`
+      reads for that install on an AL2023 image (the bucket AWS names for AL2023 repository access
+      through an S3 gateway endpoint, read 2026-11-25).
+    Session Manager needs no bucket; Ubuntu's apt mirrors are not on S3."""
+    return [f"amazoncloudwatch-agent-{region}", f"al2023-repos-{region}-de612dc2"]
+
+
+def s3_gateway_endpoint_policy(partition: str, account_id: str, region: str, buckets: Sequence[str]) -> Document:
+    """What may pass the stack's S3 gateway endpoint, instead of AWS's default full access (with
+    which a node could write to any bucket of any account through it; with `egress: endpointsOnly`
+    it is the nodes' only way to S3, and even with NAT, same-Region S3 traffic takes it).
+
+    The node role's S3 actions, on the stack's own buckets (`buckets`: the artifacts bucket and
+    `data.bucket`), for principals of this account only (`aws:PrincipalAccount`); and `s3:GetObject`
+    on the AWS-owned package buckets, for anyone, as their downloads are unsigned. An endpoint
+    policy does not grant: IAM and bucket policies still decide (VPC user guide, "Control access
+    to VPC endpoints using endpoint policies" and "Gateway endpoints for Amazon S3"; S3 user
+    guide, "Controlling access from VPC endpoints with bucket policies"; read 2026-11-25)."""
+    own = sorted(set(buckets))
+    aws_owned = aws_owned_package_buckets(region)
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AccountPrincipalsUseStackBuckets",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": NODE_S3_ACTIONS,
+                "Resource": [arn for bucket in own for arn in (f"arn:{partition}:s3:::{bucket}", f"arn:{partition}:s3:::{bucket}/*")],
+                "Condition": {"StringEquals": {"aws:PrincipalAccount": account_id}},
+            },
+            {
+                "Sid": "AnyoneReadsAwsOwnedPackageBuckets",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": "s3:GetObject",
+                "Resource": [f"arn:{partition}:s3:::{bucket}/*" for bucket in aws_owned],
+            },
+        ],
+    }
+
+
+def artifacts_bucket_policy(bucket_arn: str, readers: Sequence[str]) -> Document:
+    """TLS only, and objects readable by the named principals only (the node roles and whoever
+    runs `pulumi up`), whatever identity policies elsewhere in the account allow.
+
+    `aws:SecureTransport` false denies plain HTTP (S3 user guide, "Security best practices for
+    Amazon S3": enforce encryption of data in transit); `aws:PrincipalArn` is a role's ARN, not its
+    session's, for assumed-role callers (IAM user guide, "AWS global condition context keys"). Both
+    pages read 2026-11-24."""
+    objects = f"{bucket_arn}/*"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DenyWithoutTls",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [bucket_arn, objects],
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+            {
+                "Sid": "ObjectsReadableOnlyByNodeRolesAndDeployer",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": ["s3:GetObject", "s3:GetObjectVersion"],
+                "Resource": objects,
+                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted(set(readers))}},
+            },
+        ],
+    }
+
+
+def access_logs_bucket_policy(log_bucket_arn: str, source_bucket_arn: str, account_id: str, prefix: str) -> Document:
+    """TLS only, and S3's log delivery may write under `prefix` for the one source bucket of this
+    account: the bucket-policy grant that replaces the log-delivery ACL in buckets with ACLs
+    disabled (S3 user guide, "Enabling Amazon S3 server access logging", permissions for the
+    logging service principal `logging.s3.amazonaws.com`; read 2026-11-25)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DenyWithoutTls",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [log_bucket_arn, f"{log_bucket_arn}/*"],
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            },
+            {
+                "Sid": "S3LogDeliveryWritesSourceBucketLogs",
+                "Effect": "Allow",
+                "Principal": {"Service": "logging.s3.amazonaws.com"},
+                "Action": "s3:PutObject",
+                "Resource": f"{log_bucket_arn}/{prefix}*",
+                "Condition": {
+                    "ArnLike": {"aws:SourceArn": source_bucket_arn},
+                    "StringEquals": {"aws:SourceAccount": account_id},
+                },
+            },
+        ],
+    }
