@@ -41,13 +41,14 @@ def test_scrape_interval_and_log_retention_outside_what_works_are_refused(key, v
 
 
 def test_endpoints_only_with_prometheus_needs_the_aps_workspaces_endpoint():
-    endpoints = ["autoscaling", "logs", "monitoring", "ssm", "ssmmessages", "ec2messages"]
+    endpoints = ["autoscaling", "ec2", "monitoring", "ssm", "ssmmessages", "ec2messages"]
     network = {"egress": "endpointsOnly", "interfaceEndpoints": endpoints}
     settings_for(minimal_config(network=network))
 
     [(key, why)] = problems(minimal_config(network=network, monitoring={"prometheus": {"enabled": True}}))
 
-    assert key == "gpu-cloud:network.interfaceEndpoints" and why.startswith("lacks aps-workspaces, which the nodes call")
+    assert key == "gpu-cloud:network.interfaceEndpoints" and why.startswith(
+        "lacks aps-workspaces (monitoring.prometheus: RemoteWrite), which the nodes call")
     settings_for(minimal_config(network={**network, "interfaceEndpoints": [*endpoints, "aps-workspaces"]},
                                 monitoring={"prometheus": {"enabled": True}}))
 

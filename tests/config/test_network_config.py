@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from support import minimal_config, settings_for
@@ -31,7 +33,9 @@ def test_created_network_keys_beside_listed_subnets_are_refused():
 def test_endpoints_only_without_the_endpoints_nodes_call_is_refused_naming_them():
     [(key, why)] = problems(minimal_config(network={"egress": "endpointsOnly", "interfaceEndpoints": ["logs"]}))
     assert key == "gpu-cloud:network.interfaceEndpoints"
-    assert why.startswith("lacks autoscaling, monitoring, ssm, ssmmessages, ec2messages, which the nodes call")
+    assert why.startswith("lacks monitoring (the CloudWatch agent: PutMetricData; every node: PutMetricData; ")
+    lacking = re.findall(r"(?:lacks |\), )([a-z0-9-]+) \(", why)
+    assert lacking == ["monitoring", "ec2", "ssm", "ssmmessages", "ec2messages", "autoscaling"], "measured, logs not among them"
     assert "package installs" in why
 
 

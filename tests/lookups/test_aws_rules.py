@@ -231,14 +231,16 @@ def test_public_subnets_whose_only_way_out_is_an_internet_gateway_are_refused(ac
 def test_subnets_without_a_way_out_need_every_endpoint_the_nodes_call(account):
     [isolated] = vpc_with_subnets(account, "10.42.0.0/16", "a", egress="none")
     refused(account, minimal_config(network={"subnetIds": [isolated]}), "gpu-cloud:network.subnetIds[0]",
-            "lacks the VPC endpoints for s3, autoscaling, logs, monitoring, ssm, ssmmessages, ec2messages")
+            "lacks the VPC endpoints for monitoring (the CloudWatch agent: PutMetricData; ")
+    refused(account, minimal_config(network={"subnetIds": [isolated]}, groups=[group(dataVolumeGiB=100)]),
+            "gpu-cloud:network.subnetIds[0]", "ec2 (the CloudWatch agent: DescribeTags; groups[0].dataVolumeGiB: DescribeInstances)")
 
 
 def test_subnets_without_a_default_route_but_with_every_endpoint_are_accepted(account):
     ec2 = account.client("ec2")
     [isolated] = vpc_with_subnets(account, "10.43.0.0/16", "a", egress="none")
     vpc = ec2.describe_subnets(SubnetIds=[isolated])["Subnets"][0]["VpcId"]
-    for service in ("s3", "autoscaling", "logs", "monitoring"):
+    for service in ("s3", "autoscaling", "monitoring", "ec2"):
         ec2.create_vpc_endpoint(VpcId=vpc, ServiceName=f"com.amazonaws.us-east-1.{service}",
                                 VpcEndpointType="Gateway" if service == "s3" else "Interface")
     deploy(settings_for(minimal_config(network={"subnetIds": [isolated]}, access={"ssm": False})), account)

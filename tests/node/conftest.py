@@ -1,12 +1,79 @@
-"""Fixtures for the node agent tests: an IMDSv2 stub and moto-backed Auto Scaling."""
+"""Fixtures for the node agent tests: an IMDSv2 stub and moto-backed Auto Scaling; and the
+measurement of the AWS calls node code makes (gpucloud/data/node_aws_calls.json)."""
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import dataclass, field
 
 import pytest
+from aws_calls import AwsCalls
+from gpucloud.config.node_endpoints import MEASURED_CALLS_PATH, NODE_FEATURES, measured_calls
 from moto import mock_aws
 from node_fakes import GROUP, LAUNCH_HOOK, REGION, TERMINATE_HOOK, ZONE, MetadataStub, aws_client
+
+MEASURE = "GPUCLOUD_MEASURE_NODE_CALLS"
+"""Set to 1 to rewrite the measured calls instead of checking them:
+`GPUCLOUD_MEASURE_NODE_CALLS=1 .venv/bin/python -m pytest -q -p no:xdist -o addopts= tests/node`."""
+_MEASURED = pytest.StashKey[dict]()
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "node_aws_calls(feature): the test measures the AWS calls of this node feature "
+        "(gpucloud.config.node_endpoints.NODE_FEATURES) into gpucloud/data/node_aws_calls.json")
+    if os.environ.get(MEASURE) == "1":
+        if hasattr(config, "workerinput") or getattr(config.option, "numprocesses", None):
+            raise pytest.UsageError(f"{MEASURE}=1 measures in one process: add -p no:xdist -o addopts=")
+        config.stash[_MEASURED] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Record the AWS calls node code makes while the test runs; a test that passes must have
+    made exactly the calls the data file holds for it (or, measuring, they are kept)."""
+    calls = AwsCalls()
+    with calls.recording():
+        outcome = yield
+    marker = item.get_closest_marker("node_aws_calls")
+    measured = calls.by_service()
+    if marker is None:
+        assert not measured, (f"node code called AWS ({json.dumps(measured)}) in a test that names no node feature: "
+                              "mark it @pytest.mark.node_aws_calls('<feature>') and measure again")
+        return outcome
+    feature = marker.args[0]
+    assert feature in NODE_FEATURES, f"{feature!r} is not a node feature ({', '.join(NODE_FEATURES)})"
+    test = item.nodeid.split("[")[0]  # every case of a parametrized test makes the same calls
+    if _MEASURED in item.config.stash:
+        earlier = item.config.stash[_MEASURED].setdefault(feature, {}).setdefault(test, measured)
+        assert earlier == measured, f"the cases of {test} call AWS differently: split it so each measures one set"
+        return outcome
+    recorded = measured_calls().get(feature, {}).get(test)
+    assert recorded == measured, (
+        f"{item.nodeid} measured {json.dumps(measured)} for {feature}, and {MEASURED_CALLS_PATH.name} holds "
+        f"{json.dumps(recorded)}: measure again ({MEASURE}=1, see tests/node/conftest.py)")
+    return outcome
+
+
+ABOUT = ("The AWS calls the node's own code makes (bootstrap stub, agent, collector), per node feature: "
+         "feature -> node test that measured it -> service (VPC endpoint service) -> operations. Written by "
+         "the node tests (tests/node/conftest.py, tests/node/aws_calls.py), never by hand: "
+         "GPUCLOUD_MEASURE_NODE_CALLS=1 .venv/bin/python -m pytest -q -p no:xdist -o addopts= tests/node")
+
+
+def pytest_sessionfinish(session):
+    """Measuring: the tests that ran replace their entries; the others stay (a test that is gone
+    is named by test_node_aws_calls.py)."""
+    measured = session.config.stash.get(_MEASURED, None)
+    if measured is None or session.testsfailed:
+        return
+    ran = {test for tests in measured.values() for test in tests}
+    kept = {feature: {test: calls for test, calls in tests.items() if test not in ran}
+            for feature, tests in json.loads(MEASURED_CALLS_PATH.read_text())["features"].items()}
+    features = {feature: dict(sorted({**kept.get(feature, {}), **measured.get(feature, {})}.items()))
+                for feature in NODE_FEATURES}
+    MEASURED_CALLS_PATH.write_text(json.dumps({"about": ABOUT, "features": features}, indent=2) + "\n")
 
 
 @pytest.fixture
@@ -34,13 +101,14 @@ def aws_credentials(monkeypatch):
 
 @pytest.fixture
 def aws(aws_credentials, monkeypatch):
+    # moto otherwise builds its catalogue of public AMIs (with snapshots) in every test, and again
+    # as the mock ends and rebuilds the backends it touched: that rebuild was a third of the node
+    # tests' CPU time. The setting stays until the mock has ended (monkeypatch is undone after
+    # this fixture), so the backends it hands on hold no public AMIs: the engine's accounts load
+    # the catalog they need themselves (gpucloud.testing.account._load_well_known_images).
+    monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
     with mock_aws():
-        with monkeypatch.context() as no_public_amis:
-            # moto otherwise builds its catalogue of public AMIs (with snapshots) for every test.
-            # The setting must be gone before the mock ends: moto rebuilds its backends on the way
-            # out and hands them to the next account, which would find no AMIs at all.
-            no_public_amis.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-            yield
+        yield
 
 
 @dataclass

@@ -159,6 +159,7 @@ def batch(at_ms: int, count: int = 3) -> Batch:
     return Batch(at_ms, [((("__name__", "up"), ("gpu", str(index))), float(at_ms)) for index in range(count)])
 
 
+@pytest.mark.node_aws_calls("prometheus")
 def test_5xx_and_429_are_retried_with_backoff_then_sent(receiver):
     receiver.statuses = [500, 429]
     writer, pauses = writer_for(receiver)
@@ -174,6 +175,7 @@ def test_5xx_and_429_are_retried_with_backoff_then_sent(receiver):
     assert headers["Authorization"].startswith("AWS4-HMAC-SHA256 Credential=ASIAEXAMPLE/")
 
 
+@pytest.mark.node_aws_calls("prometheus")
 def test_a_400_is_never_retried_its_samples_are_dropped_and_the_next_batch_goes(receiver):
     receiver.statuses = [400]
     writer, pauses = writer_for(receiver, max_samples_per_request=3)
@@ -187,6 +189,7 @@ def test_a_400_is_never_retried_its_samples_are_dropped_and_the_next_batch_goes(
     assert values_of(receiver.series()[-3:], "up") == [2000.0] * 3
 
 
+@pytest.mark.node_aws_calls("prometheus")
 def test_failing_past_the_retries_keeps_samples_queued_and_sends_them_first_next_time(receiver):
     receiver.statuses = [503, 503, 503]
     writer, _ = writer_for(receiver)
@@ -209,6 +212,7 @@ def test_a_full_queue_drops_the_oldest_scrape_and_counts_it():
     assert writer.pending_samples == 6 and writer.stats.dropped["queue_full"] == 3
 
 
+@pytest.mark.node_aws_calls("prometheus")
 def test_an_unreachable_workspace_and_missing_credentials_are_counted_apart():
     closed = RemoteWriter("http://127.0.0.1:9/api/v1/write", "us-east-1", lambda: KEYS, backoff=Backoff(attempts=1))
 
@@ -224,6 +228,7 @@ def test_an_unreachable_workspace_and_missing_credentials_are_counted_apart():
     assert unsigned.stats.failures["credentials"] == 1 and unsigned.pending_samples == 3
 
 
+@pytest.mark.node_aws_calls("prometheus")
 def test_a_cycle_stamps_the_scrape_time_adds_the_collectors_readings_and_counts_a_failed_scrape(receiver, tmp_path):
     texts = [fixture_text(f"{RUN}/healthy-interval-4.prom"), urllib.error.URLError("refused"), "up{ 1\n"]
 
@@ -252,6 +257,7 @@ def test_a_cycle_stamps_the_scrape_time_adds_the_collectors_readings_and_counts_
     assert 'reason="invalid",target="watch"} 1.0' in local
 
 
+@pytest.mark.node_aws_calls("prometheus")
 def test_the_collect_command_signs_with_the_instance_roles_credentials_and_labels_from_metadata(
     metadata_stub, receiver, tmp_path, monkeypatch
 ):

@@ -143,6 +143,7 @@ def test_each_stacks_user_data_fetches_its_uploaded_bundle_installs_it_and_start
         assert calls.read_text().splitlines() == [" ".join(step) for step in BOOT_STEPS]
 
 
+@pytest.mark.node_aws_calls("bootstrap")
 def test_a_tampered_bundle_is_refused_and_the_launch_is_abandoned(
     example, moto_server, metadata_stub, lifecycle_actions, tmp_path, monkeypatch
 ):

@@ -104,6 +104,7 @@ class CheckpointRunner:
         )
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_healthy_node_continues_the_launch_hook(gpu_group, lifecycle_actions, metadata_stub):
     metadata_stub.serve_instance(gpu_group.instance_id)
 
@@ -115,6 +116,7 @@ def test_healthy_node_continues_the_launch_hook(gpu_group, lifecycle_actions, me
     assert health_status(gpu_group.instance_id).upper() == "HEALTHY"
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_unhealthy_node_abandons_the_launch_hook(gpu_group, lifecycle_actions, metadata_stub):
     metadata_stub.serve_instance(gpu_group.instance_id)
 
@@ -123,6 +125,7 @@ def test_unhealthy_node_abandons_the_launch_hook(gpu_group, lifecycle_actions, m
     assert [action["result"] for action in lifecycle_actions.completed] == ["ABANDON"]
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_unhealthy_node_without_launch_hook_is_marked_unhealthy(gpu_group, lifecycle_actions, metadata_stub):
     metadata_stub.serve_instance(gpu_group.instance_id)
     aws_client("autoscaling").delete_lifecycle_hook(LifecycleHookName=LAUNCH_HOOK, AutoScalingGroupName=GROUP)
@@ -133,6 +136,7 @@ def test_unhealthy_node_without_launch_hook_is_marked_unhealthy(gpu_group, lifec
     assert health_status(gpu_group.instance_id).upper() == "UNHEALTHY"
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_unhealthy_node_after_reboot_is_marked_unhealthy(gpu_group, lifecycle_actions, metadata_stub):
     metadata_stub.serve_instance(gpu_group.instance_id)
     lifecycle_actions.pending = False
@@ -142,6 +146,7 @@ def test_unhealthy_node_after_reboot_is_marked_unhealthy(gpu_group, lifecycle_ac
     assert health_status(gpu_group.instance_id).upper() == "UNHEALTHY"
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_healthy_node_after_reboot_is_left_in_service(gpu_group, lifecycle_actions, metadata_stub):
     metadata_stub.serve_instance(gpu_group.instance_id)
     lifecycle_actions.pending = False
@@ -152,6 +157,7 @@ def test_healthy_node_after_reboot_is_left_in_service(gpu_group, lifecycle_actio
     assert health_status(gpu_group.instance_id).upper() == "HEALTHY"
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_node_that_turns_healthy_on_a_later_boot_check_continues(gpu_group, lifecycle_actions, metadata_stub):
     """A slow driver load or fabric manager start must not cost the node its place."""
     metadata_stub.serve_instance(gpu_group.instance_id)
@@ -167,6 +173,7 @@ def test_node_that_turns_healthy_on_a_later_boot_check_continues(gpu_group, life
     assert sleeps == [15, 30]
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_node_unhealthy_on_every_boot_check_is_abandoned_after_the_last(gpu_group, lifecycle_actions, metadata_stub):
     metadata_stub.serve_instance(gpu_group.instance_id)
     checks: list[str] = []
@@ -206,6 +213,7 @@ def run_heartbeat(config, stub, sleep, clock=None):
     )
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_launch_action_is_kept_alive_at_a_third_of_the_hook_timeout_until_the_gate_completes_it(
     gpu_group, lifecycle_actions, metadata_stub
 ):
@@ -226,6 +234,7 @@ def test_launch_action_is_kept_alive_at_a_third_of_the_hook_timeout_until_the_ga
     assert [action["result"] for action in lifecycle_actions.completed] == ["CONTINUE"]
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_heartbeats_stop_at_the_limit_so_a_node_that_never_gets_ready_is_abandoned(
     gpu_group, lifecycle_actions, metadata_stub
 ):
@@ -241,6 +250,7 @@ def test_heartbeats_stop_at_the_limit_so_a_node_that_never_gets_ready_is_abandon
     assert lifecycle_actions.completed == []
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_no_heartbeat_without_a_launch_hook(gpu_group, lifecycle_actions, metadata_stub):
     metadata_stub.serve_instance(gpu_group.instance_id)
     aws_client("autoscaling").delete_lifecycle_hook(LifecycleHookName=LAUNCH_HOOK, AutoScalingGroupName=GROUP)
@@ -257,6 +267,7 @@ def test_gate_without_metadata_cannot_report(aws, metadata_stub):
     assert "instance-id" in str(error.value)
 
 
+@pytest.mark.node_aws_calls("launchHook")
 def test_group_name_comes_from_the_instance_tag_when_metadata_exposes_tags(gpu_group, metadata_stub):
     autoscaling = aws_client("autoscaling")
     metadata = metadata_stub.client()
@@ -268,6 +279,7 @@ def test_group_name_comes_from_the_instance_tag_when_metadata_exposes_tags(gpu_g
     assert (from_api, from_tag) == (GROUP, "tagged-group")
 
 
+@pytest.mark.node_aws_calls("drain")
 def test_spot_notice_saves_checkpoint_then_completes_terminate_hook(
     gpu_group, lifecycle_actions, metadata_stub, tmp_path
 ):
@@ -294,6 +306,7 @@ def test_spot_notice_saves_checkpoint_then_completes_terminate_hook(
     assert sleeps == [5, 5]
 
 
+@pytest.mark.node_aws_calls("drain")
 def test_scale_in_saves_checkpoint_then_completes_terminate_hook(
     gpu_group, lifecycle_actions, metadata_stub, tmp_path
 ):
@@ -309,6 +322,7 @@ def test_scale_in_saves_checkpoint_then_completes_terminate_hook(
     assert [action["hook"] for action in lifecycle_actions.completed] == [TERMINATE_HOOK]
 
 
+@pytest.mark.node_aws_calls("drain")
 def test_failed_checkpoint_is_retried_with_backoff_then_the_instance_is_released(
     gpu_group, lifecycle_actions, metadata_stub, tmp_path
 ):
@@ -325,6 +339,7 @@ def test_failed_checkpoint_is_retried_with_backoff_then_the_instance_is_released
     assert len(lifecycle_actions.completed) == 1
 
 
+@pytest.mark.node_aws_calls("drain")
 def test_checkpoint_that_never_succeeds_is_bounded(gpu_group, lifecycle_actions, metadata_stub, tmp_path):
     metadata_stub.serve_instance(gpu_group.instance_id)
     metadata_stub.routes[TARGET_STATE_PATH] = "Terminated"
@@ -362,6 +377,7 @@ def test_spot_notice_outside_an_auto_scaling_group_finishes_after_the_checkpoint
     assert len(runner.calls) == 1
 
 
+@pytest.mark.node_aws_calls("drain")
 def test_drain_keeps_polling_through_metadata_outages(gpu_group, lifecycle_actions, metadata_stub, tmp_path):
     metadata_stub.serve_instance(gpu_group.instance_id)
     metadata_stub.routes[TARGET_STATE_PATH] = "Terminated"
@@ -409,6 +425,7 @@ def test_configured_checkpoint_command_is_run_as_given(tmp_path):
     assert checkpoint_argv(config, "i-1", REGION) == ["save", "$(reboot)", "a b"]
 
 
+@pytest.mark.node_aws_calls("checkpointToS3")
 def test_default_checkpoint_syncs_new_and_changed_files_with_boto3_alone(aws, tmp_path, monkeypatch, caplog):
     s3 = aws_client("s3")
     s3.create_bucket(Bucket="ml-artifacts")
@@ -440,6 +457,7 @@ def test_default_checkpoint_syncs_new_and_changed_files_with_boto3_alone(aws, tm
     ]
 
 
+@pytest.mark.node_aws_calls("checkpointToS3")
 def test_default_checkpoint_to_a_missing_bucket_fails_without_a_traceback(aws, tmp_path, monkeypatch, caplog):
     (tmp_path / "latest").write_text("step-1")
     (tmp_path / "node.json").write_text("{}")

@@ -81,6 +81,7 @@ def attachments(ec2, volume_id: str) -> list[tuple[str, str]]:
     return [(item["InstanceId"], item["Device"]) for item in volume["Attachments"]]
 
 
+@pytest.mark.node_aws_calls("persistentVolume")
 def test_available_volume_in_this_zone_is_attached_and_located(ec2, metadata_stub, host):
     instance_id = launch_instance(ec2)
     volume_id = tagged_volume(ec2)
@@ -94,6 +95,7 @@ def test_available_volume_in_this_zone_is_attached_and_located(ec2, metadata_stu
     assert attachments(ec2, volume_id) == [(instance_id, "/dev/sdp")]
 
 
+@pytest.mark.node_aws_calls("persistentVolume")
 def test_volume_held_by_a_predecessor_is_waited_for(ec2, metadata_stub, host):
     predecessor = launch_instance(ec2)
     instance_id = launch_instance(ec2)
@@ -114,6 +116,7 @@ def test_volume_held_by_a_predecessor_is_waited_for(ec2, metadata_stub, host):
     assert len(sleeps) >= 2
 
 
+@pytest.mark.node_aws_calls("persistentVolume")
 def test_volume_that_never_frees_up_fails_after_the_wait(ec2, metadata_stub, host):
     instance_id = launch_instance(ec2)
     volume_id = tagged_volume(ec2)
@@ -126,6 +129,7 @@ def test_volume_that_never_frees_up_fails_after_the_wait(ec2, metadata_stub, hos
     assert f"{volume_id} in-use" in str(error.value)
 
 
+@pytest.mark.node_aws_calls("persistentVolume")
 def test_volume_already_attached_after_reboot_is_reused(ec2, metadata_stub, host):
     instance_id = launch_instance(ec2)
     volume_id = tagged_volume(ec2)
@@ -137,6 +141,7 @@ def test_volume_already_attached_after_reboot_is_reused(ec2, metadata_stub, host
     assert attachments(ec2, volume_id) == [(instance_id, "/dev/sdp")]
 
 
+@pytest.mark.node_aws_calls("persistentVolume")
 def test_no_tagged_volume_in_this_zone_is_an_error(ec2, metadata_stub, host):
     metadata_stub.serve_instance(launch_instance(ec2))
     tagged_volume(ec2, zone="us-east-1b")
@@ -147,6 +152,7 @@ def test_no_tagged_volume_in_this_zone_is_an_error(ec2, metadata_stub, host):
     assert str(error.value) == f"no EBS volume tagged {TAG_KEY}={TAG_VALUE} in {ZONE}"
 
 
+@pytest.mark.node_aws_calls("dataVolume")
 def test_data_disk_is_found_by_its_volume_serial(ec2, metadata_stub, host):
     instance_id = launch_instance(
         ec2, BlockDeviceMappings=[{"DeviceName": "/dev/sdf", "Ebs": {"VolumeSize": 200}}]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime
 
+import pytest
+
 from gpucloud.node.commands import CommandResult
 from gpucloud.node.config import NodeConfig
 from gpucloud.node.faults import Finding
@@ -40,6 +42,7 @@ def replace(gpu_group, tmp_path, limit: int, ran: list) -> str:
     )
 
 
+@pytest.mark.node_aws_calls("healthReplace")
 def test_a_node_fault_saves_the_checkpoint_and_marks_the_instance_unhealthy(gpu_group, tmp_path, caplog):
     ran: list = []
     assert health(gpu_group.instance_id) == "HEALTHY"
@@ -52,6 +55,7 @@ def test_a_node_fault_saves_the_checkpoint_and_marks_the_instance_unhealthy(gpu_
     assert '"event": "node-fault"' in caplog.text and "GPU has fallen off the bus" in caplog.text
 
 
+@pytest.mark.node_aws_calls("healthReplace")
 def test_past_the_limit_the_breaker_only_marks_the_node(gpu_group, tmp_path):
     aws_client("cloudwatch").put_metric_data(Namespace=NAMESPACE, MetricData=[{
         "MetricName": "NodeReplacements", "Dimensions": [{"Name": "AutoScalingGroupName", "Value": GROUP}],

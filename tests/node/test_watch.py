@@ -4,7 +4,10 @@ only reported; Xid 13 never replaces."""
 
 from __future__ import annotations
 
+import datetime
 import json
+
+import pytest
 
 from gpucloud.node.commands import CommandResult
 from gpucloud.node.config import NodeConfig
@@ -60,6 +63,7 @@ def test_healthy_intervals_export_the_readings_and_act_on_nothing(gpu_group, tmp
     assert sum(1 for argv in node.commands if argv[0] == "nvidia-smi") == 3
 
 
+@pytest.mark.node_aws_calls("healthReplace")
 def test_an_xid_79_gets_the_node_replaced_once(gpu_group, tmp_path):
     node = Node(tmp_path)
     node.appended = [XID_79]
@@ -84,12 +88,32 @@ def test_xid_13_alone_never_replaces_the_node(gpu_group, tmp_path):
     assert state.xid_counts == {("00:06", 13, "application"): 2}
 
 
+@pytest.mark.node_aws_calls("healthReplace")
 def test_a_gpu_missing_from_the_count_gets_the_node_replaced(gpu_group, tmp_path):
     node = Node(tmp_path)
     config = NodeConfig(group_name=GROUP, region=REGION, expected_gpu_count=8)
     state = run_watch(node, gpu_group.instance_id, intervals=2, config=config)
     assert state.outcome == "replaced"
 
+
+
+@pytest.mark.node_aws_calls("watch")
+def test_sustained_thermal_slowdown_is_counted_in_cloudwatch_and_never_replaces(gpu_group, tmp_path):
+    node = Node(tmp_path)
+    throttled = READINGS.replace("Not Active, Not Active, Not Active", "Active, Not Active, Not Active")
+    assert throttled != READINGS
+    minutes = iter(range(0, 3600, 60))
+    state = watch(NodeConfig(group_name=GROUP, region=REGION, expected_gpu_count=1), node.settings, gpu_group.instance_id,
+                  REGION, LABELS, lambda argv, timeout_s, env=None: CommandResult(tuple(argv), 0, stdout=throttled),
+                  aws_client, sleep=node.sleep, clock=lambda: float(next(minutes)), max_intervals=12)
+
+    assert state.outcome is None and health(gpu_group.instance_id) == "HEALTHY"
+    [point] = aws_client("cloudwatch").get_metric_statistics(
+        Namespace="gpu-cloud/Node", MetricName="ThrottledGpus", Dimensions=[{"Name": "AutoScalingGroupName", "Value": GROUP}],
+        StartTime=datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1),
+        EndTime=datetime.datetime.now(datetime.UTC) + datetime.timedelta(minutes=1), Period=3600, Statistics=["Sum"],
+    )["Datapoints"]
+    assert point["Sum"] == 2, "throttled from minute 10 of the 11 minutes watched: the last two intervals"
 
 H100_RUN = "h100-watch/run-2026-11-25"
 H100_LABELS = {"project": "device", "group": "gpu-cloud-device-watch", "instance_id": "i-device", "instance_type": "device"}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from gpucloud.documents import flow_logs_assume_role_policy, flow_logs_role_policy
+from gpucloud.documents import flow_logs_assume_role_policy, flow_logs_role_policy, s3_gateway_endpoint_policy
 from gpucloud.naming import flow_log_group_prefix, flow_logs_role_name
 
 
@@ -32,6 +32,9 @@ class GpuNetworkArgs:
     interface_endpoints: Sequence[str] = ()
     """AWS services reached through interface endpoints in the node subnets (`ssm`, `logs`, ...)."""
     flow_logs_retention_days: int = 30
+    s3_buckets: Sequence[str] = ()
+    """The stack's own buckets (artifacts, `data.bucket`): the only ones of the account the S3
+    gateway endpoint lets through, besides AWS's package buckets (`s3_gateway_endpoint_policy`)."""
     partition: str = "aws"
     tags: Mapping[str, str] = field(default_factory=dict)
 
@@ -56,6 +59,10 @@ class GpuNetwork(pulumi.ComponentResource):
     """Node subnet id per availability zone."""
     nat_gateway_ids: list[pulumi.Output[str]]
     flow_log_group_name: pulumi.Output[str]
+    egress_dependencies: list[pulumi.Resource]
+    """What a node's way out is made of (route table associations, NAT gateways, routes, endpoints):
+    a group launched before them boots with no egress, misses its launch hook and is abandoned,
+    GPU hours billed; so every group `depends_on` them, not on the subnet ids alone."""
 
     def __init__(self, name: str, args: GpuNetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-cloud:index:GpuNetwork", name, None, opts)
@@ -80,6 +87,7 @@ class GpuNetwork(pulumi.ComponentResource):
             opts=vpc_child,
         )
         self.private_subnet_ids = {}
+        self.egress_dependencies = []
         private_tables = {}
         for zone, block in zip(args.zones, private_blocks):
             subnet = aws.ec2.Subnet(
@@ -97,24 +105,28 @@ class GpuNetwork(pulumi.ComponentResource):
                 tags={**tags, "Name": f"gpu-cloud-{args.name_base}-nodes-{zone}"},
                 opts=vpc_child,
             )
-            aws.ec2.RouteTableAssociation(
+            self.egress_dependencies.append(aws.ec2.RouteTableAssociation(
                 f"{name}-nodes-{zone}-routes", subnet_id=subnet.id, route_table_id=table.id,
                 opts=pulumi.ResourceOptions(parent=table),
-            )
+            ))
             self.private_subnet_ids[zone] = subnet.id
             private_tables[zone] = table
         self.nat_gateway_ids = []
         if args.egress == "nat":
             self._nat_egress(name, args, public_blocks, private_tables, vpc_child, tags)
-        aws.ec2.VpcEndpoint(
+        self.s3_endpoint = aws.ec2.VpcEndpoint(
             f"{name}-s3",
             vpc_id=self.vpc.id,
             service_name=f"com.amazonaws.{args.region}.s3",
             vpc_endpoint_type="Gateway",
             route_table_ids=[table.id for table in private_tables.values()],
+            policy=json.dumps(
+                s3_gateway_endpoint_policy(args.partition, args.account_id, args.region, args.s3_buckets)
+            ),
             tags={**tags, "Name": f"gpu-cloud-{args.name_base}-s3"},
             opts=vpc_child,
         )
+        self.egress_dependencies.append(self.s3_endpoint)
         if args.interface_endpoints:
             self._interface_endpoints(name, args, vpc_child, tags)
         self.flow_log_group_name = self._flow_logs(name, args, vpc_child, tags)
@@ -136,10 +148,10 @@ class GpuNetwork(pulumi.ComponentResource):
             f"{name}-public-routes", vpc_id=self.vpc.id,
             tags={**tags, "Name": f"gpu-cloud-{args.name_base}-public-nat-only"}, opts=vpc_child,
         )
-        aws.ec2.Route(
+        self.egress_dependencies.append(aws.ec2.Route(
             f"{name}-public-default", route_table_id=public_table.id, destination_cidr_block="0.0.0.0/0",
             gateway_id=gateway.id, opts=pulumi.ResourceOptions(parent=public_table),
-        )
+        ))
         nat_zones = list(args.zones) if args.nat_gateways == "perZone" else list(args.zones[:1])
         nats = {}
         for zone, block in zip(args.zones, public_blocks):
@@ -151,10 +163,10 @@ class GpuNetwork(pulumi.ComponentResource):
                 tags={**tags, "Name": f"gpu-cloud-{args.name_base}-nat-{zone}", "gpu-cloud:subnet": "nat"},
                 opts=vpc_child,
             )
-            aws.ec2.RouteTableAssociation(
+            self.egress_dependencies.append(aws.ec2.RouteTableAssociation(
                 f"{name}-nat-{zone}-routes", subnet_id=subnet.id, route_table_id=public_table.id,
                 opts=pulumi.ResourceOptions(parent=public_table),
-            )
+            ))
             address = aws.ec2.Eip(
                 f"{name}-nat-{zone}", domain="vpc", tags={**tags, "Name": f"gpu-cloud-{args.name_base}-nat-{zone}"},
                 opts=vpc_child,
@@ -165,11 +177,12 @@ class GpuNetwork(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self.vpc, depends_on=[gateway]),
             )
             self.nat_gateway_ids.append(nats[zone].id)
+            self.egress_dependencies.append(nats[zone])
         for zone, table in private_tables.items():
-            aws.ec2.Route(
+            self.egress_dependencies.append(aws.ec2.Route(
                 f"{name}-nodes-{zone}-default", route_table_id=table.id, destination_cidr_block="0.0.0.0/0",
                 nat_gateway_id=nats.get(zone, nats[nat_zones[0]]).id, opts=pulumi.ResourceOptions(parent=table),
-            )
+            ))
 
     def _interface_endpoints(self, name, args, vpc_child, tags) -> None:
         security_group = aws.ec2.SecurityGroup(
@@ -182,10 +195,11 @@ class GpuNetwork(pulumi.ComponentResource):
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-endpoints-https", security_group_id=security_group.id, ip_protocol="tcp", from_port=443,
             to_port=443, cidr_ipv4=args.cidr, description="HTTPS from the VPC",
+            tags={**tags, "Name": f"gpu-cloud-{args.name_base}-endpoints-https"},
             opts=pulumi.ResourceOptions(parent=security_group),
         )
         for service in args.interface_endpoints:
-            aws.ec2.VpcEndpoint(
+            endpoint = aws.ec2.VpcEndpoint(
                 f"{name}-{service}",
                 vpc_id=self.vpc.id,
                 service_name=f"com.amazonaws.{args.region}.{service}",
@@ -196,6 +210,7 @@ class GpuNetwork(pulumi.ComponentResource):
                 tags={**tags, "Name": f"gpu-cloud-{args.name_base}-{service}"},
                 opts=vpc_child,
             )
+            self.egress_dependencies.append(endpoint)
 
     def _flow_logs(self, name, args, vpc_child, tags) -> pulumi.Output[str]:
         group = aws.cloudwatch.LogGroup(

@@ -12,15 +12,9 @@ from gpucloud.config.fields import ConfigModel, SubnetId
 InterfaceEndpoint = Literal[
     "ssm", "ssmmessages", "ec2messages", "autoscaling", "logs", "monitoring", "sts", "kms", "ec2", "aps-workspaces"
 ]
-
-NODE_ENDPOINTS: tuple[InterfaceEndpoint, ...] = ("autoscaling", "logs", "monitoring")
-"""What every node calls besides S3 (which has a free gateway endpoint): its launch hook, its logs, its metrics."""
-SESSION_MANAGER_ENDPOINTS: tuple[InterfaceEndpoint, ...] = ("ssm", "ssmmessages", "ec2messages")
-"""What the SSM agent calls (Systems Manager user guide, "Use VPC endpoints to improve the security
-of EC2 instances", read 2026-11-24)."""
-PROMETHEUS_ENDPOINTS: tuple[InterfaceEndpoint, ...] = ("aps-workspaces",)
-"""Where the node's collector remote-writes: the data plane of Amazon Managed Service for
-Prometheus, `com.amazonaws.<region>.aps-workspaces` (AMP user guide, "Using Amazon Managed Service
+"""The interface endpoints a stack may create. Which of them its nodes need is measured, not listed
+here: `gpucloud.config.node_endpoints` (aps-workspaces is the data plane of Amazon Managed Service
+for Prometheus, where the collector remote-writes: AMP user guide, "Using Amazon Managed Service
 for Prometheus with interface VPC endpoints", read 2026-11-25)."""
 
 FLOW_LOG_RETENTION_DAYS = (
@@ -102,12 +96,6 @@ class NetworkConfig(ConfigModel):
     @property
     def created(self) -> bool:
         return self.subnet_ids is None
-
-    def missing_endpoints(self, session_manager: bool, prometheus: bool = False) -> list[str]:
-        """What a node without a NAT gateway cannot reach for lack of an interface endpoint."""
-        needed = NODE_ENDPOINTS + (SESSION_MANAGER_ENDPOINTS if session_manager else ()) + (
-            PROMETHEUS_ENDPOINTS if prometheus else ())
-        return [endpoint for endpoint in needed if endpoint not in self.interface_endpoints]
 
 
 def log_retention(days: int) -> int:

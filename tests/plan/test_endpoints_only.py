@@ -1,0 +1,57 @@
+"""A network with no NAT gateway (`egress: endpointsOnly`): every AWS service the nodes were
+measured to call needs its endpoint, a missing one is refused naming the key, and a stack that
+lists them all plans with no violation."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucloud.config import ConfigError
+from gpucloud.config.node_endpoints import needed_endpoints
+from gpucloud.plan import plan_stack
+from support import minimal_config, settings_for
+
+IDLE = {"utilizationPercent": 5, "minutes": 60}
+GROUPS = [
+    {"name": "train", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 2, "dataVolumeGiB": 200, "idleShutdown": IDLE},
+    {"name": "notebook", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1, "persistentVolumeGiB": 100,
+     "idleShutdown": IDLE},
+]
+EVERY_ENDPOINT = ["ec2", "autoscaling", "monitoring", "ssm", "ssmmessages", "ec2messages", "aps-workspaces"]
+
+
+def endpoints_only(endpoints, **changes):
+    return minimal_config(network={"egress": "endpointsOnly", "interfaceEndpoints": endpoints}, groups=GROUPS,
+                          monitoring={"prometheus": {"enabled": True}}, **changes)
+
+
+def test_without_the_ec2_endpoint_a_data_volume_group_is_refused_naming_the_key():
+    with pytest.raises(ConfigError) as error:
+        settings_for(endpoints_only([endpoint for endpoint in EVERY_ENDPOINT if endpoint != "ec2"]))
+
+    [(key, why)] = error.value.problems
+    assert key == "gpu-cloud:network.interfaceEndpoints"
+    assert why.startswith("lacks ec2 (")
+    assert "groups[0].dataVolumeGiB: DescribeInstances" in why
+    assert "groups[1].persistentVolumeGiB: AttachVolume, DescribeVolumes" in why
+    assert "the CloudWatch agent: DescribeTags" in why
+
+
+def test_what_the_nodes_need_follows_the_features_the_stack_turns_on():
+    plain = settings_for(minimal_config(access={"ssm": False}, data=None,
+                                        groups=[{**GROUPS[0], "dataVolumeGiB": 0, "health": {"replace": False}}]))
+    full = settings_for(endpoints_only(EVERY_ENDPOINT))
+
+    assert sorted(needed_endpoints(plain.config)) == ["autoscaling", "ec2", "monitoring", "s3"]
+    assert sorted(needed_endpoints(full.config)) == sorted([*EVERY_ENDPOINT, "s3"])
+    assert "logs" not in needed_endpoints(full.config), "nothing on the node writes CloudWatch Logs"
+
+
+def test_an_endpoints_only_stack_with_every_endpoint_its_nodes_call_plans_with_no_violation():
+    """One data-volume group (a second group and Prometheus would only lengthen the plan): the
+    interface endpoints' security group rule carries the tags required-tags asks for."""
+    network = {"egress": "endpointsOnly", "interfaceEndpoints": [e for e in EVERY_ENDPOINT if e != "aps-workspaces"]}
+    plan = plan_stack(settings_for(minimal_config(network=network, groups=GROUPS[:1])))
+
+    assert [vars(violation) for violation in plan.policy_violations] == []
+    assert not plan.failed
