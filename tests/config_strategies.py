@@ -17,7 +17,9 @@ from hypothesis import HealthCheck, Phase, assume, settings
 from hypothesis import strategies as st
 
 from gpucloud.config import StackConfig
-from gpucloud.documents import instance_role_policy
+from gpucloud.config.scaling import CRON_FIELDS, cron_field_problem
+from gpucloud.documents import instance_role_policy, prometheus_remote_write_policy
+from gpucloud.naming import autoscaling_group_name
 
 
 MODEL_SETTINGS = settings(
@@ -126,9 +128,10 @@ def time_zone_problem(time_zone: str) -> str | None:
 
 
 def role_policy_size(config: StackConfig) -> int:
-    """The node role's inline policy in the longest partition, counted as IAM counts it."""
+    """The node role's inline policies in the longest partition, counted as IAM counts them: the
+    access policy (naming each group) and, with Prometheus, the remote write policy."""
     data = config.data
-    document = instance_role_policy(
+    documents = [instance_role_policy(
         partition="aws-us-gov",
         region="us-gov-west-1",
         account_id="123456789012",
@@ -138,8 +141,12 @@ def role_policy_size(config: StackConfig) -> int:
         read_prefixes=data.read_prefixes if data else (),
         write_prefixes=data.write_prefixes if data else (),
         session_manager=config.access.ssm,
-    )
-    return len(re.sub(r"\s", "", json.dumps(document)))
+        group_names=[autoscaling_group_name(config.project, group.name) for group in config.groups],
+    )]
+    if config.monitoring.prometheus.enabled:
+        documents.append(prometheus_remote_write_policy(
+            "arn:aws-us-gov:aps:us-gov-west-1:123456789012:workspace/ws-" + "0" * 36))
+    return sum(len(re.sub(r"\s", "", json.dumps(document))) for document in documents)
 
 
 def unsafe_values(config: StackConfig) -> list[str]:
@@ -196,6 +203,8 @@ def unsafe_values(config: StackConfig) -> list[str]:
             check(f"schedule {schedule.name!r}", name(schedule.name))
             recurrence = schedule.recurrence
             check(f"recurrence {recurrence!r}", None if len(recurrence) <= 255 and len(recurrence.split(" ")) == 5 else "not a cron of at most 255 characters")
+            for field, (what, low, high, names) in zip(recurrence.split(" "), CRON_FIELDS):
+                check(f"recurrence {recurrence!r}", cron_field_problem(field, what, low, high, names))
             check(f"timeZone {schedule.time_zone!r}", time_zone_problem(schedule.time_zone))
     return problems
 

@@ -6,12 +6,15 @@ import base64
 import gzip
 import hashlib
 import json
+import re
 
 import yaml
 
 from gpucloud.config import load_stack_file
+from gpucloud.config.access import LONGEST_PARTITION, node_role_policies_size
 from gpucloud.policy import iam_lint
 from gpucloud.policy.taggable import is_taggable
+from gpucloud.naming import instance_role_name
 from support import STACKS
 from userdata_checks import schema_problems, shellcheck_problems
 
@@ -80,6 +83,7 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
         "ProjectInstanceRolesUseKey": {"AWS": root},
         "ProjectInstanceRolesAttachEncryptedVolumes": {"AWS": root},
         "AccountUsesKeyOnlyThroughAwsServices": {"AWS": root},
+        "AccountGrantsOnlyForAwsResourcesThroughAwsServices": {"AWS": root},
         "AutoScalingLaunchesEncryptedVolumes": {"AWS": autoscaling},
         "AlarmAndBudgetServicesPublishToEncryptedTopic": {"Service": [
             "cloudwatch.amazonaws.com", "budgets.amazonaws.com", *(["aps.amazonaws.com"] if prometheus else [])
@@ -93,9 +97,10 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
             for prefix in ("/gpu-cloud-vpc/", *(["/gpu-cloud-aps/"] if prometheus else []))
         ]
     }
+    backs_up = any(group.persistent_volume_gib for group in example.settings.config.groups)
     assert statements["ProjectInstanceRolesUseKey"]["Condition"]["ArnEquals"]["aws:PrincipalArn"] == [
         example.outputs["instanceRoleArn"],
-        example.outputs["instanceRoleArn"].replace("-node", "-backup"),
+        *([example.outputs["instanceRoleArn"].replace("-node", "-backup")] if backs_up else []),
     ]
     assert statements["AccountUsesKeyOnlyThroughAwsServices"]["Condition"]["StringEquals"]["kms:ViaService"] == [
         f"ec2.{example.settings.region}.amazonaws.com",
@@ -438,6 +443,19 @@ def test_agent_bundle_lies_in_a_private_kms_encrypted_versioned_bucket_under_the
         if entry["path"] == "/etc/gpucloud/node.json"
     }
     assert pinned == {hashlib.sha256(data).hexdigest()} and key.endswith(f"-{hashlib.sha256(data).hexdigest()}.zip")
-    [policy] = [r for r in example.of_type("aws:s3/bucketPolicy:BucketPolicy")]
+    [policy] = [r for r in example.of_type("aws:s3/bucketPolicy:BucketPolicy") if r.inputs["bucket"] == bucket]
     readers = json.loads(policy.inputs["policy"])["Statement"][1]["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
     assert example.outputs["instanceRoleArn"] in readers
+
+def test_the_configs_count_of_the_node_role_policies_is_what_iam_holds_with_the_longest_partition(example):
+    """The config refuses a stack whose node role policies pass IAM's 10,240 characters (white space
+    not counted) before any resource: its count is the role's inline policies as the stack put them,
+    every one, with only the partition of each ARN taken at its longest, never below."""
+    iam = example.client("iam")
+    role = instance_role_name(example.settings.name_base)
+    held = [json.dumps(iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"])
+            for name in iam.list_role_policies(RoleName=role)["PolicyNames"]]
+    measured = sum(len(re.sub(r"\s", "", text)) for text in held)
+    arns = sum(text.count("arn:aws:") for text in held)
+    counted = node_role_policies_size(example.settings.config, example.settings.name_base, example.settings.region)
+    assert counted == measured + arns * (len(LONGEST_PARTITION) - len("aws")), (role, len(held))

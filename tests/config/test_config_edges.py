@@ -67,7 +67,7 @@ def test_a_recurrence_of_255_characters_is_the_longest_auto_scaling_takes():
     longest = "0 8 * * " + ",".join(["1"] * 124)
     assert len(longest) == 255
     settings_for(with_recurrence(longest))
-    [(_, reason)] = refused(with_recurrence(longest + "2"))
+    [(_, reason)] = refused(with_recurrence("0" + longest))
     assert "256 characters long" in reason
 
 
@@ -110,9 +110,12 @@ def test_bucket_names_s3_refuses_are_refused(bucket):
 
 
 def test_prefixes_are_accepted_up_to_exactly_the_role_policy_limit_and_refused_one_character_past_it():
-    """The node role's policy may be 10,240 characters (IAM quotas, inline policies of a role);
-    the config is sized for the longest account, region and project any stack can have."""
-    from gpucloud.config.access import DataConfig, _longest_node_role_policy_size
+    """The node role's inline policies may be 10,240 characters together (IAM quotas); the config
+    counts them for the stack's own name base, region and groups."""
+    from gpucloud.config import StackConfig
+    from gpucloud.config.access import DataConfig, node_role_policies_size
+
+    stack = StackConfig.model_validate(minimal_config(), by_alias=True)
 
     def data(count: int, read_length: int, write_length: int) -> dict:
         writes = [f"{index:02d}" + "w" * 118 + "/" for index in range(count)]
@@ -121,10 +124,11 @@ def test_prefixes_are_accepted_up_to_exactly_the_role_policy_limit_and_refused_o
 
     def size(count: int, read_length: int, write_length: int) -> int:
         values = data(count, read_length, write_length)
-        return _longest_node_role_policy_size(DataConfig.model_construct(
-            bucket=values["bucket"], read_prefixes=values["readPrefixes"], write_prefixes=values["writePrefixes"]))
+        prefixes = DataConfig.model_construct(
+            bucket=values["bucket"], read_prefixes=values["readPrefixes"], write_prefixes=values["writePrefixes"])
+        return node_role_policies_size(stack.model_copy(update={"data": prefixes}), "demo", "us-east-1")
 
-    count = max(count for count in range(1, 30) if size(count, 1, 1) < 10240 - 20)
+    count = max(count for count in range(1, 40) if size(count, 1, 1) < 10240 - 20)
     sizes = {(count, read, write): size(count, read, write) for read in range(1, 199) for write in range(1, 4)}
     at_limit = next(key for key, value in sizes.items() if value == 10240)
     past_limit = next(key for key, value in sizes.items() if value == 10241)
@@ -134,21 +138,32 @@ def test_prefixes_are_accepted_up_to_exactly_the_role_policy_limit_and_refused_o
     assert key == "gpu-cloud:data" and "10241 characters, above the 10240 IAM allows a role" in reason
 
 
-def test_the_size_check_holds_for_the_longest_real_stack():
-    """12-digit account, a 40-character name base (project_stack), a KMS key id of 36 characters,
-    Session Manager on: the check must count what such a stack's node role policy really is."""
+@pytest.mark.parametrize("partition", ["aws", "aws-cn", "aws-us-gov"])
+@pytest.mark.parametrize("key_id", ["1234abcd-12ab-34cd-56ef-1234567890ab", "mrk-1234abcd12ab34cd56ef1234567890ab"])
+def test_the_count_is_never_below_the_policies_of_any_account(partition, key_id):
+    """The config knows neither the account, its partition nor the key and workspace ids: it counts
+    each at its longest, so no account's real policies are longer."""
     import json
+    import re
 
-    from gpucloud.config.access import DataConfig, _longest_node_role_policy_size
-    from gpucloud.documents import instance_role_policy
+    from gpucloud.config.access import node_role_policies_size
+    from gpucloud.documents import instance_role_policy, prometheus_remote_write_policy
+    from gpucloud.naming import autoscaling_group_name
 
-    data = DataConfig.model_validate({"bucket": "demo-data", "readPrefixes": ["datasets/"], "writePrefixes": ["runs/"]})
-    real = instance_role_policy(
-        partition="aws-us-gov", region="ap-southeast-7", account_id="123456789012", project="p" * 24 + "_" + "s" * 15,
-        key_arn="arn:aws-us-gov:kms:ap-southeast-7:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
-        bucket="demo-data", read_prefixes=data.read_prefixes, write_prefixes=data.write_prefixes, session_manager=True,
-    )
-    assert _longest_node_role_policy_size(data) == len(json.dumps(real, separators=(",", ":")))
+    settings = settings_for(minimal_config(groups=[group(name="trainers"), group(name="notebooks")],
+                                           monitoring={"prometheus": {"enabled": True}}))
+    config, base, region, account = settings.config, settings.name_base, settings.region, "123456789012"
+    real = [
+        instance_role_policy(
+            partition=partition, region=region, account_id=account, project=base,
+            key_arn=f"arn:{partition}:kms:{region}:{account}:key/{key_id}", bucket=config.data.bucket,
+            read_prefixes=config.data.read_prefixes, write_prefixes=config.data.write_prefixes, session_manager=True,
+            group_names=[autoscaling_group_name(base, name) for name in ("trainers", "notebooks")]),
+        prometheus_remote_write_policy(f"arn:{partition}:aps:{region}:{account}:workspace/ws-0123abcd-0123-4567-89ab-0123456789ab"),
+    ]
+    held = sum(len(re.sub(r"\s", "", json.dumps(document))) for document in real)
+    arns = sum(json.dumps(document).count(f"arn:{partition}:") for document in real)
+    assert node_role_policies_size(config, base, region) == held + (len("aws-us-gov") - len(partition)) * arns
 
 
 def test_health_defaults_replace_faulty_nodes_behind_a_breaker_of_two_an_hour():

@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from gpucloud.config.access import AccessConfig, DataConfig
+from gpucloud.config.access import AccessConfig, DataConfig, node_role_policy_problems
 from gpucloud.config.network import WITHOUT_INTERNET, NetworkConfig
+from gpucloud.config.node_endpoints import describe, missing_interface_endpoints
 from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.fields import ConfigModel, Email, ResourceName, TagValue, unique_names
 from gpucloud.config.groups import GroupConfig
@@ -107,7 +108,7 @@ def parse_stack_config(values: Mapping[str, Any], *, stack: str, source: str, re
     if not isinstance(region, str) or not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region):
         raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", f"{region!r} is not an AWS region")])
     _check_stack_name(stack, config.project, source)
-    problems = _cross_section_problems(config)
+    problems = _cross_section_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
     if problems:
         raise ConfigError(f"stack {stack!r} ({source})", problems)
     return StackSettings(stack=stack, source=source, region=region, config=config)
@@ -117,11 +118,11 @@ def _cross_section_problems(config: StackConfig) -> list[tuple[str, str]]:
     """Rules that tie two sections of the config together, each named by the key to change."""
     network = config.network
     if network.created and network.egress == "endpointsOnly":
-        missing = network.missing_endpoints(config.access.ssm, config.monitoring.prometheus.enabled)
+        missing = missing_interface_endpoints(config)
         if missing:
             return [(
                 f"{NAMESPACE}:network.interfaceEndpoints",
-                f"lacks {', '.join(missing)}, which the nodes call, and network.egress endpointsOnly leaves them "
+                f"lacks {describe(missing)}, which the nodes call, and network.egress endpointsOnly leaves them "
                 "no NAT gateway (the launch hook would time out and every node be abandoned): add them, or use "
                 f"egress: nat. Even with them, {WITHOUT_INTERNET}",
             )]
