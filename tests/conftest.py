@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+
+import botocore.loaders
+import botocore.session
+import moto.kms.models
 import pytest
 
 from gpucloud.config import load_stack_file
@@ -12,24 +17,33 @@ from support import EXAMPLE_STACKS, STACKS, ExampleStack, deploy
 LONGEST_FILES = (
     "test_config_properties.py",
     "test_config_properties_on_engine.py",
-    "test_prometheus_integration.py",
+    "test_readme_programs.py",
     "test_data_survives.py",
     "test_state_backend.py",
-    "test_readme_programs.py",
     "test_example_user_data.py",
-    "test_h100_readings.py",
-    "test_node_lifecycle.py",
-    "test_gpu_catalog_coverage.py",
+    "test_example_stacks.py",
+    "test_aws_rules.py",
+    "test_benchmarks.py",
     "test_policy_plan.py",
     "test_account_facts.py",
-    "test_aws_rules.py",
-    "test_example_stacks.py",
     "test_capacity.py",
+    "test_node_lifecycle.py",
     "test_monitoring_and_budget.py",
-    "test_replace.py",
-    "test_remote_write_integration.py",
+    "test_cost_plan.py",
+    "test_input_coverage.py",
+    "test_account_snapshot.py",
+    "test_prometheus_integration.py",
+    "test_prometheus_refusals.py",
+    "test_network.py",
+    "test_stacks_share_an_account.py",
+    "test_node_volumes.py",
+    "test_watch.py",
+    "test_projects_share_an_account.py",
+    "test_gpu_catalog_coverage.py",
+    "test_h100_readings.py",
 )
-"""The files that take 3 to 14 s each, longest first (`pytest -n 2 --durations=0`, summed per file, 2026-11-25)."""
+"""The files that take 3 to 25 s each, longest first (`pytest --durations=60 --junitxml`, summed per
+file, 2026-11-25, on a loaded machine: the order, not the seconds, is what counts)."""
 
 
 def pytest_collection_modifyitems(items):
@@ -37,6 +51,55 @@ def pytest_collection_modifyitems(items):
     (`--no-loadscope-reorder`), so no worker is left alone with a long file at the end."""
     rank = {name: position for position, name in enumerate(LONGEST_FILES)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+_create_loader = botocore.loaders.create_loader
+
+
+@functools.cache
+def _loader(search_path_string: str | None) -> botocore.loaders.Loader:
+    return _create_loader(search_path_string)
+
+
+def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
+    loader = _loader(search_path_string)
+    loader.search_paths[:] = list(dict.fromkeys(loader.search_paths))  # boto3 appends its folder per session
+    return loader
+
+
+@pytest.fixture(autouse=True)
+def service_models_parsed_once(monkeypatch):
+    """Every botocore session a test makes reads AWS's service models through one loader: a new
+    session parsed the large JSON models again (the state backend's tests spent a third of their
+    CPU time on it). The engine's accounts do the same with a loader of their own."""
+    monkeypatch.setattr(botocore.session, "create_loader", _shared_loader)
+
+
+class _KeyMaterialOnFirstUse:
+    """A moto KMS key's private key, generated when something first uses it (Sign, Verify,
+    GetPublicKey) instead of as the key is created: moto makes a 2048-bit RSA key even for a
+    symmetric key, some 40 ms of CPU for each key an engine deployment creates."""
+
+    def __init__(self, key_spec: str):
+        self._key_spec = key_spec
+        self._generated = None
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") or name in ("_key_spec", "_generated"):
+            raise AttributeError(name)
+        if self._generated is None:
+            self._generated = _generate_private_key(self._key_spec)
+        return getattr(self._generated, name)
+
+
+_generate_private_key = moto.kms.models.generate_private_key
+
+
+@pytest.fixture(scope="session", autouse=True)
+def kms_key_material_on_first_use():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(moto.kms.models, "generate_private_key", _KeyMaterialOnFirstUse)
+        yield
 
 
 @pytest.fixture

@@ -41,8 +41,19 @@ def gpucloud(*arguments: str, cwd) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
-def test_the_readme_program_plans_with_no_policy_violation(team):
-    result = gpucloud("plan", "--program", "team/", "--width", "200", cwd=team)
+def gpucloud_here(monkeypatch, capsys, *arguments: str, cwd) -> subprocess.CompletedProcess:
+    """The same command in this process, for runs that check no process-wide output (a --handlers
+    run restores the engine's table: `handlers_restored`): a fresh interpreter's imports were half of each run."""
+    from gpucloud.cli import main
+
+    monkeypatch.chdir(cwd)
+    code = main(list(arguments))
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(arguments, code, out, err)
+
+
+def test_the_readme_program_plans_with_no_policy_violation(team, monkeypatch, capsys):
+    result = gpucloud_here(monkeypatch, capsys, "plan", "--program", "team/", "--width", "200", cwd=team)
 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Policies: " in result.stdout and " run, 0 violations" in result.stdout
@@ -66,10 +77,21 @@ def test_a_program_with_a_type_the_engine_lacks_fails_naming_it(team):
     assert "never retrieved" not in result.stderr and "Traceback" not in result.stderr
 
 
-def test_the_readme_handlers_file_lets_that_program_plan_validated(team):
+@pytest.fixture
+def handlers_restored():
+    """A --handlers file registers process-wide; the engine's table is left as it was found."""
+    from gpucloud.testing.registry import RESOURCES
+
+    resources = dict(RESOURCES)
+    yield
+    RESOURCES.clear()
+    RESOURCES.update(resources)
+
+
+def test_the_readme_handlers_file_lets_that_program_plan_validated(team, monkeypatch, capsys, handlers_restored):
     (team / "team" / "__main__.py").write_text(PROGRAM + QUEUE_LINES)
 
-    result = gpucloud("plan", "--program", "team/", "--handlers", "team_engine.py", "--json", cwd=team)
+    result = gpucloud_here(monkeypatch, capsys, "plan", "--program", "team/", "--handlers", "team_engine.py", "--json", cwd=team)
 
     assert result.returncode == 0, result.stderr
     plan = __import__("json").loads(result.stdout)
@@ -78,17 +100,17 @@ def test_the_readme_handlers_file_lets_that_program_plan_validated(team):
     assert plan["policyViolations"] == []
 
 
-def test_recording_unknown_types_plans_and_says_what_was_not_checked(team):
+def test_recording_unknown_types_plans_and_says_what_was_not_checked(team, monkeypatch, capsys):
     (team / "team" / "__main__.py").write_text(PROGRAM + QUEUE_LINES)
 
-    result = gpucloud("plan", "--program", "team/", "--record-unknown-types", "--width", "200", cwd=team)
+    result = gpucloud_here(monkeypatch, capsys, "plan", "--program", "team/", "--record-unknown-types", "--width", "200", cwd=team)
 
     assert result.returncode == 0, result.stderr
     assert "recorded without moto validation: aws:sqs/queue:Queue" in result.stdout
 
 
-def test_program_only_flags_are_refused_for_a_stack(team):
-    result = gpucloud("plan", "--stack", "notebooks", "--record-unknown-types", "--handlers", "x.py", cwd=ROOT)
+def test_program_only_flags_are_refused_for_a_stack(team, monkeypatch, capsys):
+    result = gpucloud_here(monkeypatch, capsys, "plan", "--stack", "notebooks", "--record-unknown-types", "--handlers", "x.py", cwd=ROOT)
 
     assert result.returncode == 2
     assert "--handlers, --record-unknown-types go with --program" in result.stderr
