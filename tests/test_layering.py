@@ -1,7 +1,7 @@
 """Imports follow the data's one-way path: stack config → models → AWS facts → components → plan.
 
 A module may import from folders earlier in that path, never from later ones; the node agent and
-the state backend stand alone (the backend shares only `bucket_retention`, the lifecycle rule its
+the state backend stand alone (the backend shares only `bucket_rules`, the TLS and lifecycle rules its
 state bucket and every stack's artifacts bucket keep). Function-level imports count too.
 """
 
@@ -17,7 +17,7 @@ PACKAGE = ROOT / "infra" / "gpucloud"
 LATER = ("gpucloud.program", "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.ops", "gpucloud.cli")
 EVERYTHING = (
     "gpucloud.config", "gpucloud.lookups", "gpucloud.components", "gpucloud.documents", "gpucloud.naming",
-    "gpucloud.limits", "gpucloud.bucket_retention",
+    "gpucloud.limits", "gpucloud.bucket_rules",
     "gpucloud.userdata", "gpucloud.policy", "gpucloud.pricing", "gpucloud.backend", "gpucloud.node",
     "gpucloud.observability", *LATER,
 )
@@ -25,8 +25,8 @@ EVERYTHING = (
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "gpucloud.naming": EVERYTHING,
     "gpucloud.limits": EVERYTHING,
-    "gpucloud.bucket_retention": EVERYTHING,
-    "gpucloud.documents": tuple(name for name in EVERYTHING if name not in ("gpucloud.naming", "gpucloud.documents")),
+    "gpucloud.bucket_rules": EVERYTHING,
+    "gpucloud.documents": tuple(name for name in EVERYTHING if name not in ("gpucloud.naming", "gpucloud.documents", "gpucloud.bucket_rules")),
     "gpucloud.config": ("gpucloud.lookups", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",
                         "gpucloud.pricing", "gpucloud.backend", "gpucloud.node", *LATER),
     "gpucloud.lookups": ("gpucloud.components", "gpucloud.userdata", "gpucloud.policy", "gpucloud.pricing",
@@ -47,7 +47,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "gpucloud.plan": ("gpucloud.backend", "gpucloud.node", "gpucloud.connect", "gpucloud.ops", "gpucloud.cli"),
     "gpucloud.connect": ("gpucloud.components", "gpucloud.testing", "gpucloud.plan", "gpucloud.cli"),
     "gpucloud.ops": ("gpucloud.components", "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.cli"),
-    "gpucloud.backend": tuple(name for name in EVERYTHING if name not in ("gpucloud.backend", "gpucloud.bucket_retention")),
+    "gpucloud.backend": tuple(name for name in EVERYTHING if name not in ("gpucloud.backend", "gpucloud.bucket_rules")),
     "gpucloud.node": tuple(name for name in EVERYTHING if name != "gpucloud.node"),
 }
 """What each part of the package must not import. The engine stays generic (teams run their own

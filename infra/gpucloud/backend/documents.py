@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucloud.bucket_retention import INCOMPLETE_UPLOAD_DAYS, NONCURRENT_VERSION_DAYS, versioned_bucket_rule
+from gpucloud.bucket_rules import INCOMPLETE_UPLOAD_DAYS, NONCURRENT_VERSION_DAYS, versioned_bucket_rule
+from gpucloud.bucket_rules import tls_only_statement as bucket_tls_only_statement
 
 TLS_ONLY_STATEMENT_ID = "DenyInsecureTransport"
 LIFECYCLE_RULE_ID = "pulumi-state-retention"
@@ -22,14 +23,7 @@ def tls_only_statement(bucket: str, partition: str) -> dict[str, Any]:
 
     `partition` is the ARN partition of the account: aws, aws-cn or aws-us-gov.
     """
-    return {
-        "Sid": TLS_ONLY_STATEMENT_ID,
-        "Effect": "Deny",
-        "Principal": "*",
-        "Action": "s3:*",
-        "Resource": [f"arn:{partition}:s3:::{bucket}", f"arn:{partition}:s3:::{bucket}/*"],
-        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-    }
+    return bucket_tls_only_statement(f"arn:{partition}:s3:::{bucket}", TLS_ONLY_STATEMENT_ID)
 
 
 def with_tls_only_statement(bucket: str, partition: str, existing_policy: dict[str, Any] | None) -> dict[str, Any]:
@@ -50,7 +44,7 @@ def with_tls_only_statement(bucket: str, partition: str, existing_policy: dict[s
 
 def state_lifecycle_rule() -> dict[str, Any]:
     """Keep old state versions long enough to roll back, then let them go; clean up abandoned uploads
-    (the rule every versioned gpu-cloud bucket keeps, `gpucloud.bucket_retention`)."""
+    (the rule every versioned gpu-cloud bucket keeps, `gpucloud.bucket_rules`)."""
     return versioned_bucket_rule(LIFECYCLE_RULE_ID)
 
 

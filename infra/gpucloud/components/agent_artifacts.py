@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from gpucloud.bucket_retention import access_log_rule, versioned_bucket_rule
+from gpucloud.bucket_rules import access_log_rule, versioned_bucket_rule
 from gpucloud.documents import access_logs_bucket_policy, artifacts_bucket_policy
 from gpucloud.naming import ARTIFACTS_ACCESS_LOG_PREFIX
 from gpucloud.userdata.bundle import AgentBundle
@@ -44,7 +44,7 @@ class AgentArtifacts(pulumi.ComponentResource):
 
     Every request to the bucket (writes, reads, deletes) is logged by S3 server access logging into
     a log bucket of its own, kept `ACCESS_LOG_DAYS`; noncurrent bundle versions expire and
-    abandoned uploads are aborted, by the rule the state bucket keeps (`gpucloud.bucket_retention`).
+    abandoned uploads are aborted, by the rule the state bucket keeps (`gpucloud.bucket_rules`).
     """
 
     bucket_name: pulumi.Output[str]
@@ -167,7 +167,7 @@ class AgentArtifacts(pulumi.ComponentResource):
 
 
 def lifecycle(name: str, bucket: pulumi.Input[str], rule: dict, opts: pulumi.ResourceOptions) -> aws.s3.BucketLifecycleConfiguration:
-    """One S3 lifecycle rule (in S3's API shape, as `gpucloud.bucket_retention` writes it) on a bucket."""
+    """One S3 lifecycle rule (in S3's API shape, as `gpucloud.bucket_rules` writes it) on a bucket."""
     expiration = {
         "noncurrent_version_expiration": (
             {"noncurrent_days": rule["NoncurrentVersionExpiration"]["NoncurrentDays"]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gpucloud.bucket_rules import tls_only_statement
 from gpucloud.documents.services import Document
 
 
@@ -81,14 +82,7 @@ def artifacts_bucket_policy(bucket_arn: str, readers: Sequence[str]) -> Document
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {
-                "Sid": "DenyWithoutTls",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "s3:*",
-                "Resource": [bucket_arn, objects],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            },
+            tls_only_statement(bucket_arn),
             {
                 "Sid": "ObjectsReadableOnlyByNodeRolesAndDeployer",
                 "Effect": "Deny",
@@ -109,14 +103,7 @@ def access_logs_bucket_policy(log_bucket_arn: str, source_bucket_arn: str, accou
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {
-                "Sid": "DenyWithoutTls",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "s3:*",
-                "Resource": [log_bucket_arn, f"{log_bucket_arn}/*"],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            },
+            tls_only_statement(log_bucket_arn),
             {
                 "Sid": "S3LogDeliveryWritesSourceBucketLogs",
                 "Effect": "Allow",

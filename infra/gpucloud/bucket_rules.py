@@ -1,6 +1,6 @@
-"""What gpu-cloud's buckets keep, and for how long: the Pulumi state bucket (`gpucloud backend
-bootstrap`) and each stack's artifacts bucket share one rule for old versions and abandoned
-uploads, so the two cannot drift apart; the artifacts bucket's access logs have their own."""
+"""What every gpu-cloud bucket holds to: TLS only, and how long it keeps old versions and abandoned
+uploads. The Pulumi state bucket (`gpucloud backend bootstrap`) and each stack's buckets share these,
+so they cannot drift apart; the artifacts bucket's access logs have their own retention."""
 
 from __future__ import annotations
 
@@ -11,6 +11,20 @@ NONCURRENT_VERSION_DAYS = 90
 INCOMPLETE_UPLOAD_DAYS = 7
 ACCESS_LOG_DAYS = 365
 """How long the server access logs of the artifacts bucket (its writes, reads and deletes) are kept."""
+
+
+def tls_only_statement(bucket_arn: str, sid: str = "DenyWithoutTls") -> dict[str, Any]:
+    """Deny every request to the bucket and its objects that does not arrive over TLS
+    (`aws:SecureTransport` false: S3 user guide, "Security best practices for Amazon S3", enforce
+    encryption of data in transit; read 2026-11-24)."""
+    return {
+        "Sid": sid,
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": [bucket_arn, f"{bucket_arn}/*"],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+    }
 
 
 def versioned_bucket_rule(rule_id: str) -> dict[str, Any]:
