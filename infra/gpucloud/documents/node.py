@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpucloud.documents.keys import KEY_USE_ACTIONS
-from gpucloud.documents.services import Document
+from gpucloud.documents.services import Document, service_trust_policy
 from gpucloud.naming import (
     AGENT_BUNDLE_PREFIX,
     NODE_METRICS_NAMESPACE,
@@ -18,16 +18,7 @@ from gpucloud.naming import (
 
 
 def ec2_assume_role_policy() -> Document:
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "ec2.amazonaws.com"},
-                "Action": "sts:AssumeRole",
-            }
-        ],
-    }
+    return service_trust_policy("ec2.amazonaws.com")
 
 
 def s3_prefix_statements(partition: str, bucket: str, read_prefixes: Sequence[str], write_prefixes: Sequence[str]) -> list[Document]:

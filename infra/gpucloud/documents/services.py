@@ -8,13 +8,21 @@ from typing import Any
 Document = dict[str, Any]
 
 
+def service_trust_policy(service: str, account_id: str | None = None, source_arn: str | None = None) -> Document:
+    """A role only `service` may assume; with `account_id` and `source_arn`, only on behalf of
+    that account's matching resources (the confused-deputy guard, IAM user guide, "The confused
+    deputy problem": aws:SourceAccount and aws:SourceArn; read 2026-11-24)."""
+    statement: Document = {"Effect": "Allow", "Principal": {"Service": service}, "Action": "sts:AssumeRole"}
+    if account_id is not None and source_arn is not None:
+        statement["Condition"] = {
+            "StringEquals": {"aws:SourceAccount": account_id},
+            "ArnLike": {"aws:SourceArn": source_arn},
+        }
+    return {"Version": "2012-10-17", "Statement": [statement]}
+
+
 def backup_assume_role_policy() -> Document:
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {"Effect": "Allow", "Principal": {"Service": "backup.amazonaws.com"}, "Action": "sts:AssumeRole"}
-        ],
-    }
+    return service_trust_policy("backup.amazonaws.com")
 
 
 TOPIC_PUBLISHERS = ("cloudwatch.amazonaws.com", "budgets.amazonaws.com")
@@ -58,20 +66,9 @@ def grafana_assume_role_policy(partition: str, region: str, account_id: str) -> 
     CUSTOMER_MANAGED and name a role it assumes (Managed Grafana API reference, CreateWorkspace
     `permissionType`; read 2026-11-25). Held to Managed Grafana workspaces of this account and
     region, the confused-deputy guard of the IAM user guide."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "grafana.amazonaws.com"},
-                "Action": "sts:AssumeRole",
-                "Condition": {
-                    "StringEquals": {"aws:SourceAccount": account_id},
-                    "ArnLike": {"aws:SourceArn": f"arn:{partition}:grafana:{region}:{account_id}:/workspaces/*"},
-                },
-            }
-        ],
-    }
+    return service_trust_policy(
+        "grafana.amazonaws.com", account_id, f"arn:{partition}:grafana:{region}:{account_id}:/workspaces/*"
+    )
 
 
 PROMETHEUS_QUERY_ACTIONS = ["aps:GetLabels", "aps:GetMetricMetadata", "aps:GetSeries", "aps:QueryMetrics"]
@@ -92,20 +89,9 @@ def grafana_workspace_policy(workspace_arn: str) -> Document:
 def flow_logs_assume_role_policy(partition: str, region: str, account_id: str) -> Document:
     """VPC flow logs assume the role only for this account's flow logs (confused deputy guard,
     VPC user guide, "IAM role for publishing flow logs to CloudWatch Logs", read 2026-11-24)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "vpc-flow-logs.amazonaws.com"},
-                "Action": "sts:AssumeRole",
-                "Condition": {
-                    "StringEquals": {"aws:SourceAccount": account_id},
-                    "ArnLike": {"aws:SourceArn": f"arn:{partition}:ec2:{region}:{account_id}:vpc-flow-log/*"},
-                },
-            }
-        ],
-    }
+    return service_trust_policy(
+        "vpc-flow-logs.amazonaws.com", account_id, f"arn:{partition}:ec2:{region}:{account_id}:vpc-flow-log/*"
+    )
 
 
 def flow_logs_role_policy(log_group_arn: str) -> Document:
