@@ -625,7 +625,7 @@ def test_cli_refuses_bad_names_with_exit_2_before_any_aws_call(monkeypatch, caps
 def test_cli_refuses_a_stack_file_whose_name_is_no_stack_name(monkeypatch, capsys, tmp_path):
     (tmp_path / "Pulumi.dev.yaml").write_text("config: {}\n")
     (tmp_path / "Pulumi.my stack.yaml").write_text("config: {}\n")
-    monkeypatch.setattr(cli, "STACKS_DIRECTORY", tmp_path)
+    monkeypatch.setattr(cli.backend, "STACKS_DIRECTORY", tmp_path)
     monkeypatch.setattr(boto3, "Session", NoCallsSession)
 
     assert run_cli() == 2

@@ -70,7 +70,7 @@ def test_what_cannot_be_connected_is_refused_before_any_aws_call(values, group, 
 
 def test_the_cli_prints_the_command_for_a_stack_file(account, capsys, monkeypatch):
     settings = settings_for(minimal_config(), stack="notebooks")
-    monkeypatch.setattr("gpucloud.cli.load_stack_file", lambda *args, **kwargs: settings)
+    monkeypatch.setattr("gpucloud.cli.connect.load_stack_file", lambda *args, **kwargs: settings)
     deploy(settings, account)
     [instance] = in_service(account, "gpu-cloud-demo_notebooks-workers")
     assert main(["connect", "--stack", "notebooks", "--port", "tensorboard", "--print"]) == 0

@@ -1,0 +1,54 @@
+"""`gpucloud account snapshot`: a stack's account facts read from the real account, for the plan."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpucloud.cli.common import (
+    PLAN_BAD_INPUT,
+    PLAN_FAILED,
+    add_command_group,
+    add_stack_source,
+    facts_path,
+    stack_file_of,
+)
+from gpucloud.config import ConfigError, load_stack_file
+
+
+def account_snapshot(arguments: argparse.Namespace) -> int:
+    """Write a stack's account facts from the real account (read-only calls; needs AWS credentials)."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from gpucloud.plan.snapshot import dump_facts, snapshot_account
+
+    stack_file = stack_file_of(arguments)
+    try:
+        settings = load_stack_file(stack_file, region=arguments.region)
+        facts = snapshot_account(settings, boto3.Session(region_name=settings.region))
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return PLAN_BAD_INPUT
+    except (BotoCoreError, ClientError) as error:
+        print(f"error: reading the account failed: {error}", file=sys.stderr)
+        return PLAN_FAILED
+    out = Path(arguments.out) if arguments.out else facts_path(stack_file, settings.stack)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dump_facts(facts), encoding="utf-8")
+    print(f"wrote {out}: {len(facts.quotas)} quotas, {len(facts.vpcs)} VPC(s), {len(facts.amis)} AMI(s)")
+    return 0
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add `account` and its `snapshot` command."""
+    account_commands = add_command_group(commands, "account", "the AWS account a stack deploys into")
+    snapshot = account_commands.add_parser(
+        "snapshot",
+        help="write a stack's account facts (quotas, its VPC, pinned AMIs) from the real account, read-only",
+        epilog=f"exit codes: 0 written, {PLAN_BAD_INPUT} bad stack file, {PLAN_FAILED} an AWS call failed",
+    )
+    add_stack_source(snapshot)
+    snapshot.add_argument("--out", help="file to write (default: facts/<stack>.yaml beside the stack file)")
+    snapshot.set_defaults(handler=account_snapshot)
