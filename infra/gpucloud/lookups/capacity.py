@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import pulumi_aws as aws
 
 from gpucloud.config import CapacityBlockOffer, GroupConfig
-from gpucloud.lookups.facts import LookupUnavailable
+from gpucloud.lookups.facts import AwsLookups, LookupUnavailable
+from gpucloud.lookups.problems import Problems
 
 USABLE_STATES = ("active", "scheduled", "payment-pending")
 """States in which a reservation takes (or will take) instances (EC2 API reference,
@@ -172,3 +173,84 @@ def reservation_problem(reservation: CapacityReservation, group: GroupConfig, zo
         return (f"{reservation.id} is in {reservation.availability_zone}, not in a zone of the group's subnets "
                 f"({', '.join(sorted(zones))})")
     return None
+
+
+@dataclass(frozen=True)
+class GroupCapacity:
+    """The reservations and the Capacity Block (held, or offered and not bought) a group runs on."""
+
+    reservations: tuple[CapacityReservation, ...] = ()
+    block: CapacityReservation | None = None
+    offering: CapacityBlockOffering | None = None
+
+    @property
+    def zone(self) -> str | None:
+        """The zone a Capacity Block pins the group to, if it has one."""
+        if self.block:
+            return self.block.availability_zone
+        return self.offering.availability_zone if self.offering else None
+
+
+def group_capacity(group: GroupConfig, key: str, lookups: AwsLookups, problems: Problems) -> GroupCapacity:
+    """The reservations and Capacity Block a group names, as EC2 describes them; each reference
+    that EC2 would not launch into is a problem naming the reservation."""
+    capacity = group.capacity
+    reservations = []
+    if capacity.reservations:
+        for index, reservation_id in enumerate(capacity.reservations.ids):
+            where = f"{key}.capacity.reservations.ids[{index}]"
+            found = lookups.capacity_reservation(reservation_id)
+            if found is None:
+                problems.add(where, f"{reservation_id} does not exist in {problems.settings.region}")
+            elif found.reservation_type == "capacity-block":
+                problems.add(where, f"{reservation_id} is a Capacity Block: name it in capacity.capacityBlock.reservationId")
+            else:
+                problem = reservation_problem(found, group, set())
+                if problem:
+                    problems.add(where, problem)
+                else:
+                    reservations.append(found)
+        if capacity.reservations.resource_group_arns:
+            problems.warn(f"{key}.capacity.reservations.resourceGroupArns",
+                          "the reservations in these resource groups are not checked here (their members change "
+                          "without a stack update): each must match a listed type, Linux/UNIX and a zone of the group")
+    block = capacity.capacity_block
+    if block is None:
+        return GroupCapacity(reservations=tuple(reservations))
+    where = f"{key}.capacity.capacityBlock"
+    if block.reservation_id:
+        found = lookups.capacity_reservation(block.reservation_id)
+        if found is None:
+            problems.add(f"{where}.reservationId", f"{block.reservation_id} does not exist in {problems.settings.region}")
+            return GroupCapacity()
+        if found.reservation_type != "capacity-block":
+            problems.add(f"{where}.reservationId", f"{block.reservation_id} is an On-Demand Capacity Reservation, not a "
+                         "Capacity Block: name it in capacity.reservations.ids")
+            return GroupCapacity()
+        problem = reservation_problem(found, group, set())
+        if problem is None and found.instance_count < group.max_size:
+            problem = f"{block.reservation_id} holds {found.instance_count} instances, fewer than maxSize {group.max_size}"
+        if problem is None and found.end and found.end - BLOCK_SCALE_IN_LEAD <= utc_now() + SCHEDULE_LEAD:
+            problem = (f"{block.reservation_id} ends {found.end:%Y-%m-%d %H:%M} UTC: the group's scale-in, "
+                       f"{BLOCK_SCALE_IN_LEAD.seconds // 60} minutes before the end so that nodes drain before EC2 "
+                       "reclaims them, has run or cannot be scheduled in time; drop capacity.capacityBlock or name "
+                       "your next block")
+        if problem:
+            problems.add(f"{where}.reservationId", problem)
+            return GroupCapacity()
+        return GroupCapacity(block=found)
+    offer = block.offering
+    offering = lookups.capacity_block_offering(offer)
+    if offering is None:
+        problems.add(f"{where}.offering", f"EC2 offers no Capacity Block of {offer.count} x {offer.instance_type} for "
+                     f"{offer.duration_hours} hours between {offer.start_after} and {offer.end_before}: widen the "
+                     "window, or change the count or duration")
+        return GroupCapacity()
+    problems.failures.append(
+        f"gpu-cloud:{where}.offering: not bought yet: EC2 offers {offering.id}, {offering.instance_count} x "
+        f"{offering.instance_type} in {offering.availability_zone} for {offering.duration_hours} hours between "
+        f"{offer.start_after} and {offer.end_before}, {offering.upfront_usd:,.2f} {offering.currency} upfront (not "
+        f"refundable). The program never buys it: run `gpucloud capacity buy --config {problems.settings.source} "
+        f"--group {group.name}` to see its dates, then with --confirm <offering id> to buy it once and put its "
+        "reservationId here")
+    return GroupCapacity(offering=offering)

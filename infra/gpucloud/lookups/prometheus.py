@@ -7,13 +7,15 @@ The provider creates both parts: the alert manager definition through CreateAler
 an inconsistent state" (terraform-provider-aws internal/service/amp/alert_manager_definition.go and
 rule_group_namespace.go; botocore's amp model 2020-08-01, both operations' errors; read 2026-11-25).
 What a stack made itself (its definition sends to its alerts topic; its namespace carries its
-`gpu-cloud:stack` tag) is its own on a later run, not a conflict.
+`gpu-cloud:stack` tag) is its own on a later run, not a conflict. `existing_prometheus_workspace`
+applies these rules to the workspace the stack names, once it is known to exist and be ACTIVE.
 """
 
 from __future__ import annotations
 
 from gpucloud.config import StackSettings
-from gpucloud.lookups.facts import PrometheusWorkspaceContents
+from gpucloud.lookups.facts import AwsLookups, PrometheusWorkspace, PrometheusWorkspaceContents
+from gpucloud.lookups.problems import Problems
 from gpucloud.naming import PROMETHEUS_RULES_NAMESPACE, alerts_topic_name
 
 Findings = list[tuple[str, str]]
@@ -47,3 +49,25 @@ def workspace_conflicts(settings: StackSettings, contents: PrometheusWorkspaceCo
             "a second of that name (ConflictException). Use a workspace no other stack adds its rules to, or drop "
             "workspaceId to let the stack create its own")))
     return refusals, []
+
+
+def existing_prometheus_workspace(settings: StackSettings, lookups: AwsLookups, problems: Problems) -> PrometheusWorkspace | None:
+    """A named workspace must exist in the stack's region and be ACTIVE: AMP refuses rule groups
+    and an alert manager definition in one that is CREATING, UPDATING or DELETING (AMP API
+    reference, WorkspaceStatus; read 2026-11-25)."""
+    prometheus = settings.config.monitoring.prometheus
+    if not (prometheus.enabled and prometheus.workspace_id):
+        return None
+    key = "monitoring.prometheus.workspaceId"
+    workspace = lookups.prometheus_workspace(prometheus.workspace_id)
+    if workspace is None:
+        problems.add(key, f"{prometheus.workspace_id} does not exist in {settings.region}")
+    elif workspace.status != "ACTIVE":
+        problems.add(key, f"{prometheus.workspace_id} is {workspace.status}, not ACTIVE")
+    else:
+        refusals, unchecked = workspace_conflicts(settings, lookups.prometheus_workspace_contents(workspace.id))
+        for named, reason in refusals:
+            problems.add(named, reason)
+        for named, reason in unchecked:
+            problems.warn(named, reason)
+    return workspace

@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from gpucloud.config import StackSettings
 from gpucloud.config.groups import GroupConfig, purchase_split
-from gpucloud.lookups.facts import InstanceTypeFacts
+from gpucloud.lookups.facts import AwsLookups, InstanceTypeFacts
+from gpucloud.lookups.problems import Problems
 
 ON_DEMAND_QUOTAS = {
     "P": ("L-417A185B", "Running On-Demand P instances"),
@@ -88,3 +90,30 @@ def increase_command(code: str, vcpus: int, region: str) -> str:
         f"aws service-quotas request-service-quota-increase --service-code ec2 --quota-code {code} "
         f"--desired-value {vcpus} --region {region}"
     )
+
+
+def check_quotas(settings: StackSettings, lookups: AwsLookups, groups, problems: Problems) -> list[str]:
+    """Each EC2 vCPU quota the groups draw on against its applied value: below minSize is a failure,
+    below maxSize a warning, both with the command that asks for more."""
+    failures, unknown = [], []
+    for need in quota_needs(groups):
+        available = lookups.ec2_quota(need.code)
+        if available is None:
+            unknown.append(need.code)
+            continue
+        where = f"groups {', '.join(need.groups)} need"
+        for scenario, vcpus in (("minSize", need.vcpus_at_min), ("maxSize", need.vcpus_at_max)):
+            if vcpus <= available:
+                continue
+            message = (f"EC2 quota {need.name} ({need.code}): {where} {vcpus} vCPUs at {scenario}, the account has "
+                       f"{available:g} in {settings.region}; no instance beyond it ever starts. Ask for more: "
+                       f"{increase_command(need.code, vcpus, settings.region)}")
+            if scenario == "minSize":
+                failures.append(message)
+                break
+            problems.warn("groups", message)
+    if unknown:
+        problems.warn("groups", f"EC2 vCPU quotas were not checked ({', '.join(unknown)}): their values are not "
+                      "known here (offline, give the plan account facts with quotas; online, the deploying role "
+                      "needs servicequotas:GetServiceQuota)")
+    return failures
