@@ -1,4 +1,8 @@
-"""GpuInstanceGroup: launch template(s) and an Auto Scaling group over GPU instance types."""
+"""GpuInstanceGroup: launch template(s) and an Auto Scaling group over GPU instance types.
+
+The pieces the resources are built from (node shapes, user data, network interfaces, block
+devices, hooks, overrides) are pure functions in `_gpu_group_parts`.
+"""
 
 from __future__ import annotations
 
@@ -9,29 +13,40 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE
-from gpucloud.components.encrypted_volume import ATTACH_TAG
+from gpucloud.components._gpu_group_parts import (
+    DATA_DEVICE_NAME,
+    block_devices,
+    launch_hook_name,
+    lifecycle_hooks,
+    mixed_instances_overrides,
+    network_interfaces,
+    node_bootstrap,
+    node_shape,
+    node_shapes,
+    reservation_specification,
+    template_spec,
+    template_spec_plain,
+    terminate_hook_name,
+    user_data,
+    warm_pool_settings,
+)
 from gpucloud.lookups import InstanceTypeFacts, capacity
 from gpucloud.lookups.capacity import BLOCK_SCALE_IN_LEAD, SCHEDULE_LEAD
-from gpucloud.lookups.requirements import MAX_REQUIREMENT_SETS
-from gpucloud.userdata.render import (
-    NodeBootstrap,
-    instance_type_has_nvlink,
-    instance_type_has_nvswitch,
-    user_data_base64,
-)
+
+__all__ = [
+    "DATA_DEVICE_NAME",
+    "LAUNCH_HOOK_TIMEOUT_SECONDS",
+    "TERMINATE_HOOK_TIMEOUT_SECONDS",
+    "GpuInstanceGroup",
+    "GpuInstanceGroupArgs",
+    "launch_hook_name",
+    "node_bootstrap",
+    "node_shape",
+    "terminate_hook_name",
+]
 
 LAUNCH_HOOK_TIMEOUT_SECONDS = 900
 TERMINATE_HOOK_TIMEOUT_SECONDS = 600
-DATA_DEVICE_NAME = "/dev/sdf"
-
-
-def launch_hook_name(group_name: str) -> str:
-    return f"{group_name}-launch"
-
-
-def terminate_hook_name(group_name: str) -> str:
-    return f"{group_name}-terminate"
 
 
 @dataclass(frozen=True)
@@ -128,132 +143,12 @@ class GpuInstanceGroupArgs:
             )
 
 
-def node_shape(facts: InstanceTypeFacts, multi_node: bool) -> tuple:
-    """What a launch template must know about a type: EFA cards, GPUs, NVLink, scratch disks."""
-    return (
-        facts.efa_interfaces if multi_node else 0,
-        facts.gpu_count,
-        facts.gpu_model,
-        instance_type_has_nvlink(facts.name, facts.gpu_count),
-        facts.instance_store_disks,
-        instance_type_has_nvswitch(facts.name, facts.gpu_count),
-    )
-
-
-def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts, remote_write_url: str | None = None) -> NodeBootstrap:
-    """The user data parameters for nodes of this type: what the health gate expects to find, and
-    where the collector writes (the workspace's URL, known once the workspace exists)."""
-    return NodeBootstrap(
-        project=args.project,
-        group_name=args.group_name,
-        region=args.region,
-        expected_gpu_count=facts.node_gpu_count,
-        expected_gpu_model=facts.gpu_model,
-        launch_hook_name=launch_hook_name(args.group_name),
-        terminate_hook_name=terminate_hook_name(args.group_name),
-        max_temperature_c=args.max_temperature_c,
-        nvlink_expected=instance_type_has_nvlink(facts.name, facts.gpu_count),
-        fabric_expected=instance_type_has_nvswitch(facts.name, facts.gpu_count),
-        scratch_disk_count=facts.instance_store_disks,
-        data_disk_device=DATA_DEVICE_NAME if args.data_volume_gib else None,
-        persistent_volume_tag_key=ATTACH_TAG if args.persistent_volume_attach_to else None,
-        persistent_volume_tag_value=args.persistent_volume_attach_to,
-        checkpoint_bucket=args.checkpoint_bucket,
-        checkpoint_prefix=args.checkpoint_prefix.rstrip("/") if args.checkpoint_prefix else None,
-        checkpoint_command=tuple(args.checkpoint_command) if args.checkpoint_command else None,
-        checkpoint_dir=args.checkpoint_directory,
-        checkpoint_timeout_s=args.checkpoint_timeout_seconds,
-        cloudwatch_namespace=GPU_METRICS_NAMESPACE,
-        agent_bucket=args.agent_bucket,
-        agent_key=args.agent_key,
-        agent_sha256=args.agent_sha256,
-        efa_expected=args.multi_node and facts.efa_interfaces > 0,
-        health_interval_s=args.health_interval_seconds,
-        throttle_minutes=args.throttle_minutes,
-        max_replacements_per_hour=args.max_replacements_per_hour,
-        replace_faulty_nodes=args.replace_faulty_nodes,
-        prometheus_remote_write_url=remote_write_url,
-        prometheus_scrape_interval_s=args.prometheus_scrape_interval_seconds,
-    )
-
-
-def _user_data(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> pulumi.Input[str]:
-    if args.prometheus_remote_write_url is None:
-        return user_data_base64(node_bootstrap(args, facts))
-    return pulumi.Output.from_input(args.prometheus_remote_write_url).apply(
-        lambda url: user_data_base64(node_bootstrap(args, facts, url))
-    )
-
-
 def _now() -> datetime.datetime:
     return capacity.utc_now()
 
 
 def _utc(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _reservation_specification(args: GpuInstanceGroupArgs) -> dict | None:
-    """Auto Scaling's CapacityReservationSpecification: with preference `none` (or `open`) it takes
-    no CapacityReservationTarget (botocore autoscaling model 2011-01-01, that shape's documentation)."""
-    if args.capacity_reservation_preference is None:
-        return None
-    if args.capacity_reservation_preference in ("none", "open"):
-        return {"capacity_reservation_preference": args.capacity_reservation_preference}
-    target = {
-        "capacity_reservation_ids": list(args.capacity_reservation_ids) or None,
-        "capacity_reservation_resource_group_arns": list(args.capacity_reservation_group_arns) or None,
-    }
-    return {
-        "capacity_reservation_preference": args.capacity_reservation_preference,
-        "capacity_reservation_target": {key: value for key, value in target.items() if value},
-    }
-
-
-def _warm_pool(pool: Mapping[str, object] | None) -> dict | None:
-    if pool is None:
-        return None
-    settings = {
-        "min_size": pool.get("min_size", 0),
-        "max_group_prepared_capacity": pool.get("max_group_prepared_capacity"),
-        "pool_state": pool.get("pool_state", "Stopped"),
-        "instance_reuse_policy": {"reuse_on_scale_in": bool(pool.get("reuse_on_scale_in"))},
-    }
-    return {key: value for key, value in settings.items() if value is not None}
-
-
-def _network_interfaces(args: GpuInstanceGroupArgs, efa_interfaces: int) -> list[dict]:
-    """No public IP; on multi-node groups one EFA interface per network card (first `efa`, then
-    `efa-only`), each carrying the group's security group."""
-    common = {"security_groups": [args.security_group_id], "delete_on_termination": "true"}
-    if not args.multi_node:
-        return [{"device_index": 0, "associate_public_ip_address": "false", **common}]
-    return [
-        {
-            "network_card_index": card,
-            "device_index": 0 if card == 0 else 1,
-            "interface_type": "efa" if card == 0 else "efa-only",
-            **({"associate_public_ip_address": "false"} if card == 0 else {}),
-            **common,
-        }
-        for card in range(efa_interfaces)
-    ]
-
-
-def _block_devices(args: GpuInstanceGroupArgs) -> list[dict]:
-    def encrypted_gp3(size: int) -> dict:
-        return {
-            "volume_size": size,
-            "volume_type": "gp3",
-            "encrypted": "true",
-            "kms_key_id": args.kms_key_arn,
-            "delete_on_termination": "true",
-        }
-
-    devices = [{"device_name": args.root_device_name, "ebs": encrypted_gp3(args.root_volume_gib)}]
-    if args.data_volume_gib:
-        devices.append({"device_name": DATA_DEVICE_NAME, "ebs": encrypted_gp3(args.data_volume_gib)})
-    return devices
 
 
 class GpuInstanceGroup(pulumi.ComponentResource):
@@ -289,35 +184,13 @@ class GpuInstanceGroup(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self),
             )
 
-        shapes: dict[tuple, list[InstanceTypeFacts]] = {}
-        for facts in args.instance_types:
-            shapes.setdefault(node_shape(facts, args.multi_node), []).append(facts)
+        shapes = node_shapes(args)
         self.launch_templates: dict[tuple, aws.ec2.LaunchTemplate] = {}
         for index, (shape, types) in enumerate(shapes.items()):
             suffix = "" if index == 0 else "-" + types[0].name.replace(".", "-")
             self.launch_templates[shape] = self._launch_template(f"{name}-lt{suffix}", args, types[0])
-        primary_shape = next(iter(shapes))
-        primary = self.launch_templates[primary_shape]
-
-        def template_spec(template: aws.ec2.LaunchTemplate) -> dict:
-            return {"launch_template_id": template.id, "version": template.latest_version.apply(str)}
-
-        def template_spec_plain(template: aws.ec2.LaunchTemplate) -> dict:
-            return {"id": template.id, "version": template.latest_version.apply(str)}
-
-        # One requirements set per node shape, while Auto Scaling takes them (at most four per group);
-        # past that the shapes' matched types are listed as types, which allows exactly the same types.
-        by_requirements = bool(args.instance_requirements) and len(shapes) <= MAX_REQUIREMENT_SETS
-        overrides = []
-        for shape, types in shapes.items():
-            chosen: list[dict] = (
-                [{"instance_requirements": {**args.instance_requirements, "allowed_instance_types": [f.name for f in types]}}]
-                if by_requirements else [{"instance_type": facts.name} for facts in types]
-            )
-            for override in chosen:
-                if shape != primary_shape:
-                    override["launch_template_specification"] = template_spec(self.launch_templates[shape])
-                overrides.append(override)
+        primary = self.launch_templates[next(iter(shapes))]
+        overrides = mixed_instances_overrides(args, shapes, self.launch_templates)
 
         desired = args.min_size if args.desired_capacity is None else args.desired_capacity
         min_size = args.min_size
@@ -325,18 +198,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
         if waits_for_block:
             min_size = desired = 0
         uses_spot = args.uses_spot
-        hooks = {
-            launch_hook_name(args.group_name): {
-                "lifecycle_transition": "autoscaling:EC2_INSTANCE_LAUNCHING",
-                "default_result": "ABANDON",
-                "heartbeat_timeout": args.launch_hook_timeout_seconds,
-            },
-            terminate_hook_name(args.group_name): {
-                "lifecycle_transition": "autoscaling:EC2_INSTANCE_TERMINATING",
-                "default_result": "CONTINUE",
-                "heartbeat_timeout": args.terminate_hook_timeout_seconds,
-            },
-        }
+        hooks = lifecycle_hooks(args)
         self.group = aws.autoscaling.Group(
             f"{name}-asg",
             name=args.group_name,
@@ -350,13 +212,13 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             placement_group=self.placement_group.name if self.placement_group else None,
             wait_for_capacity_timeout="0",
             launch_template=template_spec_plain(primary) if args.single_launch_template else None,
-            capacity_reservation_specification=_reservation_specification(args),
+            capacity_reservation_specification=reservation_specification(args),
             availability_zone_distribution=(
                 {"capacity_distribution_strategy": "reservations-then-balanced"}
                 if args.capacity_reservation_preference in ("capacity-reservations-first", "capacity-reservations-only")
                 else None
             ),
-            warm_pool=_warm_pool(args.warm_pool),
+            warm_pool=warm_pool_settings(args.warm_pool),
             mixed_instances_policy=None if args.single_launch_template else {
                 "instances_distribution": {
                     "on_demand_base_capacity": args.on_demand_base_capacity,
@@ -451,9 +313,9 @@ class GpuInstanceGroup(pulumi.ComponentResource):
                 "instance_metadata_tags": "enabled",
             },
             monitoring={"enabled": True},
-            block_device_mappings=_block_devices(args),
-            network_interfaces=_network_interfaces(args, efa_interfaces),
-            user_data=_user_data(args, facts),
+            block_device_mappings=block_devices(args),
+            network_interfaces=network_interfaces(args, efa_interfaces),
+            user_data=user_data(args, facts),
             # Only a mixed instances policy's overrides may name the type instead (EC2 Auto Scaling user
             # guide, "Create a launch template using advanced settings": instance type is optional only there).
             instance_type=facts.name if args.single_launch_template else None,
