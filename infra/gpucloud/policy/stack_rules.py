@@ -194,7 +194,8 @@ def validate_capacity_block_group_on_demand_one_type(
         if not policy:
             continue
         overrides = mappings(entry(entry(policy, "launchTemplate"), "overrides"))
-        spot_share = 100 - (as_number(entry(entry(policy, "instancesDistribution"), "onDemandPercentageAboveBaseCapacity")) or 100)
+        on_demand = as_number(entry(entry(policy, "instancesDistribution"), "onDemandPercentageAboveBaseCapacity"))
+        spot_share = 100 - (100 if on_demand is None else on_demand)
         if len(overrides) > 1 or spot_share > 0:
             report(
                 f"Auto Scaling group launches into a Capacity Block (launch template {blocks[0].name} sets "
