@@ -5,7 +5,7 @@ a seeded sample of them is drawn, and each sampled mutant runs against that modu
 files. The mutated module lives in a temporary copy of the package that shadows the installed
 one through PYTHONPATH, so the working tree is never written. See README.md beside this file.
 
-    python tests/mutation/run.py [--sample 40] [--seed 1] [--jobs 2] [module ...]
+    python tests/mutation/run.py [--sample 40 | --all] [--seed 1] [--jobs 2] [module ...]
 """
 
 from __future__ import annotations
@@ -171,6 +171,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("modules", nargs="*", help="paths under infra/gpucloud/ (default: all of modules.toml)")
     parser.add_argument("--sample", type=int, default=40, help="mutants per module (all when fewer)")
+    parser.add_argument("--all", action="store_true", help="every mutant of each module, not a sample")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
@@ -186,7 +187,8 @@ def main() -> int:
 
     started = time.monotonic()
     rows, survivors = [], []
-    print(f"seed {args.seed}, up to {args.sample} mutants per module, {args.jobs} jobs", flush=True)
+    drawn = "every mutant" if args.all else f"seed {args.seed}, up to {args.sample} mutants per module"
+    print(f"{drawn}, {args.jobs} jobs", flush=True)
     for module in selected:
         tests = table[module]
         outcome, baseline = run_tests(tests, timeout=600)
@@ -194,7 +196,8 @@ def main() -> int:
             print(f"{module}: its tests fail without any mutant ({' '.join(tests)})", file=sys.stderr)
             return 2
         everything = mutants(module)
-        sample = sorted(random.Random(f"{args.seed}:{module}").sample(everything, min(args.sample, len(everything))),
+        size = len(everything) if args.all else min(args.sample, len(everything))
+        sample = sorted(random.Random(f"{args.seed}:{module}").sample(everything, size),
                         key=lambda mutant: (mutant.line, mutant.operator))
         timeout = 4 * baseline + 30
         with ThreadPoolExecutor(args.jobs) as pool:
