@@ -522,3 +522,27 @@ def test_fabric_state_is_read_from_the_fabric_section_only():
     )
 
     assert parse_fabric(details) == {"00000000:00:06.0": {"state": "In Progress", "status": "N/A"}}
+
+
+def test_blank_line_between_gpu_rows_does_not_end_the_query():
+    rows = fixture_text("h200x2/query-gpu.csv").splitlines()
+
+    gpus, stray = parse_gpu_query("\n\n".join(rows))
+
+    assert [gpu.index for gpu in gpus] == [0, 1] and stray == []
+
+
+def test_gpu_exactly_at_the_temperature_limit_is_unhealthy():
+    report = check_gpus(Expectations(gpu_count=2, max_temperature_c=39), run=two_h200())
+
+    assert report.problems == ["GPU 0: temperature 39 C is at or above the 39 C limit"]
+
+
+def test_nvlink_is_enforced_on_two_gpus_when_no_gpu_count_is_expected():
+    report = check_gpus(Expectations(nvlink=True), run=two_h200(nvlink=recorded("synthetic/nvlink_degraded.txt")))
+
+    assert "GPU 1: NVLink links 5, 11 inactive (of 18)" in report.problems
+
+
+def test_model_spelled_exactly_as_a_name_without_a_vendor_word_matches():
+    assert model_matches("GRID K520", "GRID K520")

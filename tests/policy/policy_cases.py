@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpucloud.documents import s3_gateway_endpoint_policy
 from gpucloud.policy import UNKNOWN, PlannedResource
 
 ACCOUNT = "123456789012"
@@ -42,6 +43,7 @@ QUEUE_POLICY = "aws:sqs/queuePolicy:QueuePolicy"
 TOPIC = "aws:sns/topic:Topic"
 TOPIC_ARN = f"arn:aws:sns:us-east-1:{ACCOUNT}:vision-alerts"
 QUEUE_ARN = f"arn:aws:sqs:us-east-1:{ACCOUNT}:vision-jobs"
+VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 
 
 def document(*statements: dict[str, Any]) -> dict[str, Any]:
@@ -206,6 +208,15 @@ def spot_group(**overrides: Any) -> dict[str, Any]:
         },
         **overrides,
     )
+
+
+def s3_endpoint(policy: Any) -> dict[str, Any]:
+    """An S3 gateway endpoint's inputs; `policy` a document, its JSON text or None (AWS's default)."""
+    props: dict[str, Any] = {"vpcId": "vpc-1", "serviceName": "com.amazonaws.us-east-1.s3", "vpcEndpointType": "Gateway",
+                             "routeTableIds": ["rtb-1"], "tags": dict(TAGS)}
+    if policy is not None:
+        props["policy"] = policy if isinstance(policy, str) else json.dumps(policy)
+    return props
 
 
 @dataclass(frozen=True)
@@ -913,6 +924,48 @@ RESOURCE_CASES: list[Case] = [
     ),
     Case("instance-private", "no-public-ip", INSTANCE, instance(), False),
     Case("instance-public", "no-public-ip", INSTANCE, instance(associatePublicIpAddress=True), True, "public IP"),
+    # s3-gateway-endpoint-restricted
+    Case("s3-endpoint-as-gpu-cloud-makes-it", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(json.dumps(s3_gateway_endpoint_policy("aws", ACCOUNT, "us-east-1", ["vision-data"]))), False),
+    Case("s3-endpoint-with-aws-default-policy", "s3-gateway-endpoint-restricted", VPC_ENDPOINT, s3_endpoint(None),
+         True, "has no policy"),
+    Case("s3-endpoint-allowing-every-bucket-to-the-account", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(document({"Sid": "Any", "Effect": "Allow", "Principal": "*", "Action": "s3:PutObject",
+                               "Resource": "arn:aws:s3:::*/*",
+                               "Condition": {"StringEquals": {"aws:PrincipalAccount": ACCOUNT}}})),
+         True, "statement Any allows S3 on any bucket (arn:aws:s3:::*/*)"),
+    Case("s3-endpoint-allowing-everything", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(document({"Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*"})),
+         True, "any bucket (*)"),
+    Case("s3-endpoint-allowing-everything-but-one-bucket", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(document({"Effect": "Allow", "Principal": "*", "NotAction": "s3:DeleteBucket",
+                               "NotResource": "arn:aws:s3:::vision-data"})),
+         True, "(NotResource)"),
+    Case("s3-endpoint-held-to-own-account-buckets", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(document({"Effect": "Allow", "Principal": "*", "Action": "s3:*", "Resource": "*",
+                               "Condition": {"StringEquals": {"aws:ResourceAccount": ACCOUNT}}})), False),
+    Case("s3-endpoint-held-to-a-wildcard-account", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(document({"Effect": "Allow", "Principal": "*", "Action": "s3:*", "Resource": "*",
+                               "Condition": {"StringLike": {"aws:ResourceAccount": "*"}}})), True, "any bucket"),
+    Case("s3-endpoint-denying-every-bucket", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(document({"Effect": "Deny", "Principal": "*", "Action": "s3:*", "Resource": "*"})), False),
+    Case("s3-endpoint-allowing-everything-but-ec2", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(document({"Effect": "Allow", "Principal": "*", "NotAction": "ec2:*", "Resource": "*"})),
+         True, "any bucket (*)"),
+    Case("s3-endpoint-held-away-from-an-account", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(document({"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject", "Resource": "*",
+                               "Condition": {"StringNotEquals": {"aws:ResourceAccount": ACCOUNT}}})), True, "any bucket"),
+    Case("s3-endpoint-allowing-only-other-services-everywhere", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(document({"Effect": "Allow", "Principal": "*", "Action": "dynamodb:GetItem", "Resource": "*"})), False),
+    Case("s3-endpoint-allowing-a-bucket-name-pattern", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint(document({"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                               "Resource": "arn:aws:s3:::al2023-repos-*/*"})), False),
+    Case("s3-endpoint-with-broken-policy", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         s3_endpoint("{not json"), True, "not a policy document"),
+    Case("dynamodb-gateway-endpoint-is-not-s3", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         {**s3_endpoint(None), "serviceName": "com.amazonaws.us-east-1.dynamodb"}, False),
+    Case("s3-interface-endpoint-is-not-a-gateway", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
+         {**s3_endpoint(None), "vpcEndpointType": "Interface"}, False),
     # Edges that sampled mutation testing found unguarded (tests/mutation): each flips a verdict.
     Case(
         "instance-from-launch-template-leaves-imds-to-it",

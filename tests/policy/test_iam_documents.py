@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from gpucloud.policy.iam_documents import (
+    InvalidPolicyDocument,
     identity_policy_problems,
     key_policy_problems,
     parse_document,
@@ -82,3 +85,76 @@ def test_key_policy_reports_problems_after_a_not_principal_statement():
     assert len(problems) == 2
     assert "NotPrincipal with Allow" in problems[0]
     assert "'kms:*' to " + ROLE_ARN in problems[1]
+
+
+def test_wildcard_source_account_condition_is_not_a_guard():
+    """A caller condition whose value is only wildcards (`*`, `?*`) matches every caller."""
+    for value in ("*", "?*"):
+        statement = {"Effect": "Allow", "Principal": "*", "Action": "sns:Publish", "Resource": TOPIC_ARN,
+                     "Condition": {"StringLike": {"aws:SourceAccount": value}}}
+
+        problems = resource_policy_problems(parse_document(document(statement)))
+
+        assert len(problems) == 1 and "every principal" in problems[0], value
+
+
+def test_source_account_condition_naming_the_account_is_a_guard():
+    statement = {"Effect": "Allow", "Principal": "*", "Action": "sns:Publish", "Resource": TOPIC_ARN,
+                 "Condition": {"StringEquals": {"aws:SourceAccount": ACCOUNT}}}
+
+    assert resource_policy_problems(parse_document(document(statement))) == []
+
+
+def test_document_without_a_statement_is_not_a_policy():
+    with pytest.raises(InvalidPolicyDocument, match="no top-level Statement"):
+        parse_document({"Version": "2012-10-17"})
+
+
+def test_full_control_with_no_principal_in_a_key_policy_is_reported():
+    problems = key_policy_problems(parse_document(document({"Effect": "Allow", "Action": "kms:*", "Resource": "*"})))
+
+    assert problems == ["statement #0 grants 'kms:*' to an unspecified principal; only the account root "
+                        "(arn:aws:iam::ACCOUNT:root) may hold full control of the key"]
+
+
+def test_arn_whose_resource_part_mixes_every_wildcard_is_unscoped():
+    problems = identity_problems({"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::?*/*"})
+
+    assert len(problems) == 1 and "'arn:aws:s3:::?*/*'" in problems[0] and "S3 and KMS" in problems[0]
+
+
+def test_object_action_on_a_bucket_arn_reaches_no_object():
+    bucket = "arn:aws:s3:::acme-datasets"
+
+    assert identity_problems({"Effect": "Allow", "Action": "s3:GetObject", "Resource": bucket}) == []
+
+
+# A Deny, a NotAction and a NotResource statement before a broad one: each rule reads on past them.
+DENY = {"Effect": "Deny", "Action": "s3:DeleteBucket", "Resource": "*"}
+NOT_ACTION = {"Sid": "NotAction", "Effect": "Allow", "NotAction": "iam:*", "Resource": CMK_ARN}
+NOT_RESOURCE = {"Sid": "NotResource", "Effect": "Allow", "Action": "kms:Decrypt", "NotResource": CMK_ARN}
+
+
+def test_identity_policy_statements_after_deny_not_action_and_not_resource_are_still_judged():
+    problems = identity_problems(DENY, NOT_ACTION, NOT_RESOURCE, {"Sid": "Last", "Effect": "Allow", "Action": "*",
+                                                                   "Resource": "*"})
+
+    assert "statement Last grants every action ('*')" in problems
+
+
+def test_key_policy_statements_after_deny_and_not_action_are_still_judged():
+    last = {"Sid": "Last", "Effect": "Allow", "Principal": {"AWS": ROLE_ARN}, "Action": "kms:*", "Resource": "*"}
+
+    problems = key_policy_problems(parse_document(document({**DENY, "Principal": {"AWS": ROOT_ARN}},
+                                                           {**NOT_ACTION, "Principal": {"AWS": ROOT_ARN}}, last)))
+
+    assert any(problem.startswith("statement Last grants 'kms:*' to " + ROLE_ARN) for problem in problems)
+
+
+def test_resource_policy_statements_after_deny_and_not_action_are_still_judged():
+    last = {"Sid": "Last", "Effect": "Allow", "Principal": {"AWS": ROLE_ARN}, "Action": "sns:*", "Resource": TOPIC_ARN}
+
+    problems = resource_policy_problems(parse_document(document({**DENY, "Principal": "*"},
+                                                                {**NOT_ACTION, "Principal": {"AWS": ROLE_ARN}}, last)))
+
+    assert "statement Last grants every sns action ('sns:*')" in problems

@@ -26,6 +26,7 @@ from policy_cases import (
     STACK_CASES,
     TAGS,
     VOLUME,
+    VPC_ENDPOINT,
     Case,
     StackCase,
     group,
@@ -44,6 +45,7 @@ EXPECTED = {
     "required-tags": MANDATORY,
     "asg-bounded-and-rebalanced": MANDATORY,
     "no-public-ip": MANDATORY,
+    "s3-gateway-endpoint-restricted": MANDATORY,
     "gpu-group-has-scale-in-path": ADVISORY,
     "data-volume-retained": ADVISORY,
     "asg-spot-template-rebalanced": MANDATORY,
@@ -309,6 +311,15 @@ def test_pack_config_refuses_what_pulumi_refuses(document, reason):
         PackConfig.from_document(document, [rule.name for rule in RULES])
 
 
+def test_the_s3_gateway_endpoint_rule_does_not_decide_on_a_policy_unknown_during_preview():
+    from gpucloud.policy import UNKNOWN, UnknownInputError
+
+    endpoint = {"serviceName": "com.amazonaws.us-east-1.s3", "vpcEndpointType": "Gateway", "policy": UNKNOWN}
+    with pytest.raises(UnknownInputError) as error:
+        RULES_BY_NAME["s3-gateway-endpoint-restricted"].validate(VPC_ENDPOINT, endpoint, [].append, PolicyConfig())
+    assert error.value.path == ("policy",)
+
+
 def test_a_rule_that_needs_an_unknown_input_does_not_decide():
     from gpucloud.policy import UNKNOWN, UnknownInputError
 
@@ -326,3 +337,37 @@ def test_each_rule_applies_to_the_types_of_its_cases():
             if resource.urn in case.flagged_urns:
                 assert RULES_BY_NAME[case.policy].applies_to(resource.type), (case.policy, resource.type)
     assert not RULES_BY_NAME["ebs-encrypted-with-cmk"].applies_to("aws:kms/key:Key")
+
+
+def test_instance_on_a_launch_template_with_its_own_metadata_options_is_judged_on_them():
+    from policy_cases import INSTANCE, instance
+
+    props = instance(launchTemplate={"id": "lt-0abc"}, metadataOptions={"httpTokens": "optional"})
+    messages: list[str] = []
+
+    RULES_BY_NAME["imdsv2-required"].validate(INSTANCE, props, messages.append, PolicyConfig())
+
+    assert len(messages) == 1 and "allows IMDSv1" in messages[0]
+
+
+def test_known_world_open_source_after_an_unknown_one_is_reported():
+    from gpucloud.policy import UNKNOWN
+    from gpucloud.policy.values import known_only
+    from policy_cases import SECURITY_GROUP_RULE
+
+    rule = known_only({"type": "ingress", "protocol": "tcp", "fromPort": 22, "toPort": 22,
+                       "cidrBlocks": [UNKNOWN, "0.0.0.0/0"]})
+    messages: list[str] = []
+
+    RULES_BY_NAME["no-world-open-ingress"].validate(SECURITY_GROUP_RULE, rule, messages.append, PolicyConfig())
+
+    assert len(messages) == 1 and "open to 0.0.0.0/0" in messages[0]
+
+
+def test_required_tags_are_the_stacks_own_when_its_config_names_them():
+    messages: list[str] = []
+
+    RULES_BY_NAME["required-tags"].validate(VOLUME, {"size": 100, "tags": TAGS}, messages.append,
+                                            PolicyConfig(required_tags=("Team",)))
+
+    assert len(messages) == 1 and "missing the required tags Team" in messages[0]

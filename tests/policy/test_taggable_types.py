@@ -87,3 +87,11 @@ def test_tokens_missing_from_the_table_follow_the_sdk_naming_scheme(token, locat
 @pytest.mark.parametrize("token", ["aws:ec2/nothingLikeThis:NothingLikeThis", "aws:only-two", "random:index/x:X"])
 def test_unknown_types_are_not_taggable_as_false_not_none(token):
     assert is_taggable(token) is False
+
+
+def test_sdk_without_a_registration_table_leaves_every_token_to_the_naming_scheme(monkeypatch, tmp_path):
+    init = tmp_path / "__init__.py"
+    init.write_text("# an SDK build without resource_modules\n", encoding="utf-8")
+    monkeypatch.setattr(taggable.importlib.util, "find_spec", lambda name: type("Spec", (), {"origin": str(init)}))
+
+    assert taggable._registered_classes.__wrapped__() == {}

@@ -355,7 +355,7 @@ def test_gpu_share_of_a_stack_with_no_priced_cost_is_zero(stack_config):
     ({"zones": 3, "natGateways": "perZone"}, 3, 0),
     ({"zones": 2, "interfaceEndpoints": ["logs", "monitoring", "autoscaling"]}, 1, 6),
     ({"zones": 2, "egress": "endpointsOnly", "interfaceEndpoints": [
-        "logs", "monitoring", "autoscaling", "ssm", "ssmmessages", "ec2messages"]}, 0, 12),
+        "ec2", "monitoring", "autoscaling", "ssm", "ssmmessages", "ec2messages"]}, 0, 12),
 ])
 def test_a_created_network_adds_its_nat_and_endpoint_hours_all_month(stack_config, rows, network, nat_gateways, endpoint_zones):
     group = {"name": "train", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1}
@@ -383,3 +383,17 @@ def test_notes_name_the_max_type_only_for_several_types_and_the_spot_gap_only_fo
     single = estimate_stack(stack_config({"name": "serve", "instanceTypes": ["g4dn.2xlarge"], "minSize": 1, "maxSize": 2,
                                           "spotPercent": 0}, region="eu-west-1"), "eu-west-1").groups[0]
     assert single.notes == ["min and desired priced at g4dn.2xlarge (first listed type)"]
+
+
+def test_spot_group_scaled_to_zero_twelve_hours_a_day_pays_half_its_spot_hours(stack_config, rows):
+    group = {"name": "dev", "instanceTypes": ["g5.xlarge"], "minSize": 0, "desiredCapacity": 2, "maxSize": 2,
+             "spotPercent": 100, "scaling": {"schedules": [
+                 {"name": "evening", "recurrence": "0 20 * * *", "desiredCapacity": 0, "timeZone": "UTC"},
+                 {"name": "morning", "recurrence": "0 8 * * *", "desiredCapacity": 2, "timeZone": "UTC"},
+             ]}}
+
+    estimate = estimate_stack(stack_config(group), "us-east-1")
+
+    spot_hourly = rows.hourly("g5.xlarge", "us-east-1") * (1 - rows.spot_discount("g5", "us-east-1"))
+    assert_cents(estimate.groups[0].spot.desired, 2 * HOURS / 2 * spot_hourly)
+    assert_cents(estimate.groups[0].on_demand.desired, 0)

@@ -161,3 +161,47 @@ def test_prometheus_and_grafana_rows_quote_their_pages():
     assert [(tier.up_to_samples, tier.usd_per_ten_million_samples) for tier in amp.ingestion_tiers] == [(2_000_000_000, 0.9)]
     assert {row.region for row in catalog.grafana} == {"us-east-1", "us-west-2", "eu-west-1", "ap-northeast-1"}
     assert all("aws.amazon.com/grafana/pricing" in row.source for row in catalog.grafana)
+
+
+def test_the_max_scenario_counts_the_series_of_the_dearest_type(stack_config):
+    config = stack_config({**one_node(), "instanceTypes": ["g5.xlarge", "g5.12xlarge"]})
+    prometheus = config.monitoring.prometheus.model_copy(update={"enabled": True, "scrape_interval_seconds": 60})
+    config = config.model_copy(update={"monitoring": config.monitoring.model_copy(update={"prometheus": prometheus})})
+
+    lines = estimate_stack(config, "us-east-1", gpus_per_instance={"g5.xlarge": 1, "g5.12xlarge": 4}).lines
+    (line,) = [line for line in lines if line.resource.endswith("samples ingested")]
+
+    assert line.quantity.desired == pytest.approx(series_per_node(1) * 60 * HOURS_PER_MONTH / 1e7)
+    assert line.quantity.max == pytest.approx(series_per_node(4) * 60 * HOURS_PER_MONTH / 1e7)
+    assert line.unit_price.desired == pytest.approx(0.90)
+
+
+def test_samples_just_above_the_last_sourced_tier_leave_that_part_unpriced(stack_config):
+    """714 one-GPU nodes scraped every 30 s send 2,001,484,800 samples a month: 1,484,800 above the tier."""
+    config = monitored(stack_config, prometheus={"enabled": True})
+    config = config.model_copy(update={"groups": [config.groups[0].model_copy(update={
+        "min_size": 714, "max_size": 714, "desired_capacity": 714, "on_demand_base_capacity": 714})]})
+
+    estimate = estimate_stack(config, "us-east-1", gpus_per_instance={"g5.xlarge": 1})
+
+    (above,) = [line for line in estimate.unpriced if "Prometheus" in line.resource]
+    assert above.resource == "vision/Prometheus samples ingested above 2,000,000,000 a month"
+    assert above.quantity.desired == pytest.approx(1_484_800 / 1e7)
+
+
+def test_grafana_in_a_region_without_its_price_lists_editors_and_viewers_unpriced(stack_config):
+    config = monitored(stack_config, region="eu-central-1", grafana={"enabled": True, "editors": 1, "viewers": 3})
+
+    estimate = estimate_stack(config, "eu-central-1", gpus_per_instance={"g5.xlarge": 1})
+
+    unpriced = {line.resource: line.quantity.min for line in estimate.unpriced if "Grafana" in line.resource}
+    assert unpriced == {"vision/Grafana editors": 1, "vision/Grafana viewers": 3}
+
+
+def test_grafana_licences_cost_the_same_in_every_scenario(stack_config):
+    config = monitored(stack_config, grafana={"enabled": True, "editors": 2, "viewers": 5})
+
+    found = lines_named(estimate_stack(config, "us-east-1", gpus_per_instance={"g5.xlarge": 1}), "Grafana")
+
+    editors = found["vision/Grafana editors"].monthly
+    assert (editors.min, editors.desired, editors.max) == (2 * 9.0, 2 * 9.0, 2 * 9.0)
