@@ -31,6 +31,7 @@ import boto3
 import botocore
 import pytest
 import s3transfer
+import botocore.loaders
 from botocore.client import BaseClient
 from botocore.exceptions import UnknownServiceError
 from botocore.session import Session
@@ -45,6 +46,10 @@ _LIBRARIES = tuple(
 ) + (threading.__file__, __file__)
 _SCOPE = re.compile(r"Credential=[^/]+/\d{8}/[^/]+/([^/]+)/aws4_request")
 _MODELS = Session()
+# A loader of its own: botocore rewrites an S3 operation's requestUri in the loaded model the first
+# time a client calls it (botocore/handlers.py, remove_bucket_from_url_paths_from_model), so a
+# loader shared with clients that made calls no longer holds the model's own URIs.
+_MODELS.register_component("data_loader", botocore.loaders.create_loader())
 
 
 def _caller_is_node_code(depth: int = 2) -> bool | None:
