@@ -21,7 +21,7 @@ from pulumi.runtime.settings import get_project, get_stack
 from gpucloud.testing import handlers  # noqa: F401  (registers the handlers)
 from gpucloud.testing import provider_rules
 from gpucloud.testing.input_coverage import TrackedInputs, unchecked
-from gpucloud.testing.service_model import names_what_it_applies
+from gpucloud.testing.service_model import ServiceModelViolation, names_what_it_applies
 from gpucloud.testing.registry import (
     INVOKES,
     RESOURCES,
@@ -142,7 +142,6 @@ class MotoEngine(mocks.Mocks):
         record.operation = "update"
         return update(self.account, request, earlier.id or "")
 
-    @names_what_it_applies
     def call(self, args: mocks.MockCallArgs) -> dict | tuple[dict, list[tuple[str, str]]]:
         """Answer a data source; a lookup AWS would fail comes back as the invoke's failure."""
         handler = INVOKES.get(args.token)
@@ -151,7 +150,7 @@ class MotoEngine(mocks.Mocks):
         with self._lock:
             try:
                 return handler(self.account, whole_numbers(dict(args.args)))
-            except (ClientError, LookupError) as error:
+            except (ClientError, LookupError, ServiceModelViolation) as error:
                 return {}, [("", f"{args.token}: {error}")]
 
     def register(self, record: AppliedResource) -> None:

@@ -60,15 +60,17 @@ class ServiceModelViolation(Exception):
     """A call AWS would answer with a validation error, caught before moto accepts it."""
 
     def __init__(self, service: str, operation: str, violations: list[Violation], applying: str | None = None):
-        self.service, self.operation, self.violations, self.applying = service, operation, violations, applying
-        where = f" for {applying}" if applying else ""
-        super().__init__(
-            f"AWS would refuse {service} {operation}{where}: " + "; ".join(str(violation) for violation in violations)
-        )
+        self.service, self.operation, self.violations = service, operation, violations
+        self.name_applying(applying)
 
-    def applying_to(self, applying: str) -> ServiceModelViolation:
-        """The same violation, naming the resource or invoke whose call it was."""
-        return ServiceModelViolation(self.service, self.operation, self.violations, applying)
+    def name_applying(self, applying: str | None) -> None:
+        """Name the resource or invoke whose call it was, in place (notes and traceback stay)."""
+        self.applying = applying
+        where = f" for {applying}" if applying else ""
+        self.args = (
+            f"AWS would refuse {self.service} {self.operation}{where}: "
+            + "; ".join(str(violation) for violation in self.violations),
+        )
 
 
 @contextmanager
@@ -77,27 +79,20 @@ def applying(what: str) -> Iterator[None]:
     try:
         yield
     except ServiceModelViolation as violation:
-        if violation.applying:
-            raise
-        raise violation.applying_to(what) from None
+        if not violation.applying:
+            violation.name_applying(what)
+        raise
 
 
 def names_what_it_applies(method: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """For the engine's `new_resource` and `call`. A violation raised while applying a resource
-    names it (`aws:backup/plan:Plan "vision-backup"`) and fails the run. One raised while answering
-    an invoke fails that invoke, as AWS's validation error fails the data source, and the program
-    sees it as it sees any failed lookup (gpu-cloud's lookups turn it into a stack file error)."""
+    """For the engine's `new_resource`: a violation raised while applying a resource names it
+    (`aws:backup/plan:Plan "vision-backup"`) and fails the run. (One raised while answering an
+    invoke fails that invoke, as any AWS error does: `MotoEngine.call`.)"""
 
     @functools.wraps(method)
     def applying_it(engine: Any, args: Any) -> Any:
-        token = getattr(args, "token", None)
-        if token is None:
-            with applying(f'{args.typ} "{args.name}"'):
-                return method(engine, args)
-        try:
+        with applying(f'{args.typ} "{args.name}"'):
             return method(engine, args)
-        except ServiceModelViolation as violation:
-            return {}, [("", f"{token}: {violation}")]
     return applying_it
 
 
