@@ -249,6 +249,7 @@ def check(resource_type: str, name: str, inputs: dict[str, Any]) -> list[RuleVio
     return found
 
 
+@cache
 def checked_properties(resource_type: str) -> frozenset[str]:
     """The property paths of a type that a value rule checks (list elements written `[]`)."""
     entry = resource_rules(resource_type) or {}
