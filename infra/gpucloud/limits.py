@@ -33,3 +33,8 @@ def alarm_window_problem(period_seconds: int, evaluation_periods: int) -> str | 
             f"allows an alarm{' whose period is under an hour' if short else ''}"
         )
     return None
+
+
+MAX_REQUIREMENT_SETS = 4
+"""Auto Scaling takes "up to four separate sets of instance requirements per Auto Scaling group"
+(botocore autoscaling model 2011-01-01, LaunchTemplateOverrides `InstanceRequirements`)."""

@@ -15,7 +15,7 @@ import pulumi
 from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE
 from gpucloud.components.encrypted_volume import ATTACH_TAG
 from gpucloud.lookups import InstanceTypeFacts
-from gpucloud.lookups.requirements import MAX_REQUIREMENT_SETS
+from gpucloud.limits import MAX_REQUIREMENT_SETS
 from gpucloud.userdata.render import (
     NodeBootstrap,
     instance_type_has_nvlink,

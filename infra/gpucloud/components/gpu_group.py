@@ -143,10 +143,6 @@ class GpuInstanceGroupArgs:
             )
 
 
-def _now() -> datetime.datetime:
-    return capacity.utc_now()
-
-
 def _utc(moment: datetime.datetime) -> str:
     return moment.astimezone(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -194,7 +190,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
 
         desired = args.min_size if args.desired_capacity is None else args.desired_capacity
         min_size = args.min_size
-        waits_for_block = args.capacity_block_window is not None and args.capacity_block_window[0] > _now() + SCHEDULE_LEAD
+        waits_for_block = args.capacity_block_window is not None and args.capacity_block_window[0] > capacity.utc_now() + SCHEDULE_LEAD
         if waits_for_block:
             min_size = desired = 0
         uses_spot = args.uses_spot
@@ -278,7 +274,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
         declared, so one that ran (AWS deletes it) never comes back with a time in the past."""
         start, end = args.capacity_block_window
         schedules = []
-        if end - BLOCK_SCALE_IN_LEAD <= _now() + SCHEDULE_LEAD:
+        if capacity.scale_in_missed(end):
             return schedules
         if waits_for_block:
             schedules.append(aws.autoscaling.Schedule(

@@ -46,6 +46,12 @@ def utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
+def scale_in_missed(end: datetime.datetime) -> bool:
+    """Whether a block ending at `end` is too close to its end for the group's scale-to-zero
+    action (BLOCK_SCALE_IN_LEAD before the end) to be declared SCHEDULE_LEAD ahead."""
+    return end - BLOCK_SCALE_IN_LEAD <= utc_now() + SCHEDULE_LEAD
+
+
 @dataclass(frozen=True)
 class CapacityReservation:
     id: str
@@ -63,14 +69,12 @@ class CapacityReservation:
 @dataclass(frozen=True)
 class CapacityBlockOffering:
     """An offering as the data source gives it: its dates are not known here, only that it starts
-    and ends within the search window (`window_start`, `window_end`)."""
+    and ends within the search window the stack file's offer gives."""
 
     id: str
     instance_type: str
     instance_count: int
     availability_zone: str
-    window_start: datetime.datetime
-    window_end: datetime.datetime
     duration_hours: int
     upfront_usd: float
     currency: str = "USD"
@@ -152,8 +156,6 @@ def lookup_offering(offer: CapacityBlockOffer) -> CapacityBlockOffering | None:
         instance_type=found.instance_type,
         instance_count=found.instance_count,
         availability_zone=found.availability_zone,
-        window_start=start,
-        window_end=end,
         duration_hours=found.capacity_duration_hours,
         upfront_usd=float(found.upfront_fee),
         currency=found.currency_code or "USD",
@@ -230,7 +232,7 @@ def group_capacity(group: GroupConfig, key: str, lookups: AwsLookups, problems: 
         problem = reservation_problem(found, group, set())
         if problem is None and found.instance_count < group.max_size:
             problem = f"{block.reservation_id} holds {found.instance_count} instances, fewer than maxSize {group.max_size}"
-        if problem is None and found.end and found.end - BLOCK_SCALE_IN_LEAD <= utc_now() + SCHEDULE_LEAD:
+        if problem is None and found.end and scale_in_missed(found.end):
             problem = (f"{block.reservation_id} ends {found.end:%Y-%m-%d %H:%M} UTC: the group's scale-in, "
                        f"{BLOCK_SCALE_IN_LEAD.seconds // 60} minutes before the end so that nodes drain before EC2 "
                        "reclaims them, has run or cannot be scheduled in time; drop capacity.capacityBlock or name "

@@ -90,9 +90,6 @@ def region_gpu_types() -> tuple[GpuTypeAttributes, ...]:
 
 REQUIREMENT_FLOOR = 1
 """The least minimum terraform-provider-aws takes for an Auto Scaling group's vcpu_count and memory_mib."""
-MAX_REQUIREMENT_SETS = 4
-"""Auto Scaling takes "up to four separate sets of instance requirements per Auto Scaling group"
-(botocore autoscaling model 2011-01-01, LaunchTemplateOverrides `InstanceRequirements`)."""
 
 
 def aws_instance_requirements(requirements: InstanceRequirementsConfig, allowed: list[str]) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from gpucloud.limits import MAX_REQUIREMENT_SETS
 from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, refused, register_update, resource
 
 
@@ -24,11 +25,6 @@ def _template_spec(spec: dict[str, Any] | None, id_key: str = "launchTemplateId"
 
 def _bounds(value: dict[str, Any] | None) -> dict[str, Any] | None:
     return drop_none({"Min": (value or {}).get("min"), "Max": (value or {}).get("max")}) if value else None
-
-
-MAX_REQUIREMENT_SETS = 4
-"""Auto Scaling takes "up to four separate sets of instance requirements per Auto Scaling group"
-(botocore autoscaling model 2011-01-01, LaunchTemplateOverrides `InstanceRequirements`)."""
 
 
 def _instance_requirements(requirements: dict[str, Any] | None) -> dict[str, Any] | None:
