@@ -65,18 +65,11 @@ def backup_role_name(base: str) -> str:
     return f"gpu-cloud-{base}-backup"
 
 
-def backup_vault_name(base: str) -> str:
-    return f"gpu-cloud-{base}"
-
-
-def backup_plan_name(base: str) -> str:
-    """No suffix: a 40-character base leaves none (`-daily` made 56 characters, over the 50 a plan
-    name takes); the plan's one rule is named `daily`."""
-    return f"gpu-cloud-{base}"
-
-
-def backup_selection_name(base: str) -> str:
-    """Unique within its plan only, and as long as the plan's name at most (`-volumes` made 58)."""
+def backup_name(base: str) -> str:
+    """The stack's backup vault, plan and selection all take this one name: no suffix, since a
+    40-character base leaves room for none in the 50 characters AWS Backup takes (`-daily` made a
+    plan name of 56, `-volumes` a selection name of 58). A selection's name is unique within its
+    plan only; the plan's one rule is named `daily`."""
     return f"gpu-cloud-{base}"
 
 

@@ -11,7 +11,7 @@ import pulumi_aws as aws
 
 from gpucloud.components.encrypted_volume import BACKUP_TAG
 from gpucloud.documents import backup_assume_role_policy
-from gpucloud.naming import backup_plan_name, backup_role_name, backup_selection_name, backup_vault_name
+from gpucloud.naming import backup_name, backup_role_name
 
 BACKUP_SERVICE_POLICY = "arn:{partition}:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup"
 DAILY_AT_3_UTC = "cron(0 3 * * ? *)"
@@ -43,7 +43,8 @@ class VolumeBackup(pulumi.ComponentResource):
     def __init__(self, name: str, args: VolumeBackupArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-cloud:index:VolumeBackup", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        vault_name = backup_vault_name(args.project)
+        name_of_all = backup_name(args.project)
+        vault_name = name_of_all
         self.vault = aws.backup.Vault(
             f"{name}-vault",
             name=vault_name,
@@ -53,7 +54,7 @@ class VolumeBackup(pulumi.ComponentResource):
         )
         self.plan = aws.backup.Plan(
             f"{name}-plan",
-            name=backup_plan_name(args.project),
+            name=name_of_all,
             rules=[
                 {
                     "rule_name": "daily",
@@ -85,7 +86,7 @@ class VolumeBackup(pulumi.ComponentResource):
         )
         self.selection = aws.backup.Selection(
             f"{name}-selection",
-            name=backup_selection_name(args.project),
+            name=name_of_all,
             plan_id=self.plan.id,
             iam_role_arn=self.role.arn,
             selection_tags=[{"type": "STRINGEQUALS", "key": BACKUP_TAG, "value": args.project}],
