@@ -13,6 +13,10 @@ STACK_TAG = "gpu-cloud:stack"
 """Carries a stack's name base on everything it creates: what a node may touch is scoped by it,
 while the `Project` tag stays the project's, for budgets and cost reports."""
 
+GROUP_TAG = "GpuGroup"
+"""Names the group on the stack's per-group resources, and on a Capacity Block bought for a group
+(`gpucloud capacity buy` finds a block an interrupted run bought by it, instead of buying again)."""
+
 NAME_BASE_MAX_LENGTH = 40
 """The longest base every name below takes: AWS Backup vault names are 2-50 characters
 (https://docs.aws.amazon.com/aws-backup/latest/devguide/API_CreateBackupVault.html, read

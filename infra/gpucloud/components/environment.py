@@ -26,6 +26,7 @@ from gpucloud.lookups.requirements import aws_instance_requirements
 from gpucloud.userdata.bundle import build_agent_bundle
 from gpucloud.naming import (
     AUTOSCALING_SERVICE,
+    GROUP_TAG,
     access_logs_bucket_name,
     artifacts_bucket_name,
     autoscaling_group_name,
@@ -282,7 +283,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
         prefix = f"{name}-{settings.name}"
         base = stack.settings.name_base
         asg_name = autoscaling_group_name(base, settings.name)
-        tags = {**stack.settings.tags, "GpuGroup": settings.name}
+        tags = {**stack.settings.tags, GROUP_TAG: settings.name}
         access = config.access
         security_group = GpuSecurityGroup(
             f"{prefix}-net",

@@ -22,12 +22,10 @@ import yaml
 
 from gpucloud.config import CapacityBlockOffer, StackSettings
 from gpucloud.lookups.capacity import USABLE_STATES
+from gpucloud.naming import GROUP_TAG, STACK_TAG
 
 INSTANCE_PLATFORM = "Linux/UNIX"
 """The platform the group's images run (the plan refuses a block of another platform)."""
-GROUP_TAG = "GpuGroup"
-"""The tag the stack's per-group resources carry; the bought block carries it too, so a block
-bought by an interrupted run is found again instead of bought twice."""
 
 
 class CapacityError(Exception):
@@ -85,7 +83,7 @@ def find_offering(ec2, offer: CapacityBlockOffer, zones: set[str]) -> Offering |
 def held_blocks(ec2, settings: StackSettings, group: str) -> list[dict[str, Any]]:
     """Capacity Blocks this stack's group already bought that still take instances."""
     filters = [{"Name": f"tag:{key}", "Values": [value]}
-               for key, value in (("gpu-cloud:stack", settings.name_base), (GROUP_TAG, group))]
+               for key, value in ((STACK_TAG, settings.name_base), (GROUP_TAG, group))]
     reservations = ec2.describe_capacity_reservations(Filters=filters)["CapacityReservations"]
     return [item for item in reservations
             if item.get("ReservationType") == "capacity-block" and item.get("State") in USABLE_STATES]
