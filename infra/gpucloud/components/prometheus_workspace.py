@@ -13,8 +13,6 @@ import pulumi_aws as aws
 from gpucloud.documents import prometheus_remote_write_policy
 from gpucloud.naming import PROMETHEUS_RULES_NAMESPACE, prometheus_log_group_prefix, prometheus_remote_write_url
 
-RULES_NAMESPACE = PROMETHEUS_RULES_NAMESPACE
-
 
 @dataclass(frozen=True)
 class PrometheusWorkspaceArgs:
@@ -78,7 +76,7 @@ class PrometheusWorkspace(pulumi.ComponentResource):
             self.workspace_arn = self.workspace.arn
         self.rules_namespace = aws.amp.RuleGroupNamespace(
             f"{name}-rules",
-            name=RULES_NAMESPACE,
+            name=PROMETHEUS_RULES_NAMESPACE,
             workspace_id=self.workspace_id,
             data=args.rules,
             tags=args.tags,
