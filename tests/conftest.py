@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-
-import botocore.loaders
 import botocore.session
 import moto.kms.models
 import pytest
 
 from gpucloud.config import load_stack_file
 from gpucloud.testing import moto_account
+from gpucloud.testing.account import _service_models
 from support import EXAMPLE_STACKS, STACKS, ExampleStack, deploy
 
 
@@ -53,26 +51,12 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
-_create_loader = botocore.loaders.create_loader
-
-
-@functools.cache
-def _loader(search_path_string: str | None) -> botocore.loaders.Loader:
-    return _create_loader(search_path_string)
-
-
-def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
-    loader = _loader(search_path_string)
-    loader.search_paths[:] = list(dict.fromkeys(loader.search_paths))  # boto3 appends its folder per session
-    return loader
-
-
 @pytest.fixture(autouse=True)
 def service_models_parsed_once(monkeypatch):
     """Every botocore session a test makes reads AWS's service models through one loader: a new
     session parsed the large JSON models again (the state backend's tests spent a third of their
-    CPU time on it). The engine's accounts do the same with a loader of their own."""
-    monkeypatch.setattr(botocore.session, "create_loader", _shared_loader)
+    CPU time on it). It is the loader the engine's accounts share (gpucloud.testing.account)."""
+    monkeypatch.setattr(botocore.session, "create_loader", _service_models)
 
 
 class _KeyMaterialOnFirstUse:

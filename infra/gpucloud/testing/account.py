@@ -193,8 +193,12 @@ class _FilesParsedOnce(botocore.loaders.JSONFileLoader):
 
 def _service_models(search_path_string: str | None = None) -> botocore.loaders.Loader:
     """One loader of AWS's service models per data path (AWS_DATA_PATH): a new botocore session
-    parses the large JSON models again (EC2's alone takes a tenth of a second)."""
-    return _loader_for(search_path_string or "")
+    parses the large JSON models again (EC2's alone takes a tenth of a second). boto3 appends its
+    own data folder to a session's loader for every session it makes, so the shared loader's search
+    paths are kept free of repeats."""
+    loader = _loader_for(search_path_string or "")
+    loader.search_paths[:] = list(dict.fromkeys(loader.search_paths))
+    return loader
 
 
 @functools.cache
