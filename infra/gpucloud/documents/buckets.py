@@ -6,21 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpucloud.bucket_rules import tls_only_statement
+from gpucloud.documents.node import S3_READ_ACTIONS, S3_WRITE_ACTIONS
 from gpucloud.documents.services import Document
 
 
-NODE_S3_ACTIONS = [
-    "s3:AbortMultipartUpload",
-    "s3:DeleteObject",
-    "s3:GetObject",
-    "s3:GetObjectTagging",
-    "s3:GetObjectVersion",
-    "s3:ListBucket",
-    "s3:ListMultipartUploadParts",
-    "s3:PutObject",
-    "s3:PutObjectTagging",
-]
-"""Every S3 action the node role holds (`s3_prefix_statements` and the agent bundle fetch)."""
+NODE_S3_ACTIONS = sorted({"s3:ListBucket", *S3_READ_ACTIONS, *S3_WRITE_ACTIONS})
+"""Every S3 action the node role holds (`s3_prefix_statements`, whose reads cover the agent bundle
+fetch), built from the same lists so the endpoint policy cannot fall behind the role."""
 
 
 def aws_owned_package_buckets(region: str) -> list[str]:

@@ -21,6 +21,16 @@ def ec2_assume_role_policy() -> Document:
     return service_trust_policy("ec2.amazonaws.com")
 
 
+S3_READ_ACTIONS = ["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion"]
+S3_WRITE_ACTIONS = [
+    "s3:AbortMultipartUpload",
+    "s3:DeleteObject",
+    "s3:ListMultipartUploadParts",
+    "s3:PutObject",
+    "s3:PutObjectTagging",
+]
+
+
 def s3_prefix_statements(partition: str, bucket: str, read_prefixes: Sequence[str], write_prefixes: Sequence[str]) -> list[Document]:
     """Read on read prefixes, read/write on write prefixes, listing only under those prefixes."""
     bucket_arn = f"arn:{partition}:s3:::{bucket}"
@@ -36,7 +46,7 @@ def s3_prefix_statements(partition: str, bucket: str, read_prefixes: Sequence[st
         {
             "Sid": "ReadGrantedPrefixes",
             "Effect": "Allow",
-            "Action": ["s3:GetObject", "s3:GetObjectTagging", "s3:GetObjectVersion"],
+            "Action": S3_READ_ACTIONS,
             "Resource": [f"{bucket_arn}/{prefix}*" for prefix in readable],
         },
     ]
@@ -45,13 +55,7 @@ def s3_prefix_statements(partition: str, bucket: str, read_prefixes: Sequence[st
             {
                 "Sid": "WriteGrantedPrefixes",
                 "Effect": "Allow",
-                "Action": [
-                    "s3:AbortMultipartUpload",
-                    "s3:DeleteObject",
-                    "s3:ListMultipartUploadParts",
-                    "s3:PutObject",
-                    "s3:PutObjectTagging",
-                ],
+                "Action": S3_WRITE_ACTIONS,
                 "Resource": [f"{bucket_arn}/{prefix}*" for prefix in sorted(write_prefixes)],
             }
         )
