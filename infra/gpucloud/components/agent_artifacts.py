@@ -62,14 +62,7 @@ class AgentArtifacts(pulumi.ComponentResource):
         )
         under_bucket = pulumi.ResourceOptions(parent=self.bucket)
         settings = [
-            aws.s3.BucketPublicAccessBlock(
-                f"{name}-public-access-block", bucket=self.bucket.id, block_public_acls=True,
-                block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True, opts=under_bucket,
-            ),
-            aws.s3.BucketOwnershipControls(
-                f"{name}-ownership", bucket=self.bucket.id, rule={"object_ownership": "BucketOwnerEnforced"},
-                opts=under_bucket,
-            ),
+            *private_bucket(name, self.bucket.id, under_bucket),
             aws.s3.BucketVersioning(
                 f"{name}-versioning", bucket=self.bucket.id, versioning_configuration={"status": "Enabled"},
                 opts=under_bucket,
@@ -85,7 +78,8 @@ class AgentArtifacts(pulumi.ComponentResource):
                 opts=under_bucket,
             ),
         ]
-        deployer = aws.iam.get_session_context_output(arn=aws.get_caller_identity_output().arn)
+        caller = aws.get_caller_identity_output()
+        deployer = aws.iam.get_session_context_output(arn=caller.arn)
         self.policy = aws.s3.BucketPolicy(
             f"{name}-policy",
             bucket=self.bucket.id,
@@ -94,7 +88,9 @@ class AgentArtifacts(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(parent=self.bucket, depends_on=settings),
         )
-        self._access_logs(name, args, settings)
+        self._access_logs(name, args, args.account_id or caller.account_id)
+        lifecycle(f"{name}-retention", self.bucket.id, versioned_bucket_rule("gpu-cloud-artifacts-retention"),
+                  pulumi.ResourceOptions(parent=self.bucket, depends_on=settings))
         self.bundle = aws.s3.BucketObjectv2(
             f"{name}-agent-bundle",
             bucket=self.bucket.id,
@@ -120,26 +116,18 @@ class AgentArtifacts(pulumi.ComponentResource):
             }
         )
 
-    def _access_logs(self, name: str, args: AgentArtifactsArgs, settings: list[pulumi.Resource]) -> None:
+    def _access_logs(self, name: str, args: AgentArtifactsArgs, account_id: pulumi.Input[str]) -> None:
         """The log bucket (SSE-S3: server access logs are not delivered to a bucket whose default
-        encryption is SSE-KMS, S3 user guide, "Enabling Amazon S3 server access logging"), the
-        artifacts bucket's logging into it, and both buckets' lifecycle rules."""
+        encryption is SSE-KMS, S3 user guide, "Enabling Amazon S3 server access logging"), its
+        retention, and the artifacts bucket's logging into it."""
         log_bucket_name = args.log_bucket_name or f"{args.bucket_name[:51].rstrip('-.')}-access-logs"
-        account_id = args.account_id or aws.get_caller_identity_output().account_id
         logs = aws.s3.Bucket(
             f"{name}-access-logs", bucket=log_bucket_name, force_destroy=True,
             tags={**args.tags, "Name": log_bucket_name}, opts=pulumi.ResourceOptions(parent=self),
         )
         under_logs = pulumi.ResourceOptions(parent=logs)
         log_settings = [
-            aws.s3.BucketPublicAccessBlock(
-                f"{name}-access-logs-public-access-block", bucket=logs.id, block_public_acls=True,
-                block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True, opts=under_logs,
-            ),
-            aws.s3.BucketOwnershipControls(
-                f"{name}-access-logs-ownership", bucket=logs.id, rule={"object_ownership": "BucketOwnerEnforced"},
-                opts=under_logs,
-            ),
+            *private_bucket(f"{name}-access-logs", logs.id, under_logs),
             aws.s3.BucketServerSideEncryptionConfiguration(
                 f"{name}-access-logs-encryption", bucket=logs.id,
                 rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}], opts=under_logs,
@@ -161,9 +149,19 @@ class AgentArtifacts(pulumi.ComponentResource):
             target_prefix=ARTIFACTS_ACCESS_LOG_PREFIX,
             opts=pulumi.ResourceOptions(parent=self.bucket, depends_on=[*log_settings, log_policy]),
         )
-        lifecycle(f"{name}-retention", self.bucket.id, versioned_bucket_rule("gpu-cloud-artifacts-retention"),
-                  pulumi.ResourceOptions(parent=self.bucket, depends_on=settings))
-        self.log_bucket_name = logs.id
+
+
+def private_bucket(name: str, bucket: pulumi.Input[str], opts: pulumi.ResourceOptions) -> list[pulumi.Resource]:
+    """Every public access block on, and the bucket owner owns every object (ACLs off)."""
+    return [
+        aws.s3.BucketPublicAccessBlock(
+            f"{name}-public-access-block", bucket=bucket, block_public_acls=True,
+            block_public_policy=True, ignore_public_acls=True, restrict_public_buckets=True, opts=opts,
+        ),
+        aws.s3.BucketOwnershipControls(
+            f"{name}-ownership", bucket=bucket, rule={"object_ownership": "BucketOwnerEnforced"}, opts=opts,
+        ),
+    ]
 
 
 def lifecycle(name: str, bucket: pulumi.Input[str], rule: dict, opts: pulumi.ResourceOptions) -> aws.s3.BucketLifecycleConfiguration:
