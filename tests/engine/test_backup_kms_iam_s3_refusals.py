@@ -82,6 +82,37 @@ def test_access_logs_to_a_bucket_encrypted_with_kms_by_default_are_refused(accou
         run_program(program, account)
 
 
+def logging_into(policy_for_delivery):
+    """A program that logs one bucket into another whose policy `policy_for_delivery(logs_arn)` makes."""
+    def program():
+        source = aws.s3.Bucket("source", bucket="team-artifacts-source")
+        logs = aws.s3.Bucket("logs", bucket="team-artifacts-logs")
+        policy = aws.s3.BucketPolicy("logs", bucket=logs.id,
+                                     policy=logs.arn.apply(lambda arn: json.dumps(policy_for_delivery(arn))))
+        aws.s3.BucketLogging("logging", bucket=source.id, target_bucket=logs.id, target_prefix="source/",
+                             opts=pulumi.ResourceOptions(depends_on=[policy]))
+    return program
+
+
+def delivery_statement(resource: str) -> dict:
+    return {"Effect": "Allow", "Principal": {"Service": "logging.s3.amazonaws.com"},
+            "Action": "s3:PutObject", "Resource": resource}
+
+
+def test_access_logs_to_a_bucket_whose_policy_lets_log_delivery_write_nothing_there_are_refused(account):
+    other_prefix = logging_into(lambda arn: {"Version": "2012-10-17", "Statement": [delivery_statement(f"{arn}/other/*")]})
+
+    with pytest.raises(ClientError, match="lets logging.s3.amazonaws.com put no object under source/"):
+        run_program(other_prefix, account)
+
+
+def test_access_logs_to_a_bucket_whose_policy_lets_log_delivery_write_under_the_prefix_are_taken(account):
+    deployment = run_program(
+        logging_into(lambda arn: {"Version": "2012-10-17", "Statement": [delivery_statement(f"{arn}/source/*")]}), account)
+
+    assert [r.type for r in deployment.resources if r.type == "aws:s3/bucketLogging:BucketLogging"]
+
+
 def test_a_lifecycle_rule_of_zero_days_is_refused(account):
     def program():
         bucket = aws.s3.Bucket("bucket", bucket="team-lifecycle")

@@ -70,6 +70,9 @@ class Account:
     policies naming them are taken, and their lookups answer "not known" (`seed_account`)."""
     alert_manager_definitions: dict[str, str] = field(default_factory=dict)
     """Workspace id -> its alert manager definition: moto has none, and AMP keeps one per workspace."""
+    bucket_policies: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Bucket name -> its policy: the engine checks bucket policies and keeps them from moto
+    (`set_bucket_policy`), so what reads them later (server access logging) reads them here."""
 
     def client(self, service: str) -> Any:
         """The account's boto3 client for `service`; each call it makes is first checked against

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import fnmatch
 import ipaddress
 import json
 import re
@@ -10,7 +11,7 @@ import urllib.parse
 from typing import Any
 
 from gpucloud.testing.handlers.kms import require_key
-from gpucloud.testing.handlers.statements import listed, statements
+from gpucloud.testing.handlers.statements import allows, listed, principals, statements
 from gpucloud.testing.registry import (
     Account,
     Created,
@@ -157,6 +158,7 @@ def set_bucket_policy(account: Account, request: ResourceRequest) -> Created:
     outside = _resources_outside(bucket, document)
     if outside:
         raise refused("PutBucketPolicy", "MalformedPolicy", f"Policy has invalid resource: {', '.join(outside)}")
+    account.bucket_policies[bucket] = document
     return Created(
         id=bucket,
         validated=False,
@@ -250,6 +252,22 @@ def _default_encryption(account: Account, bucket: str) -> str | None:
                  if "ApplyServerSideEncryptionByDefault" in rule), None)
 
 
+LOG_DELIVERY = "logging.s3.amazonaws.com"
+
+
+def _log_delivery_allowed(policy: dict[str, Any] | None, target: str, prefix: str) -> bool:
+    """Whether a target bucket's policy lets S3's log delivery put objects under the prefix: with
+    ACLs disabled (bucket owner enforced) that grant is the only way in (S3 user guide, "Enabling
+    Amazon S3 server access logging", permissions for the logging service principal; read
+    2026-11-25). Its conditions (the source bucket and account) are not evaluated here."""
+    key = f"arn:aws:s3:::{target}/{prefix}"
+    return any(
+        allows(statement, "s3:PutObject") and LOG_DELIVERY in principals(statement, "Service")
+        and any(fnmatch.fnmatchcase(key, re.sub(r"^arn:aws[a-z-]*:", "arn:aws:", pattern)) for pattern in listed(statement.get("Resource")))
+        for statement in statements(policy or {})
+    )
+
+
 @resource("aws:s3/bucketLogging:BucketLogging")
 def set_logging(account: Account, request: ResourceRequest) -> Created:
     """Server access logging into a target bucket that must exist in the bucket's Region and
@@ -276,6 +294,10 @@ def set_logging(account: Account, request: ResourceRequest) -> Created:
     if _default_encryption(account, target) == "aws:kms":
         raise refused("PutBucketLogging", "InvalidTargetBucketForLogging",
                       f"{target} encrypts by default with SSE-KMS: S3 delivers no server access logs to it (use SSE-S3)")
+    if not _log_delivery_allowed(account.bucket_policies.get(target), target, inputs.get("targetPrefix") or ""):
+        raise refused("PutBucketLogging", "InvalidTargetBucketForLogging",
+                      f"{target}'s bucket policy lets {LOG_DELIVERY} put no object under {inputs.get('targetPrefix') or '/'}: "
+                      "S3 would deliver no log (declare the policy before the logging, which depends on it)")
     from moto.s3.models import s3_backends
 
     partition = account.arn("s3", "").split(":")[1]
