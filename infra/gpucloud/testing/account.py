@@ -12,6 +12,7 @@ import logging
 import os
 import runpy
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,12 @@ from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER
 from gpucloud.testing.engine import AppliedResource, MotoEngine, RecordingMonitor
 from gpucloud.testing.registry import Account
+
+_ENGINE_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpucloud-engine")
+"""Where the Pulumi runtime sends resource registrations and invokes (`run_in_executor`). The
+engine applies one resource at a time under its lock, so the runtime's default pool (cores + 4
+threads) only adds threads that queue for that lock and the GIL: at 50 groups a plan took 6% less
+time on one thread (median of four pairs, 9.39 s against 8.80 s)."""
 
 FAKE_CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -319,7 +326,9 @@ def run_program(
     )
     settings.SETTINGS.rpc_manager.clear()
     settings.SETTINGS.outputs.clear()
-    _ensure_event_loop().set_exception_handler(_report_unretrieved_without_traceback)
+    loop = _ensure_event_loop()
+    loop.set_exception_handler(_report_unretrieved_without_traceback)
+    loop.set_default_executor(_ENGINE_THREAD)
     with _collector_tuned():
         _sync_await(run_pulumi_func(program))
         outputs = _stack_outputs()
