@@ -1,0 +1,285 @@
+"""What a group's nodes serve once the health gate has passed: JupyterLab, TensorBoard and
+container services (`groups[].services`).
+
+The default AMI (Deep Learning Base OSS Nvidia Driver GPU AMI, Ubuntu 22.04) carries Docker and the
+NVIDIA container toolkit (its release notes list `nvidia_container_toolkit_version`, docker-ce and
+containerd among the installed packages) but no JupyterLab, no TensorBoard and no ML framework
+(https://docs.aws.amazon.com/dlami/latest/devguide/appendix-ami-release-notes.html, read
+2026-11-25). So JupyterLab and TensorBoard come from PyPI at the service's first start
+(`install: pip`), or from an image of your own that has them (`install: image` with `amiId`), and
+container images come from a registry the nodes can reach: without the internet
+(`network.egress: endpointsOnly`) only the account's ECR in the stack's region, through its
+endpoints.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import Field, StringConstraints, field_validator, model_validator
+
+from gpucloud.config.errors import NAMESPACE
+from gpucloud.config.fields import ConfigModel, ResourceName, shaped
+from gpucloud.naming import jupyter_token_parameter_name
+
+if TYPE_CHECKING:
+    from gpucloud.config.groups import GroupConfig
+    from gpucloud.config.stack import StackConfig
+
+JUPYTER_PORT = 8888
+TENSORBOARD_PORT = 6006
+RESERVED_PORTS = {22: "SSH", JUPYTER_PORT: "JupyterLab", TENSORBOARD_PORT: "TensorBoard",
+                  9835: "the node's GPU exporter", 9836: "the node's readings endpoint"}
+"""Host ports a container service may not publish: taken on every node or by the other services."""
+
+ECR_IMAGE = re.compile(
+    r"(?P<account>[0-9]{12})\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z]{2}(?:-gov)?-[a-z]+-[0-9])\.amazonaws\.com(?:\.cn)?"
+    r"/(?P<repository>[a-z0-9][a-z0-9._/-]{1,255})(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})"
+)
+"""A private ECR image: `<account>.dkr.ecr.<region>.amazonaws.com/<repository>:<tag>` or `@sha256:<digest>`
+(ECR user guide, "Pulling an image", and the repository name pattern of CreateRepository,
+`(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*`, botocore ecr model, read 2026-11-25)."""
+
+ImageReference = Annotated[str, shaped(
+    r"(?:[a-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9][a-z0-9._/-]*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})",
+    "use a pinned image reference, [registry/]repository:tag or [registry/]repository@sha256:<digest>", 400)]
+EnvName = Annotated[str, shaped(r"[A-Za-z_][A-Za-z0-9_]*", "use letters, digits and _, not starting with a digit", 128)]
+EnvValue = Annotated[str, StringConstraints(max_length=1024)]
+Argument = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+SECRET_LOOKING = re.compile(r"SECRET|PASSWORD|PASSWD|TOKEN|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL", re.IGNORECASE)
+LocalPath = Annotated[str, shaped(r"/[A-Za-z0-9._\-/]*", "use an absolute path of letters, digits and . _ - /", 200)]
+Install = Literal["pip", "image"]
+"""pip: the node installs a pinned release from PyPI into its own virtual environment at the
+service's first start (needs the internet); image: the group's AMI (`amiId`) already has it."""
+
+
+class JupyterConfig(ConfigModel):
+    """JupyterLab on port 8888, started by the node agent after the health gate. Its token lives in
+    SSM Parameter Store (SecureString, the project key): `gpucloud connect` says how to read it."""
+
+    install: Install = "pip"
+    """pip: the node installs a pinned JupyterLab from PyPI at the service's first start (needs the internet, so
+    not with egress endpointsOnly); image: the group's own AMI (amiId) has it."""
+    root_dir: LocalPath | None = None
+    """Where notebooks live. Default: /persist/home on a group with persistentVolumeGiB (it survives
+    the node), else /data/home with dataVolumeGiB, else /home/ubuntu."""
+
+
+class TensorBoardConfig(ConfigModel):
+    """TensorBoard on port 6006, reading an S3 prefix the nodes may read, or a local directory."""
+
+    install: Install = "pip"
+    """pip: the node installs a pinned TensorBoard from PyPI at the service's first start (needs the internet, so
+    not with egress endpointsOnly); image: the group's own AMI (amiId) has it."""
+    log_dir: Annotated[str, shaped(r"(s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]/[A-Za-z0-9._\-=/]*|/[A-Za-z0-9._\-/]*)",
+                                   "use s3://<data.bucket>/<prefix>/ or an absolute local path", 300)] | None = None
+    """Default: `s3://<data.bucket>/<the first of data.writePrefixes>`."""
+
+
+class HealthCheckConfig(ConfigModel):
+    """An HTTP GET on the service's port that the node agent polls; a load balancer uses the same path."""
+
+    path: Annotated[str, shaped(r"/[A-Za-z0-9._~\-/?=&%]*", "use a URL path starting with /", 255)] = "/"
+    """The URL path the node agent GETs on the service's port; an answer of 2xx or 3xx is healthy."""
+    interval_seconds: int = Field(default=30, ge=5, le=300)
+    """Seconds between two checks."""
+    timeout_seconds: int = Field(default=5, ge=2, le=120)
+    """Seconds one check may take; below intervalSeconds."""
+    unhealthy_threshold: int = Field(default=3, ge=2, le=10)
+    """Failed checks in a row, past startPeriodSeconds, after which the agent stops the container (systemd then
+    restarts it per restartPolicy)."""
+    start_period_seconds: int = Field(default=600, ge=0, le=3600)
+    """How long a starting service (a model server loading weights) may fail checks without counting."""
+
+    @model_validator(mode="after")
+    def timeout_within_interval(self) -> HealthCheckConfig:
+        if self.timeout_seconds >= self.interval_seconds:
+            raise ValueError(f"timeoutSeconds {self.timeout_seconds} must be below intervalSeconds {self.interval_seconds}")
+        return self
+
+
+class ContainerConfig(ConfigModel):
+    """One container service, run by systemd with Docker and the NVIDIA container runtime on the
+    default bridge network (its port published on the node), restarted per `restartPolicy`."""
+
+    name: ResourceName
+    """The service's name, unique in the group: its systemd unit is `gpucloud-container@<name>` and its container
+    `gpucloud-<name>`."""
+    image: ImageReference
+    """A pinned image, `[registry/]repository:tag` or `@sha256:<digest>` (the tag latest is refused); with egress
+    endpointsOnly, only this account's ECR in the stack's region."""
+    command: list[Argument] | None = Field(default=None, min_length=1, max_length=64)
+    """Arguments given after the image, as an argv list (no shell): they replace the image's CMD."""
+    env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=50)
+    """Environment variables, name to value. Values travel in clear in the launch template's user data, so names
+    that look like secrets (TOKEN, SECRET, PASSWORD, ...) are refused."""
+    gpus: int | Literal["all"] = "all"
+    """GPUs the container sees: all, or a count from 0 (none) to 16."""
+    port: int | None = Field(default=None, ge=1, le=65535)
+    """The port the service listens on, published on the node as the same port; unique in the group, not 22, 8888,
+    6006, 9835 or 9836. A healthCheck and an endpoint need it."""
+    health_check: HealthCheckConfig | None = None
+    restart_policy: Literal["always", "on-failure", "no"] = "always"
+    """When systemd restarts the container after it exits or is stopped for failing its health check."""
+
+    @field_validator("image")
+    @classmethod
+    def image_is_pinned(cls, image: str) -> str:
+        if image.endswith(":latest"):
+            raise ValueError(f"{image!r} names the tag latest, which moves: nodes launched on different days would run "
+                             "different images; pin a version tag or a digest")
+        return image
+
+    @field_validator("gpus")
+    @classmethod
+    def gpu_count_is_sane(cls, gpus: int | str) -> int | str:
+        if isinstance(gpus, int) and not 0 <= gpus <= 16:
+            raise ValueError(f"{gpus} is not a GPU count: use 0 to 16, or all")
+        return gpus
+
+    @field_validator("port")
+    @classmethod
+    def port_is_free(cls, port: int | None) -> int | None:
+        if port in RESERVED_PORTS:
+            raise ValueError(f"{port} is taken by {RESERVED_PORTS[port]} on every node; publish another port")
+        return port
+
+    @field_validator("env")
+    @classmethod
+    def env_holds_no_secret(cls, env: dict[str, str]) -> dict[str, str]:
+        """Values travel in the launch template's user data, readable by anyone who may describe it."""
+        secret = sorted(name for name in env if SECRET_LOOKING.search(name))
+        if secret:
+            raise ValueError(f"{', '.join(secret)} looks like a secret, and env values travel in clear in the launch "
+                             "template's user data: keep it in SSM Parameter Store or Secrets Manager and have the "
+                             "container read it with the node role (AWS credentials come from the instance role)")
+        if any("\x00" in value for value in env.values()):
+            raise ValueError("values must not contain NUL characters")
+        return env
+
+    @model_validator(mode="after")
+    def health_check_needs_a_port(self) -> ContainerConfig:
+        if self.health_check is not None and self.port is None:
+            raise ValueError("healthCheck polls the service's port: give port")
+        return self
+
+    @property
+    def ecr(self) -> re.Match[str] | None:
+        """The image's ECR account, region and repository, when it is a private ECR image."""
+        return ECR_IMAGE.fullmatch(self.image)
+
+
+class ServicesConfig(ConfigModel):
+    """What a group's nodes serve. Nothing by default: the boot path adds only what is asked for."""
+
+    jupyter: JupyterConfig | None = None
+    tensorboard: TensorBoardConfig | None = None
+    containers: list[ContainerConfig] = Field(default_factory=list, max_length=8)
+    """Container services, with unique names and ports."""
+
+    @field_validator("containers")
+    @classmethod
+    def names_and_ports_are_unique(cls, containers: list[ContainerConfig]) -> list[ContainerConfig]:
+        names = [container.name for container in containers]
+        ports = [container.port for container in containers if container.port is not None]
+        for what, values in (("name", names), ("port", ports)):
+            repeated = sorted({str(value) for value in values if values.count(value) > 1})
+            if repeated:
+                raise ValueError(f"two containers share the {what} {', '.join(repeated)}")
+        return containers
+
+    @property
+    def any(self) -> bool:
+        return bool(self.jupyter or self.tensorboard or self.containers)
+
+    @property
+    def ecr_images(self) -> list[re.Match[str]]:
+        return [match for match in (container.ecr for container in self.containers) if match]
+
+    def port_of(self, port: int) -> ContainerConfig | None:
+        """The container service that publishes `port` (the endpoint's target), if any."""
+        return next((container for container in self.containers if container.port == port), None)
+
+
+def service_problems(config: StackConfig, region: str) -> list[tuple[str, str]]:
+    """Rules that tie a group's services to the rest of the stack, each named by the key to change."""
+    problems: list[tuple[str, str]] = []
+    offline = config.network.egress == "endpointsOnly"
+    for index, group in enumerate(config.groups):
+        services = group.services
+        key = f"{NAMESPACE}:groups[{index}].services"
+        for name, service in (("jupyter", services.jupyter), ("tensorboard", services.tensorboard)):
+            if service is None:
+                continue
+            if service.install == "image" and group.ami_id is None:
+                problems.append((f"{key}.{name}.install", (
+                    f"image says the AMI has {name}, but the group runs the default AMI, which carries none: give "
+                    "amiId (an image you built with it) or use install: pip")))
+            if service.install == "pip" and offline:
+                problems.append((f"{key}.{name}.install", (
+                    f"pip installs {name} from PyPI, which network.egress endpointsOnly cannot reach, and the default "
+                    "AMI lacks it: build an AMI with it (amiId, install: image) or use egress: nat")))
+        if services.tensorboard is not None:
+            problem = _log_dir_problem(config, services.tensorboard.log_dir)
+            if problem:
+                problems.append((f"{key}.tensorboard.logDir", problem))
+        for number, container in enumerate(services.containers):
+            image_key = f"{key}.containers[{number}].image"
+            ecr = container.ecr
+            if offline and ecr is None:
+                problems.append((image_key, (
+                    f"{container.image} comes from a registry on the internet, which network.egress endpointsOnly cannot "
+                    f"reach: push it to this account's ECR in {region} and name it there, or use egress: nat")))
+            elif offline and ecr["region"] != region:
+                problems.append((image_key, (
+                    f"{container.image} is in ECR in {ecr['region']}, and the stack's ECR endpoints reach only "
+                    f"{region}: replicate it to {region} or use egress: nat")))
+    return problems
+
+
+def _log_dir_problem(config: StackConfig, log_dir: str | None) -> str | None:
+    data = config.data
+    if log_dir is None:
+        if data is None or not data.write_prefixes:
+            return ("has no default without data.writePrefixes (TensorBoard reads the group's write prefix): "
+                    "give logDir, s3://<data.bucket>/<prefix>/ or a local path")
+        return None
+    if not log_dir.startswith("s3://"):
+        return None
+    bucket, _, key = log_dir.removeprefix("s3://").partition("/")
+    granted = [*data.read_prefixes, *data.write_prefixes] if data else []
+    if data is None or bucket != data.bucket or not any(f"{key.rstrip('/')}/".startswith(prefix) for prefix in granted):
+        return (f"{log_dir} is outside what the node role may read: use s3://<data.bucket>/ under one of "
+                "data.readPrefixes or data.writePrefixes")
+    return None
+
+
+def tensorboard_log_dir(config: StackConfig, tensorboard: TensorBoardConfig) -> str:
+    """The directory TensorBoard reads: the given logDir, else the stack's first write prefix."""
+    if tensorboard.log_dir:
+        return tensorboard.log_dir
+    assert config.data is not None and config.data.write_prefixes, "service_problems refuses this"
+    return f"s3://{config.data.bucket}/{config.data.write_prefixes[0]}"
+
+
+def ecr_repository_arns(partition: str, groups: Sequence[GroupConfig]) -> list[str]:
+    """The repositories of the groups' private ECR images, by ARN: the only ones the node role may pull."""
+    return sorted({f"arn:{partition}:ecr:{match['region']}:{match['account']}:repository/{match['repository']}"
+                   for group in groups for match in group.services.ecr_images})
+
+
+def token_parameter_arn(partition: str, region: str, account_id: str, name: str) -> str:
+    """A parameter's ARN: its name already starts with `/`."""
+    return f"arn:{partition}:ssm:{region}:{account_id}:parameter{name}"
+
+
+def node_services_grants(config: StackConfig, partition: str, region: str, account_id: str, base: str) -> dict[str, list[str]]:
+    """What the node role's services policy names: each JupyterLab group's token parameter and the
+    ECR repositories of the container images (documents.node_services.node_services_policy)."""
+    return {
+        "token_parameter_arns": [token_parameter_arn(partition, region, account_id, jupyter_token_parameter_name(base, group.name))
+                                 for group in config.groups if group.services.jupyter is not None],
+        "ecr_repository_arns": ecr_repository_arns(partition, config.groups),
+    }

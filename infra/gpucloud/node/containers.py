@@ -1,0 +1,147 @@
+"""`serve container NAME`: one container service, run by gpucloud-container@NAME.service (beside
+this module) once the gate has passed, with Docker and the NVIDIA container runtime that the
+default AMI carries.
+
+The container runs in the foreground on Docker's default bridge network, its port published on
+the node (the launch template's metadata hop limit is 2 for such groups, so it reaches IMDS and
+the instance role's credentials). Environment values reach Docker through its own environment
+(`--env NAME` takes the value from there), never on a command line. This process polls the
+health check and, past the start period, ends the container after `unhealthy_threshold` failures
+in a row and exits 1: systemd's Restart= (the restart policy, a drop-in `services` writes) decides
+whether it comes back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gpucloud.node.commands import CommandRunner
+from gpucloud.node.services import ServiceError, base_environment, load_services, SERVICES_PATH
+
+CONTAINER_PREFIX = "gpucloud-"
+PULL_TIMEOUT_S = 3600
+"""Model server images run to tens of GB."""
+EXIT_UNHEALTHY = 1
+DOCKER_CONFIG_DIR = "/run/gpucloud/docker/{}"
+
+log = logging.getLogger(__name__)
+
+
+def container_settings(name: str, path: str = SERVICES_PATH) -> dict[str, Any]:
+    document = load_services(path) or {}
+    for container in document.get("containers") or ():
+        if container["name"] == name:
+            return {"region": document.get("region"), **container}
+    raise ServiceError(f"{path} names no container {name!r}")
+
+
+def registry_of(image: str) -> str:
+    return image.split("/", 1)[0]
+
+
+def ecr_login(ecr: Any, image: str, config_dir: str) -> None:
+    """Docker credentials for the image's ECR registry, good for 12 hours: GetAuthorizationToken's
+    token is already base64 of `AWS:<password>`, the `auth` Docker's config.json keeps (ECR user
+    guide, "Private registry authentication", read 2026-11-25). It goes into a root-only config
+    directory of this service's own (`docker --config`), never onto a command line."""
+    token = ecr.get_authorization_token()["authorizationData"][0]["authorizationToken"]
+    directory = Path(config_dir)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    target = directory / "config.json"
+    temporary = directory / ".config.json.tmp"
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump({"auths": {registry_of(image): {"auth": token}}}, handle)
+    os.replace(temporary, target)
+
+
+def docker_run_argv(container: Mapping[str, Any]) -> list[str]:
+    """`docker run` for the service: its GPUs, port, environment names and command, no shell."""
+    argv = ["docker", "run", "--rm", "--name", CONTAINER_PREFIX + container["name"], "--init"]
+    gpus = container.get("gpus")
+    if gpus == "all":
+        argv += ["--gpus", "all"]
+    elif gpus:
+        argv += ["--gpus", str(gpus)]
+    if container.get("port"):
+        argv += ["--publish", f"{container['port']}:{container['port']}"]
+    for name in sorted(container.get("env") or {}):
+        argv += ["--env", name]
+    argv += ["--env", "AWS_REGION", "--env", "AWS_DEFAULT_REGION"]
+    argv.append(container["image"])
+    argv += list(container.get("command") or ())
+    return argv
+
+
+def container_environment(container: Mapping[str, Any], region: str | None) -> dict[str, str]:
+    return {**base_environment(region), **(container.get("env") or {})}
+
+
+def healthy(port: int, path: str, timeout_s: float) -> bool:
+    """An HTTP GET on the node's published port answers 2xx or 3xx."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout_s) as response:
+            return 200 <= response.status < 400
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def supervise(process: Any, container: Mapping[str, Any], probe: Callable[[int, str, float], bool] = healthy,
+              clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+              stop: Callable[[], None] | None = None) -> int:
+    """Wait on the container, probing its health check; the container's exit status, or
+    EXIT_UNHEALTHY after it was stopped for failing `unhealthy_threshold` checks in a row."""
+    health = container.get("health")
+    if not health:
+        return process.wait()
+    started = clock()
+    failures = 0
+    while process.poll() is None:
+        sleep(health["interval_seconds"])
+        if process.poll() is not None:
+            break
+        if probe(container["port"], health["path"], health["timeout_seconds"]):
+            failures = 0
+            continue
+        if clock() - started < health["start_period_seconds"]:
+            continue
+        failures += 1
+        if failures >= health["unhealthy_threshold"]:
+            log.error("%s failed %d health checks in a row on port %d%s: stopping it", container["name"],
+                      failures, container["port"], health["path"])
+            (stop or process.terminate)()
+            process.wait()
+            return EXIT_UNHEALTHY
+    return process.returncode
+
+
+def serve_container(name: str, run: CommandRunner, ecr_client: Callable[[str], Any], path: str = SERVICES_PATH,
+                    popen: Callable[..., Any] = subprocess.Popen, config_dir: str | None = None) -> int:
+    """Log in (ECR), pull, clear a leftover container of the same name, then run and supervise it."""
+    container = container_settings(name, path)
+    region = container["region"]
+    config_dir = config_dir or DOCKER_CONFIG_DIR.format(name)
+    try:
+        pull = ["docker", "pull", "--quiet", container["image"]]
+        if container.get("ecr_region"):
+            ecr_login(ecr_client(container["ecr_region"]), container["image"], config_dir)
+            pull[1:1] = ["--config", config_dir]
+        pulled = run(pull, PULL_TIMEOUT_S)
+        if not pulled.ok:
+            raise ServiceError(f"docker pull {container['image']}: {pulled.describe_failure(PULL_TIMEOUT_S)}")
+    except ServiceError as error:
+        log.error("%s", error)
+        return 1
+    run(["docker", "rm", "--force", CONTAINER_PREFIX + name], 60)
+    process = popen(docker_run_argv(container), env=container_environment(container, region))
+    docker_stop = lambda: run(["docker", "stop", "--time", "30", CONTAINER_PREFIX + name], 60)  # noqa: E731
+    return supervise(process, container, stop=docker_stop)

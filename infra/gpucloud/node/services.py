@@ -1,0 +1,147 @@
+"""`services`: start what the group serves (JupyterLab, TensorBoard, containers) once the health
+gate has passed, and the pieces the service commands share.
+
+The systemd unit of each service ships beside its module (gpucloud-jupyter.service beside
+jupyter.py, ...); the agent bundle installs them all, and none is enabled: only this command,
+run by gpucloud-node-services.service (which Requires= and follows the gate), starts those the
+group's /etc/gpucloud/services.json names. A node of a group that serves nothing has no such file,
+and the command does nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pwd
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gpucloud.node.commands import CommandRunner
+
+SERVICES_PATH = "/etc/gpucloud/services.json"
+SYSTEMD_RUNTIME_DIR = "/run/systemd/system"
+JUPYTER_UNIT = "gpucloud-jupyter.service"
+TENSORBOARD_UNIT = "gpucloud-tensorboard.service"
+CONTAINER_UNIT = "gpucloud-container@{}.service"
+SERVICE_USER = "ubuntu"
+"""The default AMI's login user: JupyterLab and TensorBoard run as it, not as root."""
+INSTALL_TIMEOUT_S = 1800
+RESTART = {"always": "always", "on-failure": "on-failure", "no": "no"}
+"""Container restart policies, as systemd's Restart= spells them."""
+
+log = logging.getLogger(__name__)
+
+
+class ServiceError(RuntimeError):
+    """A service cannot start: a missing install, an unreadable token, a bad services file."""
+
+
+def load_services(path: str = SERVICES_PATH) -> dict[str, Any] | None:
+    """The group's services document, or None on a node of a group that serves nothing."""
+    try:
+        document = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as error:
+        raise ServiceError(f"cannot read {path}: {error}") from error
+    if not isinstance(document, dict):
+        raise ServiceError(f"{path} must hold a JSON object")
+    return document
+
+
+def units_to_start(document: Mapping[str, Any]) -> list[str]:
+    units = []
+    if document.get("jupyter"):
+        units.append(JUPYTER_UNIT)
+    if document.get("tensorboard"):
+        units.append(TENSORBOARD_UNIT)
+    units += [CONTAINER_UNIT.format(container["name"]) for container in document.get("containers") or ()]
+    return units
+
+
+def restart_drop_in(container: Mapping[str, Any]) -> str:
+    """The per-container drop-in that sets systemd's Restart= from the container's restart policy."""
+    return f"[Service]\nRestart={RESTART[container['restart']]}\n"
+
+
+def start_services(run: CommandRunner, path: str = SERVICES_PATH, runtime_dir: str = SYSTEMD_RUNTIME_DIR) -> int:
+    """Start the group's services (the gate has passed: this runs after it). 0 when all started."""
+    document = load_services(path)
+    if document is None:
+        log.info("this group serves nothing")
+        return 0
+    for container in document.get("containers") or ():
+        drop_in = Path(runtime_dir) / f"{CONTAINER_UNIT.format(container['name'])}.d" / "restart.conf"
+        drop_in.parent.mkdir(parents=True, exist_ok=True)
+        drop_in.write_text(restart_drop_in(container), encoding="utf-8")
+    failed = 0
+    for argv in (["systemctl", "daemon-reload"], ["systemctl", "start", "--no-block", *units_to_start(document)]):
+        result = run(argv, 120)
+        if not result.ok:
+            failed += 1
+            log.error("%s: %s", " ".join(argv), result.describe_failure(120))
+    return 1 if failed else 0
+
+
+def service_settings(name: str, path: str = SERVICES_PATH) -> dict[str, Any]:
+    document = load_services(path)
+    if not document or not document.get(name):
+        raise ServiceError(f"{path} asks for no {name}")
+    return {"region": document.get("region"), **document[name]}
+
+
+def install_venv(run: CommandRunner, directory: str, requirements: list[str], python: str = "/usr/bin/python3") -> str:
+    """A virtual environment at `directory` with the pinned requirements (once: an existing one is
+    kept), seeing the image's own packages (boto3); returns its bin directory."""
+    bin_dir = f"{directory}/bin"
+    marker = Path(directory) / ".gpucloud-installed"
+    wanted = "\n".join(requirements) + "\n"
+    if marker.exists() and marker.read_text(encoding="utf-8") == wanted:
+        return bin_dir
+    create = [python, "-m", "venv", "--system-site-packages", "--clear", directory]
+    pip = [f"{bin_dir}/python", "-m", "pip", "install", "--quiet", "--no-input", *requirements]
+    created = run(create, INSTALL_TIMEOUT_S)
+    if not created.ok:
+        # Debian and Ubuntu leave ensurepip out of the system Python until python3-venv is installed.
+        run(["apt-get", "install", "-y", "-q", "python3-venv"], INSTALL_TIMEOUT_S,
+            {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        created = run(create, INSTALL_TIMEOUT_S)
+    for argv, result in ((create, created), (pip, None)):
+        result = result or run(argv, INSTALL_TIMEOUT_S)
+        if not result.ok:
+            raise ServiceError(f"{' '.join(argv[:4])}: {result.describe_failure(INSTALL_TIMEOUT_S)}")
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(wanted, encoding="utf-8")
+    return bin_dir
+
+
+def exec_as(user: str, argv: list[str], env: Mapping[str, str], cwd: str) -> None:
+    """Become `user` and replace this process with argv (systemd keeps watching the same pid); HOME
+    is the user's own unless `env` sets it."""
+    account = pwd.getpwnam(user)
+    os.chdir(cwd)
+    if os.getuid() == 0:
+        os.initgroups(user, account.pw_gid)
+        os.setgid(account.pw_gid)
+        os.setuid(account.pw_uid)
+    os.execve(argv[0], argv, {"HOME": account.pw_dir, **env, "USER": user, "LOGNAME": user})
+
+
+def prepare_directory(path: str, user: str) -> None:
+    """Create `path` owned by `user` (a fresh home on the persistent volume); an existing one is kept."""
+    account = pwd.getpwnam(user)
+    target = Path(path)
+    if not target.exists():
+        target.mkdir(parents=True)
+        os.chown(target, account.pw_uid, account.pw_gid)
+
+
+def base_environment(region: str | None) -> dict[str, str]:
+    """What a service's process sees: a plain PATH, the region for AWS SDKs; credentials come from
+    the instance role through IMDS, and every GPU is visible."""
+    env = {"PATH": "/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
+    if region:
+        env.update(AWS_REGION=region, AWS_DEFAULT_REGION=region)
+    return env

@@ -1,0 +1,49 @@
+"""`serve tensorboard`: TensorBoard on port 6006, run by gpucloud-tensorboard.service (beside this
+module) once the gate has passed, reading the group's S3 write prefix or a local directory.
+
+TensorBoard reads `s3://` log directories itself when boto3 is importable (its gfile stand-in
+without TensorFlow, tensorboard/compat/tensorflow_stub/io/gfile.py, S3FileSystem; read
+2026-11-25): the image's boto3 serves, through the virtual environment's system site packages,
+with the instance role's credentials.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Callable
+
+from gpucloud.node.commands import CommandRunner
+from gpucloud.node.services import (
+    SERVICE_USER,
+    ServiceError,
+    base_environment,
+    exec_as,
+    install_venv,
+    service_settings,
+)
+
+PORT = 6006
+VENV = "/opt/gpucloud/tensorboard"
+REQUIREMENTS = ["tensorboard==2.20.0"]
+
+log = logging.getLogger(__name__)
+
+
+def tensorboard_argv(bin_dir: str | None, log_dir: str) -> list[str]:
+    program = f"{bin_dir}/tensorboard" if bin_dir else (shutil.which("tensorboard") or "tensorboard")
+    return [program, f"--logdir={log_dir}", "--host=0.0.0.0", f"--port={PORT}"]
+
+
+def serve_tensorboard(run: CommandRunner, path: str | None = None, become: Callable[..., None] = exec_as,
+                      venv: str = VENV) -> int:
+    """Install (once), then become TensorBoard. Returns only on failure."""
+    settings = service_settings("tensorboard", *([path] if path else []))
+    try:
+        bin_dir = install_venv(run, venv, REQUIREMENTS) if settings["install"] == "pip" else None
+    except ServiceError as error:
+        log.error("cannot install TensorBoard: %s", error)
+        return 1
+    env = base_environment(settings["region"])
+    become(SERVICE_USER, tensorboard_argv(bin_dir, settings["log_dir"]), env, "/tmp")
+    return 1

@@ -1,0 +1,126 @@
+"""`groups[].services`: what a group's nodes serve, refused where it could not work, naming the key."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucloud.config import ConfigError
+from gpucloud.config.node_endpoints import missing_interface_endpoints
+from support import minimal_config, settings_for
+
+ECR_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/vllm:v0.6.3"
+OFFLINE = {"egress": "endpointsOnly", "interfaceEndpoints": [
+    "ssm", "ssmmessages", "ec2messages", "autoscaling", "logs", "monitoring", "ec2"]}
+
+
+def with_services(services, network=None, **group):
+    base = {"name": "workers", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 2, "services": services, **group}
+    values = minimal_config(groups=[base])
+    if network is not None:
+        values["network"] = network
+    return values
+
+
+def problems(values):
+    with pytest.raises(ConfigError) as error:
+        settings_for(values)
+    assert all("\n" not in reason for _, reason in error.value.problems)
+    return error.value.problems
+
+
+def container(**changes):
+    return {"name": "vllm", "image": "vllm/vllm-openai:v0.6.3", "port": 8000, **changes}
+
+
+def test_a_group_serves_nothing_unless_it_asks():
+    services = settings_for(minimal_config()).config.groups[0].services
+    assert not services.any and services.containers == []
+
+
+def test_a_full_services_section_parses_with_its_defaults():
+    settings = settings_for(with_services({"jupyter": {}, "tensorboard": {}, "containers": [
+        container(healthCheck={"path": "/health"}, env={"HF_HOME": "/data/hf"}, gpus=2)]}))
+    services = settings.config.groups[0].services
+    assert services.jupyter.install == "pip" and services.tensorboard.log_dir is None
+    assert services.port_of(8000).health_check.start_period_seconds == 600
+    assert services.containers[0].restart_policy == "always" and services.containers[0].ecr is None
+
+
+@pytest.mark.parametrize(("changes", "key", "reason"), [
+    ({"image": "vllm/vllm-openai:latest"}, "containers[0].image", "pin a version tag or a digest"),
+    ({"image": "vllm/vllm-openai"}, "containers[0].image", "pinned image reference"),
+    ({"port": 8888}, "containers[0].port", "JupyterLab"),
+    ({"port": 22}, "containers[0].port", "SSH"),
+    ({"gpus": 17}, "containers[0].gpus", "0 to 16"),
+    ({"env": {"HF_TOKEN": "hf_abc"}}, "containers[0].env", "looks like a secret"),
+    ({"env": {"1BAD": "x"}}, "containers[0].env", "not starting with a digit"),
+    ({"port": None, "healthCheck": {"path": "/health"}}, "containers[0]", "give port"),
+    ({"healthCheck": {"intervalSeconds": 5, "timeoutSeconds": 5}}, "containers[0].healthCheck", "below intervalSeconds"),
+    ({"restartPolicy": "unless-stopped"}, "containers[0].restartPolicy", "always"),
+])
+def test_a_container_that_could_not_run_is_refused_naming_its_key(changes, key, reason):
+    [(found, why)] = problems(with_services({"containers": [container(**changes)]}))
+    assert found.startswith(f"gpu-cloud:groups[0].services.{key}") and reason in why, (found, why)
+
+
+def test_two_containers_may_not_share_a_name_or_a_port():
+    [(key, why)] = problems(with_services({"containers": [container(), container(name="other")]}))
+    assert key == "gpu-cloud:groups[0].services.containers" and "port 8000" in why
+
+
+def test_tensorboard_needs_a_write_prefix_or_a_log_dir():
+    values = with_services({"tensorboard": {}})
+    values["data"] = {"bucket": "demo-data", "readPrefixes": ["datasets/"]}
+    [(key, why)] = problems(values)
+    assert key == "gpu-cloud:groups[0].services.tensorboard.logDir" and "data.writePrefixes" in why
+    values["groups"][0]["services"] = {"tensorboard": {"logDir": "/scratch/runs"}}
+    assert settings_for(values).config.groups[0].services.tensorboard.log_dir == "/scratch/runs"
+
+
+@pytest.mark.parametrize("log_dir", ["s3://other-bucket/runs/", "s3://demo-data/secrets/"])
+def test_tensorboard_reads_only_what_the_node_role_may_read(log_dir):
+    [(key, why)] = problems(with_services({"tensorboard": {"logDir": log_dir}}))
+    assert key == "gpu-cloud:groups[0].services.tensorboard.logDir" and "outside what the node role may read" in why
+
+
+def test_install_image_needs_an_image_of_your_own():
+    [(key, why)] = problems(with_services({"jupyter": {"install": "image"}}))
+    assert key == "gpu-cloud:groups[0].services.jupyter.install" and "amiId" in why
+    assert settings_for(with_services({"jupyter": {"install": "image"}}, amiId="ami-0123456789abcdef0"))
+
+
+def test_without_the_internet_pip_installs_and_registry_images_are_refused_naming_each_key():
+    found = problems(with_services({"jupyter": {}, "tensorboard": {}, "containers": [container()]}, network=OFFLINE))
+    keys = {key for key, _ in found}
+    assert {"gpu-cloud:groups[0].services.jupyter.install", "gpu-cloud:groups[0].services.tensorboard.install",
+            "gpu-cloud:groups[0].services.containers[0].image"} <= keys
+    assert any("PyPI" in why for _, why in found) and any("this account's ECR" in why for _, why in found)
+
+
+def test_without_the_internet_an_ecr_image_needs_both_ecr_endpoints_and_its_own_region():
+    [(key, why)] = problems(with_services({"containers": [container(image=ECR_IMAGE)]}, network=OFFLINE))
+    assert key == "gpu-cloud:network.interfaceEndpoints"
+    assert "ecr.api (groups[0].services.containers: GetAuthorizationToken)" in why and "ecr.dkr" in why
+    network = {**OFFLINE, "interfaceEndpoints": [*OFFLINE["interfaceEndpoints"], "ecr.api", "ecr.dkr"]}
+    settings = settings_for(with_services({"containers": [container(image=ECR_IMAGE)]}, network=network))
+    assert missing_interface_endpoints(settings.config) == {}
+    elsewhere = ECR_IMAGE.replace("us-east-1", "eu-west-1")
+    [(key, why)] = problems(with_services({"containers": [container(image=elsewhere)]}, network=network))
+    assert key == "gpu-cloud:groups[0].services.containers[0].image" and "replicate it to us-east-1" in why
+
+
+def test_a_jupyter_group_needs_the_ssm_endpoint_even_without_session_manager():
+    network = {"egress": "endpointsOnly", "interfaceEndpoints": ["autoscaling", "logs", "monitoring", "ec2"]}
+    values = with_services({"jupyter": {"install": "image"}}, network=network, amiId="ami-0123456789abcdef0")
+    values["access"] = {"ssm": False}
+    [(key, why)] = problems(values)
+    assert key == "gpu-cloud:network.interfaceEndpoints"
+    assert "ssm (groups[0].services.jupyter: GetParameter, PutParameter)" in why
+
+
+def test_the_s3_gateway_endpoint_lets_ecr_layers_through():
+    from gpucloud.documents import s3_gateway_endpoint_policy
+
+    policy = s3_gateway_endpoint_policy("aws", "123456789012", "us-east-1", ["demo-data"])
+    [aws_owned] = [statement for statement in policy["Statement"] if statement["Sid"] == "AnyoneReadsAwsOwnedPackageBuckets"]
+    assert "arn:aws:s3:::prod-us-east-1-starport-layer-bucket/*" in aws_owned["Resource"]
