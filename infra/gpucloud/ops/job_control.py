@@ -1,0 +1,139 @@
+"""`gpucloud logs` and `gpucloud stop`: a running or finished job found again by its id.
+
+A job is found by its record (`<write prefix>jobs/<job id>/job.json`, written by `run`); a stack
+without a write prefix keeps no record, and the job is found by its commands' comment instead
+(`gpucloud job <id> attempt <n>`, which `run` sets; Run Command keeps commands 30 days).
+Run Command writes each node's output to the job log group as the streams
+`<command id>/<instance id>/<step>/stdout` and `.../stderr`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gpucloud.config import StackSettings
+from gpucloud.naming import autoscaling_group_name, job_log_group_name
+from gpucloud.ops.jobs import TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, stop_attempt
+from gpucloud.ops.nodes import Node, ordered_nodes
+
+RUNNING_COMMAND = frozenset({"Pending", "InProgress", "Cancelling"})
+"""Command statuses while some node may still write output (SSM API reference, Command `Status`)."""
+
+
+def find_job(clients: Clients, settings: StackSettings, job_id: str) -> Job:
+    """The job's record, or (without a write prefix) the job rebuilt from its commands."""
+    from botocore.exceptions import ClientError
+
+    uri = checkpoint_uri(settings, job_id)
+    if uri:
+        bucket, _, key = uri[len("s3://"):].partition("/")
+        try:
+            body = clients.s3.get_object(Bucket=bucket, Key=f"{key}job.json")["Body"].read()
+        except ClientError as error:
+            if error.response["Error"]["Code"] in ("NoSuchKey", "404"):
+                raise JobError(f"no job {job_id!r} on stack {settings.stack!r} (nothing at {uri}job.json)") from None
+            raise
+        return Job.from_json(body.decode("utf-8"))
+    return _job_from_commands(clients, settings, job_id)
+
+
+def _job_from_commands(clients: Clients, settings: StackSettings, job_id: str) -> Job:
+    marker = f"gpucloud job {job_id} attempt "
+    commands: list[dict[str, Any]] = []
+    for page in clients.ssm.get_paginator("list_commands").paginate():
+        commands += [command for command in page["Commands"] if (command.get("Comment") or "").startswith(marker)]
+    if not commands:
+        raise JobError(f"no job {job_id!r} on stack {settings.stack!r}: Run Command has no command for it "
+                       "(it keeps commands 30 days)")
+    group = job_id.rsplit("-", 2)[0]
+    job = Job(job_id=job_id, stack=settings.stack, group=group,
+              group_name=autoscaling_group_name(settings.name_base, group), nodes=0, command=[])
+    for command in sorted(commands, key=lambda item: int(item["Comment"][len(marker):] or 0)):
+        nodes = ordered_nodes(clients.ec2, list(command["InstanceIds"]))
+        job.attempts.append(Attempt(int(command["Comment"][len(marker):]), command["CommandId"], nodes))
+        job.nodes = len(command["InstanceIds"])
+    return job
+
+
+def _command_running(clients: Clients, command_id: str) -> bool:
+    commands = clients.ssm.list_commands(CommandId=command_id)["Commands"]
+    return bool(commands) and commands[0]["Status"] in RUNNING_COMMAND
+
+
+def _label(attempt: Attempt, stream: str) -> str:
+    """`attempt 0 node 1 10.0.0.7 stdout` for a stream `<command>/<instance>/<step>/stdout`."""
+    parts = stream.split("/")
+    instance_id, kind = (parts[1], parts[-1]) if len(parts) >= 3 else ("?", stream)
+    for rank, node in enumerate(attempt.nodes):
+        if node.instance_id == instance_id:
+            return f"attempt {attempt.attempt} node {rank} {node.private_ip} {kind}"
+    return f"attempt {attempt.attempt} {instance_id} {kind}"
+
+
+def logs(clients: Clients, settings: StackSettings, job_id: str, follow: bool = False,
+         say: Callable[[str], None] = print, clock: Clock | None = None, poll: float = 5.0) -> Job:
+    """Print the job's output, every attempt in order, each line labelled with its node; with
+    `follow`, keep printing until the last attempt's command has ended on every node."""
+    clock = clock or Clock()
+    job = find_job(clients, settings, job_id)
+    group = job_log_group_name(settings.name_base)
+    for index, attempt in enumerate(job.attempts):
+        last = index == len(job.attempts) - 1
+        seen: set[str] = set()
+        while True:
+            running = follow and last and _command_running(clients, attempt.command_id)
+            for event in _events(clients, group, attempt.command_id):
+                if event["eventId"] not in seen:
+                    seen.add(event["eventId"])
+                    say(f"[{_label(attempt, event['logStreamName'])}] {event['message'].rstrip()}")
+            if not running:
+                break
+            clock.sleep(poll)
+    return job
+
+
+def _events(clients: Clients, group: str, command_id: str) -> list[dict[str, Any]]:
+    from botocore.exceptions import ClientError
+
+    events: list[dict[str, Any]] = []
+    request = {"logGroupName": group, "logStreamNamePrefix": f"{command_id}/"}
+    try:
+        while True:
+            page = clients.logs.filter_log_events(**request)
+            events += [event for event in page.get("events", []) if event["logStreamName"].startswith(request["logStreamNamePrefix"])]
+            if not page.get("nextToken") or page["nextToken"] == request.get("nextToken"):
+                break
+            request["nextToken"] = page["nextToken"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+            return []
+        raise
+    return sorted(events, key=lambda event: (event["timestamp"], event["logStreamName"]))
+
+
+def stop(clients: Clients, settings: StackSettings, job_id: str, say: Callable[[str], None] = print) -> Job:
+    """Cancel the job's last attempt and stop its processes on the nodes still in service."""
+    job = find_job(clients, settings, job_id)
+    if not job.attempts:
+        raise JobError(f"job {job_id!r} never started on a node")
+    last = job.attempts[-1]
+    statuses = {node.instance_id: _status(clients, last.command_id, node) for node in last.nodes}
+    if all(status in TERMINAL for status in statuses.values()):
+        say(f"job {job_id} already ended (" + ", ".join(f"{iid}: {status}" for iid, status in statuses.items()) + ")")
+        return job
+    stopped = stop_attempt(clients, settings, job, last)
+    say(f"job {job_id}: cancelled command {last.command_id}; launch-stop sent to "
+        + (", ".join(f"{node.instance_id} ({node.private_ip})" for node in stopped) or "no node still in service"))
+    return job
+
+
+def _status(clients: Clients, command_id: str, node: Node) -> str:
+    from botocore.exceptions import ClientError
+
+    try:
+        return clients.ssm.get_command_invocation(CommandId=command_id, InstanceId=node.instance_id)["Status"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "InvocationDoesNotExist":
+            return "Pending"
+        raise

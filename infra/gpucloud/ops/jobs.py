@@ -1,0 +1,331 @@
+"""`gpucloud run`: a command on N in-service nodes of a group through SSM Run Command, with the
+rendezvous every launcher expects, resumed on a new set of nodes when one is replaced.
+
+What happens, in order: the group is raised to N nodes (within its maxSize) and `run` waits until
+N are InService (past the health gate); the first N by private IPv4 address are the job's nodes,
+the first the rendezvous master; the stack's job document goes to all of them at once, with its
+output to the job log group; `run` stays attached and reports each node's exit status. When one of
+the job's nodes leaves service before the command ends (spot interruption, an Xid fault the agent
+replaced), the other nodes' command is cancelled and stopped, `run` waits for N nodes again and
+sends the job with the next attempt number and the same checkpoint URI, up to `max_restarts`
+times; the launcher restores the last checkpoint from that URI. Without a write prefix there is no
+checkpoint URI and the job stops instead, as it does when the group does not get back to N nodes.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from gpucloud.config import StackSettings
+from gpucloud.documents.jobs import JOB_PARAMETERS, jobs_prefix, parameter_problem
+from gpucloud.naming import autoscaling_group_name, job_document_name, job_log_group_name
+from gpucloud.node.launcher import EXIT_DRAINED
+from gpucloud.ops.nodes import Node, in_service_instance_ids, ordered_nodes
+
+DEFAULT_PORT = 29500
+TERMINAL = frozenset({"Success", "Failed", "Cancelled", "TimedOut"})
+"""Invocation statuses after which the command no longer runs on that node (SSM API reference,
+GetCommandInvocation, `Status`; read 2026-11-25)."""
+DELIVERY_TIMEOUT_SECONDS = 600
+"""How long SSM tries to reach a node before the invocation times out undelivered."""
+
+
+class JobError(Exception):
+    """The job cannot start or cannot go on; the message says why and what to do."""
+
+
+@dataclass
+class Clients:
+    """The AWS clients the job commands use (boto3 clients in the stack's region)."""
+
+    autoscaling: Any
+    ec2: Any
+    ssm: Any
+    logs: Any
+    s3: Any
+
+    @classmethod
+    def of(cls, session) -> Clients:
+        return cls(*(session.client(name) for name in ("autoscaling", "ec2", "ssm", "logs", "s3")))
+
+
+@dataclass
+class Clock:
+    """Time as the waits see it; tests pass one whose sleep only moves `now` on."""
+
+    now: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+
+@dataclass
+class Attempt:
+    attempt: int
+    command_id: str
+    nodes: list[Node]
+
+
+@dataclass
+class Job:
+    """What `run` records at `<checkpoint URI>job.json`, and `logs` and `stop` read back."""
+
+    job_id: str
+    stack: str
+    group: str
+    group_name: str
+    nodes: int
+    command: list[str]
+    port: int = DEFAULT_PORT
+    gpus_per_node: int | None = None
+    image: str | None = None
+    checkpoint_uri: str | None = None
+    attempts: list[Attempt] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> Job:
+        data = json.loads(text)
+        data["attempts"] = [Attempt(item["attempt"], item["command_id"], [Node(**node) for node in item["nodes"]])
+                            for item in data.get("attempts", [])]
+        return cls(**data)
+
+    def parameters(self, attempt: int, nodes: Sequence[Node]) -> dict[str, list[str]]:
+        """The job document's parameters for one attempt on `nodes` (in rendezvous order)."""
+        values = {
+            "action": "launch",
+            "job": self.job_id,
+            "nodes": ",".join(node.private_ip for node in nodes),
+            "port": str(self.port),
+            "gpusPerNode": str(self.gpus_per_node or ""),
+            "image": self.image or "",
+            "attempt": str(attempt),
+            "checkpointUri": self.checkpoint_uri or "",
+            "commandB64": base64.b64encode(json.dumps(self.command).encode("utf-8")).decode("ascii"),
+        }
+        problems = [problem for name, value in values.items() if (problem := parameter_problem(name, value))]
+        if problems:
+            raise JobError("; ".join(problems))
+        assert set(values) == set(JOB_PARAMETERS)
+        return {name: [value] for name, value in values.items()}
+
+
+def new_job_id(group: str, now: datetime.datetime | None = None) -> str:
+    """`<group>-<utc yyyymmddhhmmss>-<4 hex>`: sortable by start, unique across runs."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    return f"{group}-{now:%Y%m%d%H%M%S}-{secrets.token_hex(2)}"
+
+
+def checkpoint_uri(settings: StackSettings, job_id: str) -> str | None:
+    """`s3://<bucket>/<first write prefix>jobs/<job id>/`, or None when the stack writes nowhere."""
+    data = settings.config.data
+    prefix = jobs_prefix(data.write_prefixes) if data else None
+    return f"s3://{data.bucket}/{prefix}{job_id}/" if prefix else None
+
+
+def _split_s3(uri: str) -> tuple[str, str]:
+    bucket, _, key = uri[len("s3://"):].partition("/")
+    return bucket, key
+
+
+def record(clients: Clients, job: Job) -> None:
+    """Write the job's record beside its checkpoints (nothing to write without a checkpoint URI)."""
+    if job.checkpoint_uri:
+        bucket, key = _split_s3(job.checkpoint_uri)
+        clients.s3.put_object(Bucket=bucket, Key=f"{key}job.json", Body=job.to_json().encode("utf-8"),
+                              ContentType="application/json")
+
+
+def new_job(settings: StackSettings, group: str, command: Sequence[str], nodes: int | None = None,
+            gpus_per_node: int | None = None, image: str | None = None, port: int = DEFAULT_PORT,
+            job_id: str | None = None) -> Job:
+    """The job as the stack file allows it, before any AWS call."""
+    groups = {candidate.name: candidate for candidate in settings.config.groups}
+    if group not in groups:
+        raise JobError(f"stack {settings.stack!r} has no group {group!r} (groups: {', '.join(groups)})")
+    if not settings.config.access.ssm:
+        raise JobError(f"stack {settings.stack!r} has access.ssm: false: its nodes run no SSM Agent channel for Run Command")
+    if not command:
+        raise JobError("no command: put it after --, e.g. gpucloud run ... -- torchrun ... train.py")
+    config = groups[group]
+    count = nodes or 1
+    if count < 1:
+        raise JobError(f"--nodes {count}: a job needs at least one node")
+    if count > config.max_size:
+        raise JobError(f"--nodes {count} is above group {group}'s maxSize {config.max_size} ({settings.source}): "
+                       "raise maxSize or ask for fewer nodes")
+    if count > 1 and not config.multi_node:
+        raise JobError(f"group {group} is not multiNode: its security group lets its nodes reach each other on no "
+                       "port, so a rendezvous of several nodes cannot form; set multiNode: true or use --nodes 1")
+    job_id = job_id or new_job_id(group)
+    return Job(job_id=job_id, stack=settings.stack, group=group,
+               group_name=autoscaling_group_name(settings.name_base, group), nodes=count, command=list(command),
+               port=port, gpus_per_node=gpus_per_node, image=image, checkpoint_uri=checkpoint_uri(settings, job_id))
+
+
+def raise_capacity(clients: Clients, job: Job, say: Callable[[str], None]) -> None:
+    """Raise the group's desired capacity to the job's node count (never lower it), within maxSize."""
+    found = clients.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[job.group_name])["AutoScalingGroups"]
+    if not found:
+        raise JobError(f"Auto Scaling group {job.group_name} does not exist: deploy the stack first (pulumi up)")
+    group = found[0]
+    if job.nodes > group["MaxSize"]:
+        raise JobError(f"--nodes {job.nodes} is above {job.group_name}'s MaxSize {group['MaxSize']} (a schedule may "
+                       "have lowered it): ask for fewer nodes or raise it")
+    if group["DesiredCapacity"] < job.nodes:
+        say(f"raising {job.group_name} from {group['DesiredCapacity']} to {job.nodes} nodes")
+        clients.autoscaling.set_desired_capacity(AutoScalingGroupName=job.group_name, DesiredCapacity=job.nodes,
+                                                 HonorCooldown=False)
+
+
+def wait_for_nodes(clients: Clients, job: Job, timeout: float, clock: Clock, poll: float = 15.0) -> list[Node] | None:
+    """The job's nodes once N are in service (the first N by address), or None at the timeout."""
+    deadline = clock.now() + timeout
+    while True:
+        in_service = in_service_instance_ids(clients.autoscaling, job.group_name)
+        if len(in_service) >= job.nodes:
+            return ordered_nodes(clients.ec2, in_service)[: job.nodes]
+        if clock.now() >= deadline:
+            return None
+        clock.sleep(poll)
+
+
+def send(clients: Clients, settings: StackSettings, job: Job, attempt: int, nodes: list[Node]) -> Attempt:
+    """Start one attempt of the job on `nodes`, output to the job log group."""
+    parameters = job.parameters(attempt, nodes)
+    command = clients.ssm.send_command(
+        InstanceIds=[node.instance_id for node in nodes],
+        DocumentName=job_document_name(settings.name_base),
+        Parameters=parameters,
+        Comment=f"gpucloud job {job.job_id} attempt {attempt}",
+        TimeoutSeconds=DELIVERY_TIMEOUT_SECONDS,
+        CloudWatchOutputConfig={"CloudWatchLogGroupName": job_log_group_name(settings.name_base),
+                                "CloudWatchOutputEnabled": True},
+    )["Command"]
+    started = Attempt(attempt, command["CommandId"], list(nodes))
+    job.attempts.append(started)
+    record(clients, job)
+    return started
+
+
+@dataclass(frozen=True)
+class NodeResult:
+    rank: int
+    node: Node
+    status: str
+    exit_code: int | None
+
+
+def _invocation(clients: Clients, command_id: str, instance_id: str) -> dict[str, Any]:
+    from botocore.exceptions import ClientError
+
+    try:
+        return clients.ssm.get_command_invocation(CommandId=command_id, InstanceId=instance_id)
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "InvocationDoesNotExist":
+            return {"Status": "Pending", "ResponseCode": -1}
+        raise
+
+
+def watch(clients: Clients, job: Job, started: Attempt, clock: Clock, poll: float = 15.0) -> tuple[list[NodeResult], list[Node]]:
+    """Wait for the attempt to end on every node. Returns each node's result, and the nodes lost
+    while it ran: those whose launcher exited EXIT_DRAINED (the node's drain stopped the job and
+    saved its checkpoint, the node is going) and those that left service. A node's drain can end
+    every command between two polls, so a finished attempt that did not succeed everywhere is
+    still checked for lost nodes before it counts as the job's end."""
+    while True:
+        results = []
+        for rank, node in enumerate(started.nodes):
+            invocation = _invocation(clients, started.command_id, node.instance_id)
+            code = invocation.get("ResponseCode")
+            results.append(NodeResult(rank, node, invocation["Status"],
+                                      code if invocation["Status"] in TERMINAL and code is not None and code >= 0 else None))
+        finished = all(result.status in TERMINAL for result in results)
+        if finished and all(result.exit_code == 0 for result in results):
+            return results, []
+        in_service = set(in_service_instance_ids(clients.autoscaling, job.group_name))
+        lost = [result.node for result in results
+                if result.exit_code == EXIT_DRAINED or result.node.instance_id not in in_service]
+        if lost or finished:
+            return results, lost
+        clock.sleep(poll)
+
+
+def stop_attempt(clients: Clients, settings: StackSettings, job: Job, started: Attempt) -> list[Node]:
+    """Cancel the attempt's command and stop the job's processes on the nodes still in service
+    (CancelCommand ends the SSM step; `launch-stop` also ends a container the step started)."""
+    clients.ssm.cancel_command(CommandId=started.command_id)
+    in_service = set(in_service_instance_ids(clients.autoscaling, job.group_name))
+    remaining = [node for node in started.nodes if node.instance_id in in_service]
+    if remaining:
+        clients.ssm.send_command(
+            InstanceIds=[node.instance_id for node in remaining],
+            DocumentName=job_document_name(settings.name_base),
+            Parameters={"action": ["launch-stop"], "job": [job.job_id]},
+            Comment=f"gpucloud job {job.job_id} stop",
+            TimeoutSeconds=DELIVERY_TIMEOUT_SECONDS,
+            CloudWatchOutputConfig={"CloudWatchLogGroupName": job_log_group_name(settings.name_base),
+                                    "CloudWatchOutputEnabled": True},
+        )
+    return remaining
+
+
+@dataclass(frozen=True)
+class Outcome:
+    job: Job
+    results: list[NodeResult]
+    stopped: str | None = None
+    """Why the job stopped before its command ended on every node, in one line; None otherwise."""
+
+    @property
+    def exit_code(self) -> int:
+        if self.stopped:
+            return 1
+        codes = [result.exit_code for result in self.results]
+        if all(code == 0 for code in codes):
+            return 0
+        return next((code for code in codes if code not in (None, 0)), 1)
+
+
+def run(clients: Clients, settings: StackSettings, job: Job, say: Callable[[str], None] = print,
+        clock: Clock | None = None, max_restarts: int = 3, node_timeout: float = 1800.0, poll: float = 15.0) -> Outcome:
+    """Run the job to its end on every node, resuming it on replaced nodes (see the module doc)."""
+    clock = clock or Clock()
+    raise_capacity(clients, job, say)
+    nodes = wait_for_nodes(clients, job, node_timeout, clock, poll)
+    if nodes is None:
+        raise JobError(f"group {job.group} did not reach {job.nodes} nodes in service within {node_timeout:.0f} s: "
+                       f"check its activity (aws autoscaling describe-scaling-activities --auto-scaling-group-name {job.group_name})")
+    attempt = 0
+    while True:
+        started = send(clients, settings, job, attempt, nodes)
+        say(f"job {job.job_id} attempt {attempt}: command {started.command_id} on " + ", ".join(
+            f"node {rank} {node.private_ip} ({node.instance_id})" for rank, node in enumerate(nodes))
+            + f"; MASTER_ADDR={nodes[0].private_ip} MASTER_PORT={job.port}")
+        results, lost = watch(clients, job, started, clock, poll)
+        if not lost:
+            return Outcome(job, results)
+        gone = ", ".join(f"{node.instance_id} ({node.private_ip})" for node in lost)
+        say(f"job {job.job_id}: node {gone} left service during attempt {attempt} (or its drain stopped the job)")
+        stop_attempt(clients, settings, job, started)
+        if not job.checkpoint_uri:
+            return Outcome(job, results, stopped=(
+                f"job {job.job_id} stopped: node {gone} was replaced and the stack has no data.writePrefixes, so there is "
+                "no checkpoint to resume from; rerun it to start over"))
+        if attempt >= max_restarts:
+            return Outcome(job, results, stopped=(
+                f"job {job.job_id} stopped: node {gone} was replaced after {max_restarts} resumes (--max-restarts); "
+                f"its checkpoints stay at {job.checkpoint_uri}"))
+        nodes = wait_for_nodes(clients, job, node_timeout, clock, poll)
+        if nodes is None:
+            return Outcome(job, results, stopped=(
+                f"job {job.job_id} stopped: group {job.group} did not get back to {job.nodes} nodes in service within "
+                f"{node_timeout:.0f} s after node {gone} was replaced; its checkpoints stay at {job.checkpoint_uri}"))
+        attempt += 1

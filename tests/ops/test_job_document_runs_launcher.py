@@ -1,0 +1,72 @@
+"""The two halves of `gpucloud run` meet: the stack's job document, run by bash the way SSM Agent
+runs an aws:runShellScript step (each parameter as an `SSM_<name>` variable, as `interpolationType:
+ENV_VAR` asks), with the parameters `gpucloud run` sends, drives the real node launcher."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpucloud.documents.jobs import LAUNCHER, job_document
+from gpucloud.ops.jobs import Job
+from gpucloud.ops.nodes import Node
+
+NODES = [Node("i-0aaa", "10.0.1.5"), Node("i-0bbb", "10.0.1.17")]
+SHOW = "import json, os, sys; print(json.dumps({'argv': sys.argv[1:], 'env': {k: os.environ[k] for k in %r}})); sys.exit(3)"
+NAMES = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "NNODES", "NPROC_PER_NODE", "WORLD_SIZE", "GPUCLOUD_JOB_ID", "GPUCLOUD_ATTEMPT")
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> dict[str, str]:
+    """A node's environment: the launcher behind the document's path, its root and its address."""
+    launcher = tmp_path / "gpucloud-node"
+    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} -m gpucloud.node "$@"\n')
+    launcher.chmod(0o755)
+    return {"PATH": os.environ["PATH"], "GPUCLOUD_ROOT": str(tmp_path / "root"), "GPUCLOUD_NODE_IPV4": NODES[1].private_ip,
+            "LAUNCHER": str(launcher)}
+
+
+def run_document(parameters: dict[str, list[str]], node: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    step = job_document()["mainSteps"][0]["inputs"]["runCommand"]
+    script = "\n".join(step).replace(LAUNCHER, node["LAUNCHER"])
+    environment = {key: value for key, value in node.items() if key != "LAUNCHER"}
+    environment.update({f"SSM_{name}": values[0] for name, values in parameters.items()})
+    return subprocess.run(["bash", "-c", script], env=environment, capture_output=True, text=True, timeout=60)
+
+
+def test_the_document_starts_the_launcher_with_the_rendezvous_run_sends(node: dict[str, str]) -> None:
+    job = Job(job_id="train-20261125190000-ab12", stack="vision-train", group="train", group_name="gpu-cloud-vision-train-train",
+              nodes=2, command=[sys.executable, "-c", SHOW % (NAMES,), "--rank", "$NODE_RANK"], gpus_per_node=2)
+
+    finished = run_document(job.parameters(attempt=0, nodes=NODES), node)
+
+    assert finished.returncode == 3, finished.stderr
+    shown = json.loads(finished.stdout.strip().splitlines()[-1])
+    assert shown["argv"] == ["--rank", "1"]
+    assert shown["env"] == {
+        "MASTER_ADDR": "10.0.1.5", "MASTER_PORT": "29500", "NODE_RANK": "1", "NNODES": "2", "NPROC_PER_NODE": "2",
+        "WORLD_SIZE": "4", "GPUCLOUD_JOB_ID": job.job_id, "GPUCLOUD_ATTEMPT": "0",
+    }
+    hostfile = Path(node["GPUCLOUD_ROOT"], "run/gpucloud/jobs", job.job_id, "hostfile").read_text().split("\n")
+    assert hostfile[:2] == ["10.0.1.5 slots=2", "10.0.1.17 slots=2"]
+
+
+def test_a_node_outside_the_list_runs_nothing(node: dict[str, str]) -> None:
+    job = Job(job_id="train-20261125190000-cd34", stack="vision-train", group="train", group_name="gpu-cloud-vision-train-train",
+              nodes=1, command=[sys.executable, "-c", "print('ran')"], gpus_per_node=1)
+
+    finished = run_document(job.parameters(attempt=0, nodes=NODES[:1]), node)
+
+    assert finished.returncode == 64
+    assert "ran" not in finished.stdout
+
+
+def test_the_stop_action_reaches_launch_stop(node: dict[str, str]) -> None:
+    finished = run_document({"action": ["launch-stop"], "job": ["train-20261125190000-ef56"]}, node)
+
+    assert finished.returncode == 0, finished.stderr

@@ -1,0 +1,331 @@
+"""`gpucloud run`, `logs` and `stop` against moto: instance selection and order, the desired
+capacity raise, the rendezvous parameters the job document gets, resuming on replaced nodes and
+the two ways a job stops instead, following the output, and stopping a job.
+
+moto runs no SSM Agent: every invocation it records is `Success` at once, and it has no
+CancelCommand. `ScriptedSsm` answers invocation statuses from the test's script and records
+cancels; everything else (the document, SendCommand, ListCommands) is moto's."""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+from collections.abc import Callable
+
+import time
+
+import pytest
+
+from gpucloud.config import load_stack_file
+from gpucloud.documents.jobs import job_document_content
+from gpucloud.naming import job_document_name, job_log_group_name
+from gpucloud.ops.job_control import logs, stop
+from gpucloud.ops.jobs import Clients, Clock, JobError, new_job, run
+from gpucloud.ops.nodes import ordered_nodes
+from gpucloud.testing import moto_account
+from support import STACKS
+
+REGION = "us-east-1"
+SETTINGS = load_stack_file(STACKS / "Pulumi.vision-train.yaml")
+GROUP = "gpu-cloud-vision-train-trainers"
+BUCKET = "example-vision-data"
+COMMAND = ["torchrun", "--nnodes", "$NNODES", "--rdzv-backend", "c10d", "train.py", "--lr", "3e-4"]
+
+
+class FakeClock(Clock):
+    def __init__(self, on_sleep: Callable[[], None] = lambda: None):
+        self.time = 0.0
+        self.on_sleep = on_sleep
+        super().__init__(now=lambda: self.time, sleep=self._sleep)
+
+    def _sleep(self, seconds: float) -> None:
+        self.time += seconds
+        self.on_sleep()
+
+
+class ScriptedSsm:
+    """moto's SSM client, with invocation statuses from `status(command_id, instance_id, calls)`
+    and CancelCommand recorded; SendCommand calls are recorded with every argument."""
+
+    def __init__(self, client, status: Callable[[str, str, int], tuple[str, int]]):
+        self.client = client
+        self.status = status
+        self.sent: list[dict] = []
+        self.cancelled: list[str] = []
+        self.calls: dict[str, int] = {}
+
+    def send_command(self, **request):
+        self.sent.append(request)
+        return self.client.send_command(**request)
+
+    def get_command_invocation(self, CommandId, InstanceId):
+        self.calls[CommandId] = self.calls.get(CommandId, 0) + 1
+        status, code = self.status(CommandId, InstanceId, self.calls[CommandId])
+        return {"CommandId": CommandId, "InstanceId": InstanceId, "Status": status, "ResponseCode": code}
+
+    def cancel_command(self, CommandId, InstanceIds=None):
+        self.cancelled.append(CommandId)
+        return {}
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+@pytest.fixture
+def aws():
+    """A moto account (the engine's, set up without moto's default images) holding what a deployed
+    stack gives the job commands: the group, the data bucket, the job log group and document."""
+    with moto_account(REGION) as account:
+        session = account.session
+        ec2 = session.client("ec2")
+        vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.20.0.0/24", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
+        image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+        ec2.create_launch_template(LaunchTemplateName="trainers", LaunchTemplateData={"ImageId": image, "InstanceType": "p5.48xlarge"})
+        session.client("autoscaling").create_auto_scaling_group(
+            AutoScalingGroupName=GROUP, MinSize=0, MaxSize=4, DesiredCapacity=1, VPCZoneIdentifier=subnet,
+            LaunchTemplate={"LaunchTemplateName": "trainers", "Version": "$Latest"})
+        session.client("s3").create_bucket(Bucket=BUCKET)
+        session.client("logs").create_log_group(logGroupName=job_log_group_name(SETTINGS.name_base))
+        session.client("ssm").create_document(Name=job_document_name(SETTINGS.name_base), Content=job_document_content(),
+                                              DocumentType="Command", DocumentFormat="JSON")
+        yield session
+
+
+def clients_with(session, status=lambda command, instance, calls: ("Success", 0)) -> Clients:
+    clients = Clients.of(session)
+    clients.ssm = ScriptedSsm(clients.ssm, status)
+    return clients
+
+
+def private_ips(session) -> dict[str, str]:
+    reservations = session.client("ec2").describe_instances()["Reservations"]
+    return {instance["InstanceId"]: instance["PrivateIpAddress"] for reservation in reservations
+            for instance in reservation["Instances"] if instance["State"]["Name"] == "running"}
+
+
+def test_run_raises_the_group_and_sends_the_rendezvous_in_address_order(aws):
+    clients = clients_with(aws)
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=3, gpus_per_node=8, job_id="trainers-20261125190000-ab12")
+    said: list[str] = []
+
+    outcome = run(clients, SETTINGS, job, say=said.append, clock=FakeClock())
+
+    group = aws.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+    assert group["DesiredCapacity"] == 3 and "raising gpu-cloud-vision-train-trainers from 1 to 3 nodes" in said
+    [sent] = clients.ssm.sent
+    addresses = private_ips(aws)
+    ordered = sorted(addresses.values(), key=ipaddress.IPv4Address)
+    parameters = {name: value for name, [value] in sent["Parameters"].items()}
+    assert parameters["nodes"] == ",".join(ordered), "numeric address order: the first node is MASTER_ADDR"
+    assert [addresses[instance] for instance in sent["InstanceIds"]] == ordered
+    assert parameters | {"commandB64": None} == {
+        "action": "launch", "job": "trainers-20261125190000-ab12", "nodes": ",".join(ordered), "port": "29500",
+        "gpusPerNode": "8", "image": "", "attempt": "0", "commandB64": None,
+        "checkpointUri": "s3://example-vision-data/runs/vision-train/jobs/trainers-20261125190000-ab12/"}
+    assert json.loads(base64.b64decode(parameters["commandB64"])) == COMMAND
+    assert sent["DocumentName"] == "gpu-cloud-vision-train-run"
+    assert sent["CloudWatchOutputConfig"] == {"CloudWatchLogGroupName": "/gpu-cloud/vision-train/jobs",
+                                              "CloudWatchOutputEnabled": True}
+    assert [(result.rank, result.node.private_ip, result.status, result.exit_code) for result in outcome.results] == [
+        (rank, address, "Success", 0) for rank, address in enumerate(ordered)]
+    assert outcome.exit_code == 0 and outcome.stopped is None
+    record = json.loads(aws.client("s3").get_object(
+        Bucket=BUCKET, Key="runs/vision-train/jobs/trainers-20261125190000-ab12/job.json")["Body"].read())
+    assert record["command"] == COMMAND and [attempt["attempt"] for attempt in record["attempts"]] == [0]
+
+
+def test_a_node_exit_status_is_reported_and_becomes_the_exit_code(aws):
+    failing: dict[str, str] = {}
+
+    def status(command, instance, calls):
+        failing.setdefault("instance", instance)
+        return ("Failed", 3) if instance == failing["instance"] else ("Success", 0)
+
+    outcome = run(clients_with(aws, status), SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=2),
+                  say=lambda line: None, clock=FakeClock())
+
+    assert sorted((result.status, result.exit_code) for result in outcome.results) == [("Failed", 3), ("Success", 0)]
+    assert outcome.exit_code == 3
+
+
+def test_nodes_beyond_the_group_are_refused_before_any_call():
+    with pytest.raises(JobError, match=r"--nodes 5 is above group trainers's maxSize 4"):
+        new_job(SETTINGS, "trainers", COMMAND, nodes=5)
+    notebooks = load_stack_file(STACKS / "Pulumi.notebooks.yaml")
+    group = notebooks.config.groups[0]
+    if group.max_size > 1:
+        with pytest.raises(JobError, match="is not multiNode"):
+            new_job(notebooks, group.name, COMMAND, nodes=2)
+    with pytest.raises(JobError, match="no command"):
+        new_job(SETTINGS, "trainers", [], nodes=1)
+
+
+def replace_one_node(session, during: dict) -> Callable[[str, str, int], tuple[str, int]]:
+    """Statuses for a job whose first attempt loses a node (Auto Scaling replaces it) at the
+    first poll and whose later attempts succeed."""
+
+    def status(command, instance, calls):
+        if "first" not in during:
+            during["first"] = command
+        if command == during["first"]:
+            if calls == 1:
+                during["lost"] = instance
+                session.client("autoscaling").terminate_instance_in_auto_scaling_group(
+                    InstanceId=instance, ShouldDecrementDesiredCapacity=during.get("decrement", False))
+            return "InProgress", -1
+        return "Success", 0
+
+    return status
+
+
+def test_a_replaced_node_resumes_the_job_on_the_new_set_with_the_next_attempt(aws):
+    during: dict = {}
+    clients = clients_with(aws, replace_one_node(aws, during))
+    said: list[str] = []
+
+    outcome = run(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=2, job_id="trainers-20261125190000-0001"),
+                  say=said.append, clock=FakeClock())
+
+    launches = [request for request in clients.ssm.sent if request["Parameters"]["action"] == ["launch"]]
+    assert [request["Parameters"]["attempt"] for request in launches] == [["0"], ["1"]]
+    assert launches[0]["Parameters"]["checkpointUri"] == launches[1]["Parameters"]["checkpointUri"] == [
+        "s3://example-vision-data/runs/vision-train/jobs/trainers-20261125190000-0001/"]
+    assert during["lost"] not in launches[1]["InstanceIds"] and len(launches[1]["InstanceIds"]) == 2
+    assert clients.ssm.cancelled == [during["first"]]
+    [stopping] = [request for request in clients.ssm.sent if request["Parameters"]["action"] == ["launch-stop"]]
+    assert stopping["InstanceIds"] == [instance for instance in launches[0]["InstanceIds"] if instance != during["lost"]]
+    assert outcome.exit_code == 0 and outcome.stopped is None
+    assert any(f"node {during['lost']}" in line and "left service during attempt 0" in line for line in said)
+
+
+def test_a_node_whose_drain_stopped_the_job_resumes_it_even_when_every_command_ended_between_polls(aws):
+    drained: dict[str, str] = {}
+
+    def status(command, instance, calls):
+        first = drained.setdefault("command", command) == command
+        if not first:
+            return ("Success", 0)
+        # The drain stopped the job on one node (its launcher exits 75 after saving the checkpoint);
+        # the other rank then failed on the broken rendezvous, all before `run` polled once.
+        return ("Failed", 75) if drained.setdefault("instance", instance) == instance else ("Failed", 1)
+
+    clients = clients_with(aws, status)
+    outcome = run(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=2), say=lambda line: None, clock=FakeClock())
+
+    launches = [request for request in clients.ssm.sent if request["Parameters"]["action"] == ["launch"]]
+    assert [request["Parameters"]["attempt"] for request in launches] == [["0"], ["1"]]
+    assert outcome.exit_code == 0 and outcome.stopped is None
+
+
+def test_a_replaced_node_stops_the_job_without_a_write_prefix(aws):
+    settings = SETTINGS.model_copy(update={"config": SETTINGS.config.model_copy(update={"data": None})})
+    during: dict = {}
+    clients = clients_with(aws, replace_one_node(aws, during))
+
+    outcome = run(clients, settings, new_job(settings, "trainers", COMMAND, nodes=2), say=lambda line: None,
+                  clock=FakeClock())
+
+    assert outcome.exit_code == 1 and "no data.writePrefixes, so there is no checkpoint to resume from" in outcome.stopped
+    assert [request["Parameters"]["action"] for request in clients.ssm.sent] == [["launch"], ["launch-stop"]]
+
+
+def test_a_group_that_does_not_get_back_to_n_nodes_stops_the_job(aws):
+    during: dict = {"decrement": True}  # the group shrinks instead of replacing the node
+    clients = clients_with(aws, replace_one_node(aws, during))
+
+    outcome = run(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=2), say=lambda line: None,
+                  clock=FakeClock(), node_timeout=600)
+
+    assert outcome.exit_code == 1
+    assert "did not get back to 2 nodes in service within 600 s" in outcome.stopped
+    assert [request["Parameters"]["attempt"] for request in clients.ssm.sent if "attempt" in request["Parameters"]] == [["0"]]
+
+
+def test_resumes_end_at_max_restarts(aws):
+    def always_lose(command, instance, calls):
+        if calls == 1:
+            aws.client("autoscaling").terminate_instance_in_auto_scaling_group(
+                InstanceId=instance, ShouldDecrementDesiredCapacity=False)
+        return "InProgress", -1
+
+    clients = clients_with(aws, always_lose)
+    outcome = run(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=1), say=lambda line: None,
+                  clock=FakeClock(), max_restarts=2)
+
+    assert [request["Parameters"]["attempt"] for request in clients.ssm.sent if "attempt" in request["Parameters"]] == [
+        ["0"], ["1"], ["2"]]
+    assert "after 2 resumes (--max-restarts)" in outcome.stopped
+
+
+def test_logs_print_each_node_s_output_labelled_and_follow_until_the_end(aws):
+    clients = clients_with(aws)
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=2, job_id="trainers-20261125190000-beef")
+    run(clients, SETTINGS, job, say=lambda line: None, clock=FakeClock())
+    attempt = job.attempts[0]
+    log = aws.client("logs")
+    group = job_log_group_name(SETTINGS.name_base)
+
+    def write(node, text, at):
+        stream = f"{attempt.command_id}/{node.instance_id}/launch/stdout"
+        if stream not in {item["logStreamName"] for item in log.describe_log_streams(logGroupName=group)["logStreams"]}:
+            log.create_log_stream(logGroupName=group, logStreamName=stream)
+        log.put_log_events(logGroupName=group, logStreamName=stream, logEvents=[{"timestamp": at, "message": text}])
+
+    now = int(time.time() * 1000)  # CloudWatch Logs refuses events older than 14 days
+    write(attempt.nodes[0], "step 1 loss 2.31", now)
+    states = iter(["InProgress", "Success"])  # the command runs on for one more poll after the second line
+    running = {"status": "InProgress"}
+    list_commands = clients.ssm.client.list_commands
+
+    def scripted_list_commands(**request):
+        answer = list_commands(**request)
+        answer["Commands"][0]["Status"] = running["status"]
+        return answer
+
+    clients.ssm.list_commands = scripted_list_commands
+
+    def later():
+        if not running.get("written"):
+            write(attempt.nodes[1], "step 1 loss 2.29", now + 1000)
+            running["written"] = True
+        running["status"] = next(states)
+
+    printed: list[str] = []
+    logs(clients, SETTINGS, job.job_id, follow=True, say=printed.append, clock=FakeClock(on_sleep=later))
+
+    first, second = attempt.nodes
+    assert printed == [f"[attempt 0 node 0 {first.private_ip} stdout] step 1 loss 2.31",
+                       f"[attempt 0 node 1 {second.private_ip} stdout] step 1 loss 2.29"]
+
+
+def test_stop_cancels_the_last_attempt_and_stops_its_processes(aws):
+    clients = clients_with(aws, lambda command, instance, calls: ("InProgress", -1) if calls == 1 else ("Success", 0))
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=1, job_id="trainers-20261125190000-cafe")
+    run(clients, SETTINGS, job, say=lambda line: None, clock=FakeClock())
+    clients.ssm.status = lambda command, instance, calls: ("InProgress", -1)
+    said: list[str] = []
+
+    stop(clients, SETTINGS, job.job_id, say=said.append)
+
+    assert clients.ssm.cancelled == [job.attempts[0].command_id]
+    stopping = clients.ssm.sent[-1]
+    assert stopping["Parameters"] == {"action": ["launch-stop"], "job": [job.job_id]}
+    assert stopping["InstanceIds"] == [job.attempts[0].nodes[0].instance_id]
+    assert said and "launch-stop sent to" in said[0]
+
+
+def test_an_unknown_job_is_one_clear_error(aws):
+    with pytest.raises(JobError, match=r"no job 'trainers-x' on stack 'vision-train' \(nothing at s3://"):
+        stop(clients_with(aws), SETTINGS, "trainers-x")
+
+
+def test_nodes_are_ordered_by_address_as_numbers_not_text():
+    class Ec2:
+        def get_paginator(self, name):
+            reservations = [{"Instances": [{"InstanceId": iid, "PrivateIpAddress": ip}]} for iid, ip in
+                            (("i-a", "10.0.0.10"), ("i-b", "10.0.0.9"), ("i-c", "10.0.0.100"))]
+            return type("Pages", (), {"paginate": lambda self, **request: [{"Reservations": reservations}]})()
+
+    assert [node.private_ip for node in ordered_nodes(Ec2(), ["i-a", "i-b", "i-c"])] == ["10.0.0.9", "10.0.0.10", "10.0.0.100"]
