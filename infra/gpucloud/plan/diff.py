@@ -1,0 +1,325 @@
+"""`gpucloud plan --base REF`: what a change to a stack file does, offline.
+
+Two plans of the same stack on the same engine, the base and the change, compared resource by
+resource the way `pulumi preview --diff` compares state and program: a URN only in the change is
+created, one only in the base deleted; a resource in both whose inputs differ is updated, or
+replaced where the provider's ForceNew rules (`data/provider_rules.json`, read from
+terraform-provider-aws) say so. Each plan runs on its own fresh moto account, whose ids are random:
+ids and ARNs are compared as references to the resource that made them (`${name.id}`), and a
+resource that is replaced hands its replacement's new ids to whatever refers to it, which may then
+be replaced in turn, as in the real engine.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpucloud.plan.diff_findings import diff_findings
+from gpucloud.plan.model import Plan, PlanFinding
+from gpucloud.testing import AppliedResource
+from gpucloud.testing.provider_rules import force_new, resource_rules, source_of
+
+DATA_RESOURCES = {
+    "aws:ebs/volume:Volume": "a persistent EBS volume: its data does not move to the new volume",
+    "aws:kms/key:Key": "the project's KMS key: what it encrypted (volumes, snapshots, logs, backups) stays bound to the old key",
+    "aws:s3/bucket:Bucket": "an S3 bucket: its objects do not move to the new bucket",
+    "aws:s3/bucketV2:BucketV2": "an S3 bucket: its objects do not move to the new bucket",
+    "aws:efs/fileSystem:FileSystem": "a file system: its files do not move to the new one",
+    "aws:fsx/lustreFileSystem:LustreFileSystem": "a file system: its files do not move to the new one",
+    "aws:backup/vault:Vault": "a backup vault: its recovery points stay with the old vault",
+    "aws:ec2/capacityBlockReservation:CapacityBlockReservation":
+        "a Capacity Block purchase: paid up front and not refundable, a new one is a second purchase",
+}
+"""Resource types that hold data or an identity others depend on: replacing or deleting one is a
+mandatory violation unless the stack file lists it under `gpu-cloud:intendedReplacements`."""
+
+REPLACED_BY_CUSTOMIZE_DIFF = {
+    ("aws:ec2/vpcEndpoint:VpcEndpoint", "privateDnsEnabled"):
+        "CustomizeDiff replaces an endpoint that is not an Interface when it changes (provider_rules.json note)",
+}
+"""Properties outside the ForceNew list that the provider's CustomizeDiff may still force to
+replace, depending on other values: reported as "may replace"."""
+
+GROUP_TYPE = "aws:autoscaling/group:Group"
+LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"
+
+_IDENTIFIER_KEY = re.compile(r"(^id|^arn|Id|Arn|Ids)$")
+"""Outputs AWS hands out as identifiers (`serviceAccountId`, a number in Grafana): compared by
+reference whatever their shape."""
+_SHARED_OUTPUTS = frozenset({"ownerId", "accountId", "region", "availabilityZoneId"})
+"""Identifier outputs every resource of the account shares: not one resource's own."""
+_REFERENCE = re.compile(r"\$\{[^}]+\}")
+_RANDOM = re.compile(r"[0-9a-f]{8,}")
+
+
+@dataclass(frozen=True)
+class PropertyChange:
+    """One changed input property: its path (`tags.Owner`, `blockDeviceMappings[0].ebs.volumeSize`)."""
+
+    path: str
+    old: Any
+    new: Any
+    forces_replacement: bool = False
+    reason: str = ""
+    """Why it replaces (ForceNew and the provider file, replaceOnChanges, a replaced dependency)
+    or why it may ("behaviour not known"); empty for a plain in-place update."""
+    may_replace: bool = False
+
+    @property
+    def kind(self) -> str:
+        """The `detailedDiff` kind `pulumi preview --json` uses."""
+        kind = "add" if self.old is None else "delete" if self.new is None else "update"
+        return f"{kind}-replace" if self.forces_replacement else kind
+
+
+@dataclass
+class ResourceChange:
+    """What happens to one resource: create, update, replace, delete or same."""
+
+    op: str
+    urn: str
+    type: str
+    name: str
+    old: AppliedResource | None
+    new: AppliedResource | None
+    changes: list[PropertyChange] = field(default_factory=list)
+    ignored: list[PropertyChange] = field(default_factory=list)
+    """Changes to properties the resource ignores (`ignoreChanges`): the engine leaves them alone."""
+
+    @property
+    def replace_reasons(self) -> list[PropertyChange]:
+        return [change for change in self.changes if change.forces_replacement]
+
+    @property
+    def may_replace(self) -> list[PropertyChange]:
+        return [change for change in self.changes if change.may_replace]
+
+    @property
+    def custom(self) -> bool:
+        return bool((self.new or self.old).custom)  # type: ignore[union-attr]
+
+
+@dataclass
+class PlanDiff:
+    """The base plan, the changed plan, and what it takes to go from one to the other."""
+
+    base: Plan
+    current: Plan
+    changes: list[ResourceChange]
+    findings: list[PlanFinding] = field(default_factory=list)
+    base_label: str = "base"
+    current_label: str = "working tree"
+
+    def of(self, op: str) -> list[ResourceChange]:
+        return [change for change in self.changes if change.op == op]
+
+    def named(self, name: str) -> ResourceChange:
+        found = [change for change in self.changes if change.name == name]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} changes name {name!r}")
+        return found[0]
+
+    @property
+    def summary(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for change in self.changes:
+            counts[change.op] = counts.get(change.op, 0) + 1
+        return counts
+
+    @property
+    def failed(self) -> bool:
+        return self.current.failed or any(finding.severity == "failure" for finding in self.findings)
+
+    @property
+    def monthly_cost(self) -> dict[str, dict[str, float]] | None:
+        """Both sides' monthly estimate per scenario (min, desired, max) and the difference."""
+        if self.current.cost_estimate is None or (self.base.cost_estimate is None and self.base.resources):
+            return None
+        after = self.current.cost_estimate.monthly.model_dump()
+        before = self.base.cost_estimate.monthly.model_dump() if self.base.cost_estimate else dict.fromkeys(after, 0.0)
+        return {"base": before, "current": after,
+                "difference": {scenario: after[scenario] - before[scenario] for scenario in after}}
+
+
+def references(plan: Plan) -> dict[str, str]:
+    """The values AWS handed out in this plan (ids, ARNs, names with random parts), each mapped
+    to `${name.key}` of the resource that returned it, so two runs on fresh accounts compare."""
+    found: dict[str, str] = {}
+    for resource in sorted(plan.resources, key=lambda item: item.urn):
+        if not resource.custom:
+            continue
+        if resource.id and _generated(resource.id, whole=True):
+            found.setdefault(resource.id, f"${{{resource.name}.id}}")
+        for key, value in sorted(resource.outputs.items()):
+            if isinstance(value, (str, int)) and not isinstance(value, bool) and key not in _SHARED_OUTPUTS and (
+                    _IDENTIFIER_KEY.search(key) or _generated(str(value), whole=False)):
+                found.setdefault(str(value), f"${{{resource.name}.{key}}}")
+    return found
+
+
+def _generated(value: str, *, whole: bool) -> bool:
+    """An id or ARN (worth comparing by reference): an ARN, or a value with a random hex run; a
+    resource's id counts whole as well (an IAM role's id is its name)."""
+    if len(value) < 6 or value in ("true", "false"):
+        return False
+    return whole or value.startswith("arn:") or bool(_RANDOM.search(value))
+
+
+def normalized(value: Any, table: dict[str, str], pattern: re.Pattern[str] | None) -> Any:
+    """`value` with every generated id, whole or inside a string (a policy document), replaced by its reference."""
+    if isinstance(value, dict):
+        return {key: normalized(item, table, pattern) for key, item in value.items()}
+    if isinstance(value, list):
+        return [normalized(item, table, pattern) for item in value]
+    if isinstance(value, int) and not isinstance(value, bool) and str(value) in table:
+        return table[str(value)]
+    if isinstance(value, str):
+        if value in table:
+            return table[value]
+        if pattern is not None:
+            return pattern.sub(lambda match: table[match.group(0)], value)
+    return value
+
+
+def _pattern(table: dict[str, str]) -> re.Pattern[str] | None:
+    inside = sorted((value for value in table if value.startswith("arn:") or _RANDOM.search(value)), key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, inside))) if inside else None
+
+
+def leaf_changes(old: Any, new: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """Each changed leaf between two input trees; a block set on one side only is one change."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            yield from leaf_changes(old.get(key), new.get(key), f"{path}.{key}" if path else str(key))
+    elif isinstance(old, list) and isinstance(new, list) and old and new:
+        for index in range(max(len(old), len(new))):
+            yield from leaf_changes(old[index] if index < len(old) else None,
+                                    new[index] if index < len(new) else None, f"{path}[{index}]")
+    elif old != new and not (_empty(old) and _empty(new)):
+        yield path, old, new
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == [] or value == {}
+
+
+def rule_path(path: str) -> str:
+    """A concrete property path in the form the provider rules use (`a[0].b` -> `a[].b`)."""
+    return re.sub(r"\[\d+\]", "[]", path)
+
+
+def _under(path: str, ancestor: str) -> bool:
+    return path == ancestor or path.startswith(ancestor + ".") or path.startswith(ancestor + "[")
+
+
+def classify(resource: AppliedResource, path: str) -> tuple[bool, bool, str]:
+    """(forces replacement, may replace, why) for a change at `path` of this resource.
+
+    A type with provider rules has its whole ForceNew list there (read from its provider file), so
+    a property outside it updates in place, except where CustomizeDiff may still replace; a type
+    without rules is not known, and each change to it may replace."""
+    general = rule_path(path)
+    top = re.split(r"[.\[]", path, maxsplit=1)[0]
+    if "*" in resource.replace_on_changes or any(_under(general, rule_path(item)) or _under(top, item)
+                                                  for item in resource.replace_on_changes):
+        return True, False, "replaceOnChanges resource option"
+    if resource_rules(resource.type) is None:
+        return False, True, f"no provider rules for {resource.type}: whether a change replaces it is not known"
+    for forced in force_new(resource.type):
+        if _under(general, forced) or _under(forced, general):
+            return True, False, f"ForceNew on {forced} ({source_of(resource.type)})"
+    customized = REPLACED_BY_CUSTOMIZE_DIFF.get((resource.type, general))
+    if customized:
+        return False, True, f"{customized} ({source_of(resource.type)})"
+    return False, False, ""
+
+
+def diff_plans(base: Plan, current: Plan, *, intended: tuple[str, ...] = (),
+               base_label: str = "base", current_label: str = "working tree") -> PlanDiff:
+    """Compare two plans of one stack: every resource's operation, the properties behind it, and
+    the findings a reviewer must see (data replaced or deleted, nodes dropped or rolled)."""
+    old_table, new_table = references(base), references(current)
+    old_pattern, new_pattern = _pattern(old_table), _pattern(new_table)
+    before = {resource.urn: resource for resource in base.resources}
+    after = {resource.urn: resource for resource in current.resources}
+    old_inputs = {urn: normalized(resource.inputs, old_table, old_pattern) for urn, resource in before.items()}
+    new_inputs = {urn: normalized(resource.inputs, new_table, new_pattern) for urn, resource in after.items()}
+    changes: dict[str, ResourceChange] = {}
+    for urn, resource in after.items():
+        if urn not in before:
+            changes[urn] = ResourceChange("create", urn, resource.type, resource.name, None, resource)
+            continue
+        change = ResourceChange("same", urn, resource.type, resource.name, before[urn], resource)
+        for path, old, new in leaf_changes(old_inputs[urn], new_inputs[urn]):
+            _record(change, resource, path, old, new)
+        changes[urn] = change
+    for urn, resource in before.items():
+        if urn not in after:
+            changes[urn] = ResourceChange("delete", urn, resource.type, resource.name, resource, None)
+    _cascade(changes, new_inputs, after)
+    for change in changes.values():
+        if change.op == "same" and change.changes:
+            change.op = "replace" if change.replace_reasons else "update"
+    ordered = [changes[urn] for urn in [*after, *(urn for urn in before if urn not in after)]]
+    diff = PlanDiff(base=base, current=current, changes=ordered, base_label=base_label, current_label=current_label)
+    diff.findings = diff_findings(diff, intended)
+    return diff
+
+
+def _record(change: ResourceChange, resource: AppliedResource, path: str, old: Any, new: Any) -> None:
+    top = re.split(r"[.\[]", path, maxsplit=1)[0]
+    if top in resource.ignore_changes or path in resource.ignore_changes:
+        change.ignored.append(PropertyChange(path, old, new, reason="ignoreChanges"))
+        return
+    forces, may, why = classify(resource, path)
+    change.changes.append(PropertyChange(path, old, new, forces, why, may))
+
+
+def _cascade(changes: dict[str, ResourceChange], new_inputs: dict[str, Any], after: dict[str, AppliedResource]) -> None:
+    """Carry replacements and new launch template versions to what refers to them, until nothing
+    more changes: a replaced resource's ids are new (unknown until it exists, as in `pulumi
+    preview`), and a launch template's update is a new version for the group that names it."""
+    done: set[str] = set()
+    while True:
+        replaced = {change.name for change in changes.values() if change.replace_reasons and change.urn not in done}
+        versioned = {change.name for change in changes.values()
+                     if change.type == LAUNCH_TEMPLATE_TYPE and change.changes and not change.replace_reasons
+                     and change.urn not in done}
+        if not replaced and not versioned:
+            return
+        done |= {change.urn for change in changes.values() if change.name in replaced | versioned}
+        for urn, inputs in new_inputs.items():
+            change = changes[urn]
+            if change.op != "same":
+                continue
+            known = {item.path for item in change.changes}
+            for path, value in _paths(inputs):
+                if path in known:
+                    continue
+                names = {reference[2:].split(".", 1)[0] for reference in _REFERENCE.findall(value)} if isinstance(value, str) else set()
+                if names & replaced:
+                    source = sorted(names & replaced)[0]
+                    _record(change, after[urn], path, value, f"(known after apply: {source} is replaced)")
+                elif isinstance(value, dict) and "version" in value and f"{path}.version" not in known and any(
+                        f"${{{name}.id}}" in str(item) for name in versioned for item in value.values()):
+                    source = next(name for name in sorted(versioned) if f"${{{name}.id}}" in str(value))
+                    _record(change, after[urn], f"{path}.version" if path else "version", value["version"],
+                            f"(known after apply: new version of {source})")
+
+
+def _paths(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
+    """Every node of an input tree with its path, blocks before their leaves."""
+    if isinstance(value, dict):
+        if path:
+            yield path, value
+        for key, item in value.items():
+            yield from _paths(item, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _paths(item, f"{path}[{index}]")
+    else:
+        yield path, value
+
