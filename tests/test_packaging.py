@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+import json
 import subprocess
 import sys
+import sysconfig
+import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
 
 from support import ROOT
 
@@ -19,8 +28,9 @@ def test_package_data_is_declared_for_the_wheel():
     assert (PACKAGE / "py.typed").exists()
     assert (PACKAGE / "data" / "prices.json").exists()
     assert (PACKAGE / "node" / "xid_catalog.json").exists()
+    assert (PACKAGE / "node" / "gpucloud-jupyter.service").exists()
     pyproject = (ROOT / "pyproject.toml").read_text()
-    assert 'gpucloud = ["py.typed", "data/*", "node/*.json"]' in pyproject
+    assert 'gpucloud = ["py.typed", "data/*", "node/*.json", "node/*.service"]' in pyproject
 
 
 def test_import_gpucloud_loads_nothing_heavy():
@@ -71,7 +81,7 @@ print(len(names), missing, leaked)
     result = _run_without_plan_extra(code)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["28", "[]", "[]"]
+    assert result.stdout.split() == [str(len(importlib.import_module("gpucloud.components").__all__)), "[]", "[]"]
 
 
 def test_a_component_builds_under_plain_pulumi_mocks_without_the_plan_extra():
@@ -104,3 +114,104 @@ def test_plan_without_the_extra_says_which_extra_to_install():
 
     assert result.returncode == 2
     assert "pip install 'gpucloud[plan]'" in result.stderr
+
+
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+
+
+@pytest.fixture(scope="module")
+def distributions(tmp_path_factory) -> dict[str, Path]:
+    """The sdist, and the wheel built from it, as CI and the release workflow build them (without
+    build isolation: the venv's setuptools, no download)."""
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        check=True, capture_output=True, text=True, timeout=120,
+    )
+    return {"wheel": out / f"gpucloud-{VERSION}-py3-none-any.whl", "sdist": out / f"gpucloud-{VERSION}.tar.gz"}
+
+
+def test_wheel_and_sdist_pass_twine_check(distributions):
+    result = subprocess.run(
+        [sys.executable, "-m", "twine", "check", "--strict", *map(str, distributions.values())],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("PASSED") == 2
+
+
+def test_the_wheel_carries_the_data_and_the_sdist_the_sources(distributions):
+    wheel = set(zipfile.ZipFile(distributions["wheel"]).namelist())
+    for data in ("gpucloud/py.typed", "gpucloud/data/prices.json", "gpucloud/data/stack-config.schema.json",
+                 "gpucloud/node/xid_catalog.json", "gpucloud/cli/schema.py"):
+        assert data in wheel
+    assert not [name for name in wheel if "__pycache__" in name or name.startswith("tests/")]
+    sdist = set(tarfile.open(distributions["sdist"]).getnames())
+    assert {f"gpucloud-{VERSION}/pyproject.toml", f"gpucloud-{VERSION}/README.md"} <= sdist
+
+
+INSTALLED_CHECK = WITHOUT_PLAN_EXTRA + """
+import importlib.metadata, json, pathlib
+import gpucloud, gpucloud.components, gpucloud.program
+from gpucloud.config.schema import packaged_schema_text
+names = gpucloud.components.__all__
+classes = [getattr(gpucloud, name) for name in names]
+print(json.dumps({
+    "file": gpucloud.__file__,
+    "version": gpucloud.__version__,
+    "components": len(classes),
+    "schema": json.loads(packaged_schema_text())["title"],
+    "extras": sorted(set(importlib.metadata.metadata("gpucloud").get_all("Provides-Extra"))),
+}))
+"""
+
+
+def test_the_built_wheel_installs_in_a_fresh_venv_and_imports_every_component(distributions, tmp_path):
+    """The wheel alone, no test extras: a fresh venv gets the wheel without dependencies (no index, no
+    network), and sees this venv's site-packages only for the base dependencies (a path line, so
+    neither the editable install's finder nor the source tree is on it); the plan extra stays blocked."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", "--no-index",
+         "--no-compile", str(distributions["wheel"])],
+        check=True, capture_output=True, text=True, timeout=120,
+    )
+    site_packages = Path(subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip())
+    (site_packages / "base-dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    environment = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+
+    result = subprocess.run([str(python), "-c", INSTALLED_CHECK], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path, env=environment)
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert Path(report["file"]).is_relative_to(site_packages)
+    assert report["version"] == VERSION
+    assert report["components"] == len(importlib.import_module("gpucloud.components").__all__)
+    assert report["schema"].startswith("gpu-cloud stack file")
+    assert report["extras"] == ["plan", "policy", "test"]
+    version = subprocess.run([str(venv / "bin" / "gpucloud"), "--version"], capture_output=True, text=True,
+                             timeout=60, cwd=tmp_path, env=environment)
+    assert version.stdout.strip() == f"gpucloud {VERSION}", version.stderr
+
+
+def test_gpucloud_version_comes_from_the_package_metadata(capsys):
+    import gpucloud
+    from gpucloud.cli import main
+
+    assert gpucloud.__version__ == VERSION
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gpucloud {VERSION}"
+
+
+def test_the_changelog_has_a_section_for_this_version():
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert "Keep a Changelog" in changelog
+    assert f"## [{VERSION}]" in changelog

@@ -26,7 +26,7 @@ def test_entry_point_builds_the_stack_from_its_pulumi_config(account):
     [environment] = deployment.of_type("gpu-cloud:index:ProjectEnvironment")
     assert environment.name == "notebooks"
     assert set(deployment.outputs) == {
-        "kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "artifactsBucketName", "agentBundleKey", "groups"
+        "kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "artifactsBucketName", "agentBundleKey", "groups", "jobDocumentName"
     }
     [group] = account.client("autoscaling").describe_auto_scaling_groups()["AutoScalingGroups"]
     assert group["AutoScalingGroupName"] == "gpu-cloud-notebooks-workbench"

@@ -14,9 +14,14 @@ models), `gpucloud.lookups` (the AWS facts a config needs), `gpucloud.components
 from __future__ import annotations
 
 import importlib
+from importlib import metadata as _metadata
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+try:
+    __version__ = _metadata.version("gpucloud")
+    """The installed distribution's version; pyproject.toml's `version` is the one source of it."""
+except _metadata.PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from gpucloud.components import *  # noqa: F403

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from gpucloud.config import StackSettings
 from gpucloud.naming import autoscaling_group_name
+from gpucloud.ops.nodes import in_service_instance_ids
 
 PORTS = {"jupyter": 8888, "tensorboard": 6006, "ssh": 22}
 SSH_LOCAL_PORT = 2222
@@ -46,8 +47,11 @@ class Connection:
         return shlex.join(self.command())
 
 
-def find_connection(settings: StackSettings, autoscaling, group: str | None = None, port: int = 8888) -> Connection:
-    """An in-service node of the group (the only group when none is named) and the forwarding to it."""
+def find_connection(
+    settings: StackSettings, autoscaling, group: str | None = None, port: int = 8888, local_port: int | None = None
+) -> Connection:
+    """An in-service node of the group (the only group when none is named) and the forwarding to it; the
+    local port is the remote one (SSH: 2222) unless given, so two stacks can forward 8888 side by side."""
     config = settings.config
     if not config.access.ssm:
         raise ConnectError(f"stack {settings.stack!r} has access.ssm: false: its nodes run no Session Manager "
@@ -60,16 +64,10 @@ def find_connection(settings: StackSettings, autoscaling, group: str | None = No
     if group not in names:
         raise ConnectError(f"stack {settings.stack!r} has no group {group!r} (groups: {', '.join(names)})")
     asg = autoscaling_group_name(settings.name_base, group)
-    found = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg])["AutoScalingGroups"]
-    in_service = sorted(
-        instance["InstanceId"]
-        for record in found
-        for instance in record.get("Instances", [])
-        if instance.get("LifecycleState") == "InService" and instance.get("HealthStatus", "Healthy") == "Healthy"
-    )
+    in_service = in_service_instance_ids(autoscaling, asg)
     if not in_service:
         raise ConnectError(f"group {group} ({asg}) has no node in service: scale it up (its schedule or "
                            f"`aws autoscaling set-desired-capacity --auto-scaling-group-name {asg} --desired-capacity 1`) "
                            "and wait for the node to pass its launch hook")
-    local = SSH_LOCAL_PORT if port == 22 else port
+    local = local_port or (SSH_LOCAL_PORT if port == 22 else port)
     return Connection(instance_id=in_service[0], group=group, remote_port=port, local_port=local, region=settings.region)

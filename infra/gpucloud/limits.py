@@ -38,3 +38,17 @@ def alarm_window_problem(period_seconds: int, evaluation_periods: int) -> str | 
 MAX_REQUIREMENT_SETS = 4
 """Auto Scaling takes "up to four separate sets of instance requirements per Auto Scaling group"
 (botocore autoscaling model 2011-01-01, LaunchTemplateOverrides `InstanceRequirements`)."""
+
+
+LUSTRE_PERSISTENT_2_THROUGHPUTS = (125, 250, 500, 1000)
+LUSTRE_MAX_ASSOCIATIONS = 8
+"""FSx for Lustre (read 2026-11-25): PERSISTENT_2 on SSD sells 125, 250, 500 or 1000 MB/s per TiB and
+SCRATCH types take no PerUnitStorageThroughput (botocore fsx model 2018-03-01,
+CreateFileSystemLustreConfiguration.PerUnitStorageThroughput); a file system has at most 8 data
+repository associations (FSx for Lustre user guide, "Linking your file system to an Amazon S3 bucket")."""
+
+
+def lustre_capacity_allowed(gib: int) -> bool:
+    """SCRATCH_2 and PERSISTENT_2 on SSD: 1200 GiB, 2400 GiB, then increments of 2400 GiB (botocore fsx
+    model, CreateFileSystem.StorageCapacity, read 2026-11-25)."""
+    return gib == 1200 or (gib >= 2400 and gib % 2400 == 0)

@@ -131,3 +131,55 @@ PROMETHEUS_RULES_NAMESPACE = "gpu-cloud"
 def alerts_topic_name(base: str) -> str:
     """The stack's alerts topic; an alert manager definition sending to it is the stack's own."""
     return f"gpu-cloud-{base}-alerts"
+
+
+def job_document_name(base: str) -> str:
+    """The stack's SSM Command document that starts a job on a node (`gpucloud run`). SSM document
+    names are 3-128 characters of letters, digits, `_`, `-` and `.`, and may not start with `aws`,
+    `amazon` or `amzn` (SSM API reference, CreateDocument, `Name`; read 2026-11-25)."""
+    return f"gpu-cloud-{base}-run"
+
+
+def job_log_group_name(base: str) -> str:
+    """Where Run Command sends every job's output: under the node prefix, since the SSM Agent
+    writes it with the node's role."""
+    return f"{log_group_prefix(base)}jobs"
+
+
+def job_runner_policy_name(base: str) -> str:
+    """The managed policy `access.jobRunnerPolicy` creates for the team that runs jobs."""
+    return f"gpu-cloud-{base}-job-runner"
+
+
+JOBS_FOLDER = "jobs/"
+"""Under the stack's first write prefix: each job's record and checkpoints (`jobs/<job id>/`)."""
+
+
+def jupyter_token_parameter_name(base: str, group: str) -> str:
+    """The SSM parameter holding a group's JupyterLab token (SecureString, the project key); the
+    node writes it at JupyterLab's first start, `gpucloud connect` reads it."""
+    return f"/gpu-cloud/{base}/{group}/jupyter-token"
+
+
+ELB_NAME_MAX_LENGTH = 32
+"""Load balancer and target group names: at most 32 letters, digits and hyphens, not starting or
+ending with a hyphen, and a load balancer's not starting with `internal-` (terraform-provider-aws
+internal/service/elbv2/validate.go, validName and validTargetGroupName, read 2026-11-25)."""
+
+
+def elb_name(base: str, group: str, kind: str) -> str:
+    """A group's load balancer (`kind` "lb") or target group ("tg") name: `gc-`, the base and group
+    lowercased with `_` as `-`, cut to fit 32, and a hash of the whole that keeps two stacks whose
+    names share a long start apart."""
+    digest = hashlib.sha256(f"{base}/{group}/{kind}".encode("utf-8")).hexdigest()[:6]
+    tail = f"-{kind}-{digest}"
+    slug = f"{base}-{group}".lower().replace("_", "-")
+    return f"gc-{slug[: ELB_NAME_MAX_LENGTH - 3 - len(tail)].strip('-')}{tail}"
+
+
+def endpoint_logs_bucket_name(base: str, group: str, account_id: str) -> str:
+    """Where a group's load balancer writes its access logs: `gpu-cloud-lb-`, a slug of base and
+    group cut to 28, a hash, and the account id (63 characters at most, like the other buckets)."""
+    slug = f"{base}-{group}".lower().replace("_", "-")[:28].strip("-")
+    digest = hashlib.sha256(f"{base}/{group}".encode("utf-8")).hexdigest()[:8]
+    return f"gpu-cloud-lb-{slug}-{digest}-{account_id}"

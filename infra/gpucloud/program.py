@@ -64,6 +64,15 @@ def build(settings: StackSettings, resolved: ResolvedStack | None = None) -> Pro
         pulumi.export("prometheusRemoteWriteUrl", environment.prometheus.remote_write_url)
     if environment.grafana:
         pulumi.export("grafanaEndpoint", environment.grafana.endpoint)
+    pulumi.export("jobDocumentName", environment.jobs.document_name)
+    if environment.shared_file_system:
+        shared = environment.shared_file_system
+        pulumi.export("fileSystemId", shared.file_system_id)
+        pulumi.export("fileSystemDnsName", shared.dns_name)
+        pulumi.export("fileSystemMountName", shared.mount_name)
+        pulumi.export("dataBucketPolicyForFileSystem", shared.data_bucket_policy)
+    if environment.jobs.team_policy_arn is not None:
+        pulumi.export("jobRunnerPolicyArn", environment.jobs.team_policy_arn)
     return environment
 
 

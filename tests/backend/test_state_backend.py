@@ -718,3 +718,14 @@ def test_cli_with_an_unknown_profile_says_so_with_exit_3(no_credentials, monkeyp
     assert run_cli("--stacks", "dev") == 3
 
     assert capsys.readouterr().err == "error: AWS configuration: The config profile (nonexistent) could not be found\n"
+
+
+def test_instructions_end_with_the_select_preview_and_up_lines(session):
+    result = bootstrap_backend(session, BUCKET, REGION)
+
+    assert format_instructions(result, ["dev", "prod"]).splitlines()[-3:] == [
+        "  pulumi stack select dev",
+        "  pulumi preview --policy-pack policies",
+        "  pulumi up --policy-pack policies",
+    ]
+    assert "  pulumi stack select <stack>" in format_instructions(result, []).splitlines()

@@ -50,12 +50,17 @@ def test_stack_builds_with_every_resource_applied(example):
     assert not_validated <= {
         "aws:ec2/placementGroup:PlacementGroup", "aws:backup/selection:Selection", "aws:s3/bucketPolicy:BucketPolicy",
         "aws:amp/alertManagerDefinition:AlertManagerDefinition", *MANAGED_GRAFANA_TYPES,
+        "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation",
     }
     monitoring = example.settings.config.monitoring
     assert set(example.outputs) == {
         "kmsKeyArn", "instanceRoleArn", "alertsTopicArn", "artifactsBucketName", "agentBundleKey", "groups",
+        "jobDocumentName",
         *(["prometheusWorkspaceId", "prometheusRemoteWriteUrl"] if monitoring.prometheus.enabled else []),
         *(["grafanaEndpoint"] if monitoring.grafana.enabled else []),
+        *(["fileSystemId", "fileSystemDnsName", "fileSystemMountName", "dataBucketPolicyForFileSystem"]
+          if example.settings.config.storage.lustre else []),
+        *(["jobRunnerPolicyArn"] if example.settings.config.access.job_runner_policy else []),
     }
 
 def test_key_is_customer_managed_with_rotation(example):
@@ -93,11 +98,13 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
     }
     assert statements["CloudWatchLogsEncryptsProjectLogGroups"]["Condition"]["ArnLike"] == {
         "kms:EncryptionContext:aws:logs:arn": [
-            f"arn:aws:logs:{region}:{account}:log-group:{prefix}{example.settings.name_base}/*"
-            for prefix in ("/gpu-cloud-vpc/", *(["/gpu-cloud-aps/"] if prometheus else []))
+            f"arn:aws:logs:{region}:{account}:log-group:/gpu-cloud/{example.settings.name_base}/jobs*",
+            *(f"arn:aws:logs:{region}:{account}:log-group:{prefix}{example.settings.name_base}/*"
+              for prefix in ("/gpu-cloud-vpc/", *(["/gpu-cloud-aps/"] if prometheus else []))),
         ]
     }
     backs_up = any(group.persistent_volume_gib for group in example.settings.config.groups)
+    lustre = example.settings.config.storage.lustre
     assert statements["ProjectInstanceRolesUseKey"]["Condition"]["ArnEquals"]["aws:PrincipalArn"] == [
         example.outputs["instanceRoleArn"],
         *([example.outputs["instanceRoleArn"].replace("-node", "-backup")] if backs_up else []),
@@ -107,6 +114,7 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
         f"backup.{example.settings.region}.amazonaws.com",
         f"s3.{example.settings.region}.amazonaws.com",
         *([f"aps.{region}.amazonaws.com"] if prometheus else []),
+        *([f"fsx.{region}.amazonaws.com"] if lustre and lustre.deployment_type == "PERSISTENT_2" else []),
     ]
     assert "kms:Decrypt" not in statements["AccountAdministersKey"]["Action"]
     for statement in policy["Statement"]:
@@ -161,7 +169,9 @@ def test_launch_templates_require_imdsv2_and_no_public_ip(example):
     for version in launch_template_versions(example):
         data = version["LaunchTemplateData"]
         assert data["MetadataOptions"]["HttpTokens"] == "required"
-        assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == 1
+        # One hop, or two where the example's one group runs containers on docker's bridge network.
+        [group] = example.settings.config.groups
+        assert data["MetadataOptions"]["HttpPutResponseHopLimit"] == (2 if group.services and group.services.containers else 1)
         assert data["IamInstanceProfile"]["Arn"].endswith(f"instance-profile/gpu-cloud-{example.stack}-node")
         first = next(interface for interface in data["NetworkInterfaces"] if interface.get("NetworkCardIndex", 0) == 0)
         assert first["AssociatePublicIpAddress"] is False
@@ -336,6 +346,10 @@ def test_scaling_policies_and_schedules_are_as_configured(example):
         tracking = [p for p in policies if p["PolicyType"] == "TargetTrackingScaling"]
         steps = [p for p in policies if p["PolicyType"] == "StepScaling"]
         scaling = config.scaling
+        per_target = [p for p in tracking if "PredefinedMetricSpecification" in p["TargetTrackingConfiguration"]]
+        assert [p["TargetTrackingConfiguration"]["PredefinedMetricSpecification"]["PredefinedMetricType"] for p in per_target] == (
+            ["ALBRequestCountPerTarget"] if config.endpoint else [])
+        tracking = [p for p in tracking if p not in per_target]
         assert len(tracking) == (1 if scaling.target_tracking else 0)
         if scaling.target_tracking:
             spec = tracking[0]["TargetTrackingConfiguration"]

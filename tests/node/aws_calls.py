@@ -11,7 +11,8 @@ guide "Using Amazon Managed Service for Prometheus with interface VPC endpoints"
 A call counts as the node's when the innermost frame outside the AWS libraries is node code (not
 a test's fake or assertion), or, on a library's worker thread (s3transfer uploads), when node code
 created the client. The service recorded is the one whose endpoint the call needs: botocore's
-`endpointPrefix` (`monitoring` for CloudWatch), the name of its VPC endpoint service.
+`endpointPrefix` (`monitoring` for CloudWatch), the name of its VPC endpoint service, except where
+they differ (ECR's API: `api.ecr` in botocore, the `ecr.api` endpoint; node_endpoints.ENDPOINT_SERVICES).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from botocore.exceptions import UnknownServiceError
 from botocore.session import Session
 
 import gpucloud.node
+from gpucloud.config.node_endpoints import ENDPOINT_SERVICES
 import gpucloud.userdata
 
 REMOTE_WRITE = ("aps-workspaces", "RemoteWrite")
@@ -99,7 +101,8 @@ class AwsCalls:
         def recorded_api_call(client, operation_name, api_params):
             by_node = _caller_is_node_code()
             if by_node or (by_node is None and getattr(client, "_gpucloud_node_client", False)):
-                calls._add((client.meta.service_model.endpoint_prefix, operation_name))
+                prefix = client.meta.service_model.endpoint_prefix
+                calls._add((ENDPOINT_SERVICES.get(prefix, prefix), operation_name))
             return make_api_call(client, operation_name, api_params)
 
         def tagged_client(session, *args, **kwargs):

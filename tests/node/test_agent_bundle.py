@@ -126,11 +126,12 @@ def test_boot_steps_start_tuning_disks_and_metrics_under_the_heartbeat_and_the_g
 
     heartbeat = f"systemd-run --unit={layout.HEARTBEAT_UNIT} {layout.AGENT_COMMAND_PATH} heartbeat"
     assert steps[:2] == ["systemctl daemon-reload", "systemctl enable " + " ".join(
-        [layout.TUNE_UNIT, layout.STORAGE_UNIT, layout.DRAIN_UNIT, layout.GATE_UNIT, layout.WATCH_UNIT, layout.COLLECT_UNIT])]
+        [layout.TUNE_UNIT, layout.STORAGE_UNIT, layout.DRAIN_UNIT, layout.GATE_UNIT, layout.WATCH_UNIT, layout.COLLECT_UNIT,
+         layout.SERVICES_UNIT])]
     assert steps.index(heartbeat) < steps.index(f"systemctl start {layout.TUNE_UNIT} {layout.STORAGE_UNIT}")
     assert steps.index(f"systemctl start {layout.CLOUDWATCH_UNIT}") < len(steps) - 1
     assert steps[-1] == (f"systemctl start --no-block {layout.DRAIN_UNIT} {layout.GATE_UNIT} {layout.WATCH_UNIT} "
-                         f"{layout.COLLECT_UNIT}")
+                         f"{layout.COLLECT_UNIT} {layout.SERVICES_UNIT}")
 
 
 def test_watch_runs_only_after_the_gate_passed_and_tuning_before_the_gate():

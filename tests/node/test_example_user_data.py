@@ -20,7 +20,7 @@ from gpucloud.userdata.render import NodeBootstrap, bootstrap_stub_source, cloud
 from support import user_data_documents
 from userdata_samples import BUNDLE
 
-DATA_FILES = {layout.NODE_CONFIG_PATH, layout.BOOTSTRAP_ENV_PATH}
+DATA_FILES = {layout.NODE_CONFIG_PATH, layout.BOOTSTRAP_ENV_PATH, layout.SERVICES_CONFIG_PATH}
 
 
 def fixed_files() -> dict[str, str]:

@@ -81,6 +81,7 @@ def test_hostile_values_round_trip_exactly_and_stay_data(tmp_path):
         "DATA_DISK_DEVICE": "/dev/sdf",
         "PERSIST_TAG_KEY": f"key {HOSTILE}",
         "CHECKPOINT_DIR": f"/scratch/{HOSTILE}",
+        "SHARED_MOUNTS": "",
     }
     assert cloudwatch["metrics"]["namespace"] == HOSTILE
 

@@ -265,3 +265,25 @@ def test_a_workspace_the_facts_hold_as_creating_stops_the_plan(credentials):
         plan_stack(naming_the_workspace(), facts=facts)
     assert error.value.problems == [("gpu-cloud:monitoring.prometheus.workspaceId",
                                      "ws-0123abcd-0123-4567-89ab-0123456789ab is CREATING, not ACTIVE")]
+
+
+def test_quotas_service_quotas_does_not_answer_are_a_warning_not_a_silent_empty_map(credentials, tmp_path, monkeypatch,
+                                                                                      capsys):
+    from gpucloud.cli import main
+    from support import settings_for
+
+    settings = settings_for(minimal_config(), stack="demo")
+    monkeypatch.setattr("gpucloud.cli.account.load_stack_file", lambda *args, **kwargs: settings)
+    out = tmp_path / "demo.yaml"
+    with mock_aws():
+        session = QuotaStubbedSession(boto3.Session(region_name="us-east-1"), {"L-DB2E81BA": 64.0})
+        monkeypatch.setattr(boto3, "Session", lambda *args, **kwargs: session)
+        assert main(["account", "snapshot", "--stack", "demo", "--out", str(out)]) == 0
+
+    stdout, stderr = capsys.readouterr()
+    assert "wrote" in stdout and ": 1 of 6 quotas" in stdout
+    [warning] = stderr.splitlines()
+    assert warning.startswith("warning: Service Quotas answered NoSuchResourceException for 5 EC2 vCPU quota(s) "
+                              "in us-east-1: L-417A185B (Running On-Demand P instances), ")
+    assert "not checked" in warning and "L-DB2E81BA" not in warning
+    assert load_facts(out).quotas == {"L-DB2E81BA": 64.0}

@@ -78,3 +78,54 @@ def test_the_cli_prints_the_command_for_a_stack_file(account, capsys, monkeypatc
     assert out.startswith(f"aws ssm start-session --target {instance} --document-name AWS-StartPortForwardingSession")
     assert '{"portNumber":["6006"],"localPortNumber":["6006"]}' in out
     assert (STACKS / "Pulumi.notebooks.yaml").exists()
+
+
+class OneNodeInService:
+    """The Auto Scaling answer for a group with one healthy in-service node."""
+
+    def describe_auto_scaling_groups(self, **kwargs):
+        return {"AutoScalingGroups": [{"Instances": [
+            {"InstanceId": "i-0123456789abcdef0", "LifecycleState": "InService", "HealthStatus": "Healthy"}]}]}
+
+
+def test_local_port_lets_a_second_stack_forward_the_same_remote_port():
+    connection = find_connection(settings_for(minimal_config()), OneNodeInService(), None, 8888, local_port=18888)
+    assert '{"portNumber":["8888"],"localPortNumber":["18888"]}' in connection.shell()
+
+
+def test_the_cli_passes_local_port_through(capsys, monkeypatch):
+    monkeypatch.setattr("gpucloud.cli.connect.load_stack_file", lambda *args, **kwargs: settings_for(minimal_config()))
+    monkeypatch.setattr("boto3.Session.client", lambda self, name, **kwargs: OneNodeInService())
+    assert main(["connect", "--stack", "notebooks", "--port", "ssh", "--local-port", "2200", "--print"]) == 0
+    assert '{"portNumber":["22"],"localPortNumber":["2200"]}' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--port", "foo"], "argument --port: 'foo' is not a port: give a number from 1 to 65535 or one of jupyter, tensorboard, ssh"),
+    (["--port", "70000"], "argument --port: '70000' is not a port"),
+    (["--local-port", "jupyter"], "argument --local-port: 'jupyter' is not a port: give a number from 1 to 65535"),
+])
+def test_a_port_that_is_no_port_is_refused_in_words(arguments, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["connect", "--stack", "notebooks", *arguments])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and message in err and "invalid literal" not in err
+
+
+def test_connecting_to_jupyter_says_how_to_read_its_token_and_never_prints_it(capsys, monkeypatch):
+    values = minimal_config()
+    values["groups"][0]["services"] = {"jupyter": {}}
+    monkeypatch.setattr("gpucloud.cli.connect.load_stack_file", lambda *args, **kwargs: settings_for(values))
+    monkeypatch.setattr("boto3.Session.client", lambda self, name, **kwargs: OneNodeInService())
+    assert main(["connect", "--stack", "demo", "--port", "jupyter", "--print"]) == 0
+    err = capsys.readouterr().err
+    assert "http://localhost:8888/lab" in err
+    assert ("aws ssm get-parameter --name /gpu-cloud/demo/workers/jupyter-token --with-decryption "
+            "--query Parameter.Value --output text --region us-east-1") in err
+
+
+def test_connecting_to_a_service_the_group_does_not_run_says_which_key_adds_it(capsys, monkeypatch):
+    monkeypatch.setattr("gpucloud.cli.connect.load_stack_file", lambda *args, **kwargs: settings_for(minimal_config()))
+    monkeypatch.setattr("boto3.Session.client", lambda self, name, **kwargs: OneNodeInService())
+    assert main(["connect", "--stack", "demo", "--port", "tensorboard", "--print"]) == 0
+    assert "runs no TensorBoard: add services.tensorboard" in capsys.readouterr().err

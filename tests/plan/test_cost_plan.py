@@ -4,6 +4,7 @@ and budgets that warn or fail the plan."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -53,6 +54,19 @@ def prometheus_month(nodes: int) -> float:
 LLM_INFER_GRAFANA = 2 * GRAFANA["editorUsdPerUserMonth"] + 5 * GRAFANA["viewerUsdPerUserMonth"]
 
 
+VISION_LUSTRE = 2400 * next(
+    r["usdPerGbMonth"] for r in CATALOG["fileSystems"]
+    if (r["region"], r["deploymentType"], r["throughputPerTib"]) == ("us-east-1", "PERSISTENT_2", 125)
+)
+"""vision-train's 2400 GiB PERSISTENT_2 file system at 125 MB/s/TiB, billed all month in every scenario."""
+
+
+def load_balancer_month(nodes: int, region: str = "us-east-1") -> float:
+    """llm-infer's endpoint: the ALB all month and its LCUs at the estimate's stated assumption (1 + 0.5 a node)."""
+    [row] = [r for r in CATALOG["loadBalancers"] if r["region"] == region]
+    return HOURS * (row["albUsdPerHour"] + (1 + 0.5 * nodes) * row["lcuUsdPerHour"])
+
+
 def workday(monthly: float) -> float:
     return monthly * WORKDAY_FRACTION
 
@@ -62,20 +76,22 @@ EXPECTED = {
     # base of 1, and 1 spot at the p4d discount) at desired; the workday schedule's maxSize 4 at the dearest type, p5.48xlarge
     # (1 on demand, 3 spot), at max. Each node carries a 200 GiB root and a 2000 GiB data volume.
     "vision-train": {
-        "min": KMS + NETWORK,
+        "min": KMS + NETWORK + VISION_LUSTRE,
         "desired": workday(HOURS * (hourly("p4d.24xlarge") + spot_hourly("p4d.24xlarge")) + 2 * (200 + 2000) * GP3)
-        + KMS + NETWORK,
+        + KMS + NETWORK + VISION_LUSTRE,
         "max": workday(HOURS * (hourly("p5.48xlarge") + 3 * spot_hourly("p5.48xlarge")) + 4 * (200 + 2000) * GP3)
-        + KMS + NETWORK,
+        + KMS + NETWORK + VISION_LUSTRE,
     },
     # one on-demand server all month at min and desired; 8 at the dearest type, g6e.2xlarge, at max:
     # the base of 1 plus 4 of the 7 above it on demand (half rounded up), 3 spot
-    # with Prometheus (30 s) and Grafana (2 editors, 5 viewers)
+    # with Prometheus (30 s) and Grafana (2 editors, 5 viewers), and the endpoint's load balancer
     "llm-infer": {
-        "min": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS + NETWORK + prometheus_month(1) + LLM_INFER_GRAFANA,
-        "desired": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS + NETWORK + prometheus_month(1) + LLM_INFER_GRAFANA,
+        "min": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS + NETWORK + prometheus_month(1) + LLM_INFER_GRAFANA
+        + load_balancer_month(1),
+        "desired": HOURS * hourly("g5.2xlarge") + 150 * GP3 + KMS + NETWORK + prometheus_month(1) + LLM_INFER_GRAFANA
+        + load_balancer_month(1),
         "max": HOURS * (5 * hourly("g6e.2xlarge") + 3 * spot_hourly("g6e.2xlarge")) + 8 * 150 * GP3 + KMS + NETWORK
-        + prometheus_month(8) + LLM_INFER_GRAFANA,
+        + prometheus_month(8) + LLM_INFER_GRAFANA + load_balancer_month(8),
     },
     # the 200 GiB home volume and the key all month; one on-demand g5.xlarge notebook in working hours at
     # desired; at max the schedules keep maxSize 1 all week, so one notebook all month
@@ -120,10 +136,11 @@ def test_minimum_capacity_over_budget_fails_the_plan_naming_group_and_figures(tm
     group = HOURS * hourly("p5.48xlarge") + 100 * GP3
     minimum = group + KMS + NETWORK
     assert finding["severity"] == "failure" and finding["rule"] == "budget-exceeded-at-minimum"
-    assert finding["message"] == (
+    assert finding["message"].startswith(
         f"the stack costs ${minimum:,.2f} per month at minimum capacity, above the monthly budget of $1,000.00 "
-        f"(groups: big ${group:,.2f}); lower minSize, schedule the groups down, or raise the budget"
+        f"(groups: big ${group:,.2f}; largest lines: big/instances (on-demand) ${HOURS * hourly('p5.48xlarge'):,.2f}, "
     )
+    assert finding["message"].endswith("); lower minSize, schedule the groups down, or raise the budget")
     assert round(document["costEstimate"]["monthly"]["min"], 2) == round(minimum, 2)
 
 
@@ -167,6 +184,9 @@ def test_unpriced_type_gives_a_partial_estimate_that_still_fails_the_budget(tmp_
 
 def test_partial_estimate_in_the_table_says_so_and_gives_the_refresh_hint_once(tmp_path, capsys):
     config = write_stack(tmp_path, budget=100000, min_size=1, desired=1, types="p5e.48xlarge", region="us-west-2")
+    # Unpriced GPU compute fails the budget check unless the stack accepts it (test_unpriced_compute.py).
+    path = Path(config)
+    path.write_text(path.read_text().replace("{monthlyUsd: 100000}", "{monthlyUsd: 100000, acceptUnpricedCompute: true}"))
 
     assert main(["plan", "--config", config, "--width", "250"]) == 0
 
@@ -218,7 +238,8 @@ def test_llm_infer_in_us_west_2_is_priced_in_full_from_that_regions_rows():
     [network_west] = [HOURS * (r["natGatewayUsdPerHour"] + r["publicIpv4UsdPerHour"]) for r in CATALOG["network"]
                       if r["region"] == "us-west-2"]
     assert estimate.complete and findings == []
-    assert round(estimate.monthly.desired, 2) == round(HOURS * hourly_west + 150 * gp3_west + kms_west + network_west, 2)
+    assert round(estimate.monthly.desired, 2) == round(
+        HOURS * hourly_west + 150 * gp3_west + kms_west + network_west + load_balancer_month(1, "us-west-2"), 2)
 
 
 def test_llm_infer_in_us_west_2_names_the_prometheus_lines_the_catalog_cannot_price():

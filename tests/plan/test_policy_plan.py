@@ -144,6 +144,9 @@ VIOLATIONS = {
     ),
     "asg-bounded-and-rebalanced": lambda: gpu_group(encrypted_template(), max_size=64, capacity_rebalance=False),
     "gpu-group-has-scale-in-path": lambda: gpu_group(encrypted_template()),
+    "file-system-encrypted-with-cmk": lambda: lustre(with_key=False),
+    "load-balancer-internal": lambda: load_balancer(internet_facing=True),
+    "load-balancer-tls-when-internet-facing": lambda: load_balancer(internet_facing=True, declared=True),
     "data-volume-retained": lambda: aws.ebs.Volume(
         "data", availability_zone="us-east-1a", size=10, encrypted=True, kms_key_id=aws.kms.Key("key", enable_key_rotation=True, tags=TAGS).arn, tags=TAGS
     ),
@@ -155,6 +158,21 @@ def scheduled_gpu_group():
     aws.autoscaling.Schedule(
         "nightly", autoscaling_group_name=group.name, scheduled_action_name="nightly", recurrence="0 20 * * *",
         min_size=0, max_size=0, desired_capacity=0,
+    )
+
+
+def lustre(with_key: bool):
+    """A PERSISTENT_2 file system in a group that admits Lustre from itself (FSx refuses one that does not)."""
+    vpc = aws.ec2.Vpc("fs-vpc", cidr_block="10.1.0.0/16", tags=TAGS)
+    subnet = aws.ec2.Subnet("fs-subnet", vpc_id=vpc.id, cidr_block="10.1.1.0/24", availability_zone="us-east-1a", tags=TAGS)
+    group = aws.ec2.SecurityGroup("fs", vpc_id=vpc.id, description="lustre", tags=TAGS)
+    rule = aws.vpc.SecurityGroupIngressRule("fs-988", security_group_id=group.id, ip_protocol="tcp", from_port=988,
+                                            to_port=988, referenced_security_group_id=group.id, tags=TAGS)
+    key = aws.kms.Key("fs-key", enable_key_rotation=True, tags=TAGS).arn if with_key else None
+    return aws.fsx.LustreFileSystem(
+        "shared", deployment_type="PERSISTENT_2", storage_capacity=1200, per_unit_storage_throughput=125,
+        subnet_ids=subnet.id, security_group_ids=[group.id], kms_key_id=key, tags=TAGS,
+        opts=pulumi.ResourceOptions(depends_on=[rule], protect=True, retain_on_delete=True),
     )
 
 
@@ -179,6 +197,26 @@ def workspace_key_policy():
     ]}
 
 
+def load_balancer(internet_facing: bool, declared: bool = False):
+    """An ALB with an HTTP listener, in two public subnets (AWS puts an internet-facing one only
+    where a route leads to an internet gateway)."""
+    vpc = aws.ec2.Vpc("lb-vpc", cidr_block="10.2.0.0/16", tags=TAGS)
+    gateway = aws.ec2.InternetGateway("lb-gateway", vpc_id=vpc.id, tags=TAGS)
+    table = aws.ec2.RouteTable("lb-routes", vpc_id=vpc.id, tags=TAGS)
+    route = aws.ec2.Route("lb-default", route_table_id=table.id, destination_cidr_block="0.0.0.0/0", gateway_id=gateway.id)
+    subnets, links = [], []
+    for index, zone in enumerate(["us-east-1a", "us-east-1b"]):
+        subnet = aws.ec2.Subnet(f"lb-{zone}", vpc_id=vpc.id, cidr_block=f"10.2.{index}.0/24", availability_zone=zone, tags=TAGS)
+        links.append(aws.ec2.RouteTableAssociation(f"lb-{zone}-routes", subnet_id=subnet.id, route_table_id=table.id))
+        subnets.append(subnet.id)
+    tags = {**TAGS, "gpu-cloud:internet-facing": "declared"} if declared else TAGS
+    balancer = aws.lb.LoadBalancer("serve", load_balancer_type="application", internal=not internet_facing, subnets=subnets,
+                                   tags=tags, opts=pulumi.ResourceOptions(depends_on=[route, *links]))
+    targets = aws.lb.TargetGroup("serve-tg", port=8000, protocol="HTTP", vpc_id=vpc.id, target_type="instance", tags=TAGS)
+    return aws.lb.Listener("serve-http", load_balancer_arn=balancer.arn, port=80, protocol="HTTP", tags=TAGS,
+                           default_actions=[{"type": "forward", "target_group_arn": targets.arn}])
+
+
 PASSES = {
     "s3-gateway-endpoint-restricted": lambda: s3_gateway_endpoint(
         json.dumps(s3_gateway_endpoint_policy("aws", "123456789012", "us-east-1", ["acme-datasets"]))),
@@ -195,6 +233,9 @@ PASSES = {
     "asg-bounded-and-rebalanced": scheduled_gpu_group,
     "gpu-group-has-scale-in-path": scheduled_gpu_group,
     "data-volume-retained": retained_volume,
+    "file-system-encrypted-with-cmk": lambda: lustre(with_key=True),
+    "load-balancer-internal": lambda: load_balancer(internet_facing=True, declared=True),
+    "load-balancer-tls-when-internet-facing": lambda: load_balancer(internet_facing=False),
 }
 NOT_ON_THE_ENGINE = {"asg-spot-template-rebalanced", "capacity-block-on-demand-one-type", "capacity-reservations-used"}
 """Policies whose violating resources the engine cannot create (a spot market template; the
@@ -311,7 +352,7 @@ def test_policy_config_levels_reach_the_offline_plan(tmp_path, capsys):
     config.write_text(json.dumps({"all": "advisory", "ebs-encrypted-with-cmk": {"enforcementLevel": "disabled"}}))
     assert main(["plan", "--program", str(BAD_PROGRAM), "--policy-config", str(config), "--width", "200"]) == 0
     out = capsys.readouterr().out
-    assert "Policies: 14 run (1 disabled by the policy config), 4 violations: 0 mandatory, 4 advisory" in out
+    assert f"Policies: {len(RULES) - 1} run (1 disabled by the policy config), 4 violations: 0 mandatory, 4 advisory" in out
     assert "ebs-encrypted-with-cmk" not in out.split("Policy Violations:")[1]
     config.write_text(json.dumps({"imdsv2-required": "mandatory", "all": "disabled"}))
     assert main(["plan", "--program", str(BAD_PROGRAM), "--policy-config", str(config), "--json"]) == 1
@@ -340,7 +381,7 @@ def test_cli_prints_violations_under_the_tree(capsys):
     out = capsys.readouterr().out
     tree, violations = out.split("Policy Violations:")
     assert "world-open-ssh" in tree
-    assert "Policies: 15 run, 6 violations: 5 mandatory, 1 advisory (gpu-cloud pack)" in tree
+    assert f"Policies: {len(RULES)} run, 6 violations: 5 mandatory, 1 advisory (gpu-cloud pack)" in tree
     assert "[mandatory]  no-world-open-ingress  (aws:ec2/securityGroup:SecurityGroup: world-open-ssh)" in violations
     assert "urn:pulumi:dev::gpu-cloud::aws:ec2/securityGroup:SecurityGroup::world-open-ssh" in violations
 
@@ -354,7 +395,7 @@ def test_clean_plan_says_how_many_policies_ran(capsys):
     program = ROOT / "tests/programs/compliant_program.py"
     assert main(["plan", "--program", str(program), "--width", "200"]) == 0
     out = capsys.readouterr().out
-    assert "Policies: 15 run, 0 violations (gpu-cloud pack)" in out
+    assert f"Policies: {len(RULES)} run, 0 violations (gpu-cloud pack)" in out
     assert "Policy Violations:" not in out
 
 

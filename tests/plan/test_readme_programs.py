@@ -1,4 +1,5 @@
-"""The README's "Using the components in your own program" examples, run exactly as written."""
+"""The examples of the guide "Using the components in your own program" (docs/guides/components.md),
+run exactly as written."""
 
 from __future__ import annotations
 
@@ -10,17 +11,19 @@ import pytest
 
 from support import ROOT
 
-SECTION = "## Using the components in your own program"
+GUIDE = ROOT / "docs" / "guides" / "components.md"
 
 
-def readme_python_blocks() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index(SECTION) :]
-    section = section[: section.index("\n## ", len(SECTION))]
-    return re.findall(r"```python\n(.*?)```", section, flags=re.S)
+def guide_python_block(marker: str) -> str:
+    """The one Python block of the guide that holds `marker`."""
+    blocks = [block for block in re.findall(r"```python\n(.*?)```", GUIDE.read_text(), flags=re.S) if marker in block]
+    assert len(blocks) == 1, f"{GUIDE.name}: {len(blocks)} python blocks hold {marker!r}"
+    return blocks[0]
 
 
-PROGRAM, ENGINE_TEST, HANDLERS = readme_python_blocks()
+PROGRAM = guide_python_block("EncryptedVolumeArgs(")
+ENGINE_TEST = guide_python_block("moto_account(")
+HANDLERS = guide_python_block("@register_resource(")
 
 QUEUE_LINES = '''
 jobs = aws.sqs.Queue("jobs", tags=tags)
@@ -64,7 +67,7 @@ def test_the_readme_program_plans_with_no_policy_violation(team, monkeypatch, ca
 def test_the_readme_engine_test_runs_as_written(team, monkeypatch):
     monkeypatch.chdir(team)
 
-    exec(compile(ENGINE_TEST, "README.md", "exec"), {})
+    exec(compile(ENGINE_TEST, str(GUIDE), "exec"), {})
 
 
 def test_a_program_with_a_type_the_engine_lacks_fails_naming_it(team):

@@ -161,7 +161,7 @@ def launch_template(**overrides: Any) -> dict[str, Any]:
         "namePrefix": "vision-gpu-",
         "imageId": "ami-0123456789abcdef0",
         "instanceType": "g5.xlarge",
-        "metadataOptions": {"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 2},
+        "metadataOptions": {"httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1},
         "blockDeviceMappings": [encrypted_device()],
         "networkInterfaces": [{"deviceIndex": 0, "associatePublicIpAddress": "false", "subnetId": "subnet-1"}],
         "tags": dict(TAGS),
@@ -232,7 +232,16 @@ class Case:
     """A fragment the violation message must contain."""
 
 
+ALB = "aws:lb/loadBalancer:LoadBalancer"
+ALB_LISTENER = "aws:lb/listener:Listener"
+ALB_ARN = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/public-lb/0123456789abcdef"
+
 RESOURCE_CASES: list[Case] = [
+    # load-balancer-internal
+    Case("internal-load-balancer", "load-balancer-internal", ALB, {"internal": True, "tags": TAGS}, False),
+    Case("undeclared-public-load-balancer", "load-balancer-internal", ALB, {"tags": TAGS}, True, "internet-facing"),
+    Case("declared-public-load-balancer", "load-balancer-internal", ALB,
+         {"internal": False, "tags": {**TAGS, "gpu-cloud:internet-facing": "declared"}}, False),
     # monitoring-data-encrypted-with-cmk
     Case("log-group-with-cmk", "monitoring-data-encrypted-with-cmk", LOG_GROUP,
          {"name": "/gpu-cloud-vpc/p/flow", "kmsKeyId": CMK_ARN, "tags": TAGS}, False),
@@ -296,6 +305,17 @@ RESOURCE_CASES: list[Case] = [
         True,
         "/dev/sdf",
     ),
+    # file-system-encrypted-with-cmk
+    Case("lustre-persistent-without-key", "file-system-encrypted-with-cmk", "aws:fsx/lustreFileSystem:LustreFileSystem",
+         {"deploymentType": "PERSISTENT_2", "storageCapacity": 1200, "tags": TAGS}, True, "aws/fsx"),
+    Case("lustre-persistent-aws-managed-key", "file-system-encrypted-with-cmk", "aws:fsx/lustreFileSystem:LustreFileSystem",
+         {"deploymentType": "PERSISTENT_2", "kmsKeyId": "arn:aws:kms:us-east-1:123456789012:alias/aws/fsx", "tags": TAGS},
+         True, "AWS-managed key"),
+    Case("lustre-persistent-project-key", "file-system-encrypted-with-cmk", "aws:fsx/lustreFileSystem:LustreFileSystem",
+         {"deploymentType": "PERSISTENT_2", "kmsKeyId": "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+          "tags": TAGS}, False),
+    Case("lustre-scratch-takes-no-key", "file-system-encrypted-with-cmk", "aws:fsx/lustreFileSystem:LustreFileSystem",
+         {"deploymentType": "SCRATCH_2", "storageCapacity": 1200, "tags": TAGS}, False),
     # kms-rotation-and-deletion-window
     Case(
         "key-rotating-default-window",
@@ -336,6 +356,17 @@ RESOURCE_CASES: list[Case] = [
     ),
     # imdsv2-required
     Case("launch-template-imdsv2", "imdsv2-required", LAUNCH_TEMPLATE, launch_template(), False),
+    Case("launch-template-hop-limit-2-for-containers", "imdsv2-required", LAUNCH_TEMPLATE,
+         launch_template(metadataOptions={"httpTokens": "required", "httpPutResponseHopLimit": 2},
+                         tags={**TAGS, "gpu-cloud:containers": "true"}), False),
+    Case(
+        "launch-template-hop-limit-2-without-containers",
+        "imdsv2-required",
+        LAUNCH_TEMPLATE,
+        launch_template(metadataOptions={"httpTokens": "required", "httpPutResponseHopLimit": 2}),
+        True,
+        "runs no containers",
+    ),
     Case(
         "launch-template-no-metadata-options",
         "imdsv2-required",
@@ -1082,6 +1113,19 @@ def reserving_group(name: str, preference: str) -> PlannedResource:
 
 
 STACK_CASES: list[StackCase] = [
+    StackCase(
+        "plain-http-on-a-public-load-balancer",
+        "load-balancer-tls-when-internet-facing",
+        [planned(ALB, "public-lb", {"internal": False, "arn": ALB_ARN}),
+         planned(ALB_LISTENER, "public-http", {"protocol": "HTTP", "loadBalancerArn": ALB_ARN})],
+        {urn(ALB_LISTENER, "public-http")},
+    ),
+    StackCase(
+        "https-on-a-public-load-balancer",
+        "load-balancer-tls-when-internet-facing",
+        [planned(ALB, "public-lb", {"internal": False, "arn": ALB_ARN}),
+         planned(ALB_LISTENER, "public-https", {"protocol": "HTTPS", "loadBalancerArn": ALB_ARN})],
+    ),
     StackCase("gpu-group-alone", "gpu-group-has-scale-in-path", [GPU_TEMPLATE, GPU_GROUP], {GPU_GROUP.urn}),
     StackCase(
         "gpu-group-with-nightly-schedule",

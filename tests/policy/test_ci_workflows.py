@@ -50,8 +50,8 @@ def triggers(workflow: dict[str, Any]) -> dict[str, Any]:
     return workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on:` key as True
 
 
-def test_there_are_preview_and_up_workflows():
-    assert [path.name for path in WORKFLOWS] == ["preview.yml", "up.yml"]
+def test_there_are_preview_up_and_release_workflows():
+    assert [path.name for path in WORKFLOWS] == ["plan-comment.yml", "preview.yml", "release.yml", "up.yml"]
 
 
 def test_workflows_pass_actionlint(actionlint):

@@ -158,7 +158,8 @@ def test_pack_wraps_every_rule_with_its_kind_and_enforcement_level():
         expected_kind = (
             StackValidationPolicy
             if rule.name in ("gpu-group-has-scale-in-path", "data-volume-retained", "asg-spot-template-rebalanced",
-                             "capacity-block-on-demand-one-type", "capacity-reservations-used")
+                             "capacity-block-on-demand-one-type", "capacity-reservations-used",
+                             "load-balancer-tls-when-internet-facing")
             else ResourceValidationPolicy
         )
         assert isinstance(policy, expected_kind)

@@ -37,6 +37,7 @@ RULES_BY_NAME = {rule.name: rule for rule in RULES}
 
 EXPECTED = {
     "ebs-encrypted-with-cmk": MANDATORY,
+    "file-system-encrypted-with-cmk": MANDATORY,
     "kms-rotation-and-deletion-window": MANDATORY,
     "monitoring-data-encrypted-with-cmk": MANDATORY,
     "imdsv2-required": MANDATORY,
@@ -51,6 +52,8 @@ EXPECTED = {
     "asg-spot-template-rebalanced": MANDATORY,
     "capacity-block-on-demand-one-type": MANDATORY,
     "capacity-reservations-used": ADVISORY,
+    "load-balancer-internal": MANDATORY,
+    "load-balancer-tls-when-internet-facing": MANDATORY,
 }
 
 

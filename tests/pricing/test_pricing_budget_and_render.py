@@ -58,3 +58,20 @@ def test_renderer_prints_lines_totals_in_cents_and_says_usd(stack_config):
     assert "train/instances (on-demand)" in text and "notebook/persistent volume" in text
     assert f"${estimate.monthly.desired:,.2f}" in text and f"${estimate.monthly.max:,.2f}" in text
     assert "first listed type" in text
+
+
+def test_a_budget_failure_without_running_groups_names_the_largest_lines_not_storage():
+    """No instance runs at minimum, the NAT gateway is most of the cost: the message says so."""
+    from gpucloud.config import parse_stack_config
+    from support import minimal_config
+
+    settings = parse_stack_config(minimal_config(), stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")
+    estimate = estimate_stack(settings.config, settings.region)
+    nat = next(line for line in estimate.lines if "NAT gateway" in line.resource)
+    assert nat.monthly.min == max(line.monthly.min for line in estimate.lines) > 0
+
+    [finding] = budget_findings(estimate, 1.0)
+
+    assert finding.severity == "failure"
+    assert f"(no group runs instances; largest lines: {nat.resource} ${nat.monthly.min:,.2f}, " in finding.message
+    assert "storage and the KMS key" not in finding.message

@@ -102,6 +102,8 @@ def test_refresh_keeps_rows_outside_its_scope_the_spot_discounts_and_the_unqueri
     assert catalog.network == packaged.network
     assert catalog.prometheus == packaged.prometheus and catalog.prometheus
     assert catalog.grafana == packaged.grafana and catalog.grafana
+    assert catalog.load_balancers == packaged.load_balancers and catalog.load_balancers
+    assert catalog.file_systems == packaged.file_systems and catalog.file_systems
 
 
 def test_refresh_refuses_two_different_prices_for_one_type(aws_credentials, tmp_path):
@@ -191,3 +193,34 @@ def test_prices_refresh_command_reports_an_unknown_region_without_calling_aws(aw
 
     assert code == 2 and "mars-north-1" in capsys.readouterr().err
     assert session.client_calls == [] and not (tmp_path / "prices.json").exists()
+
+
+def test_prices_refresh_without_credentials_is_one_line_and_exit_3(tmp_path, monkeypatch, capsys):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+
+    code = main(["prices", "refresh", "--regions", "us-east-1", "--instance-types", "g5.xlarge",
+                 "--output", str(tmp_path / "prices.json")])
+
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.count("\n") == 1 and "Unable to locate credentials" in err and "Traceback" not in err
+    assert not (tmp_path / "prices.json").exists()
+
+
+def test_prices_refresh_against_a_failing_endpoint_is_one_line_and_exit_3(aws_credentials, tmp_path, monkeypatch,
+                                                                          capsys):
+    session = StubbedSession()
+    session.stubber.add_client_error("get_products", service_error_code="ServiceUnavailable",
+                                     service_message="try again later", http_status_code=503)
+    monkeypatch.setattr(boto3, "Session", lambda *args, **kwargs: session)
+
+    with session.stubber:
+        code = main(["prices", "refresh", "--regions", "us-east-1", "--instance-types", "g5.xlarge",
+                     "--output", str(tmp_path / "prices.json")])
+
+    err = capsys.readouterr().err
+    assert code == 3 and err.count("\n") == 1 and "ServiceUnavailable" in err

@@ -131,6 +131,11 @@ def bootstrap_backend(
     return BootstrapResult(bucket=bucket, region=region, key_arn=key_arn, key_alias=key_alias, created=created)
 
 
+def deploy_lines(stack: str) -> list[str]:
+    """What a newcomer runs after `stack init`: select the stack, preview it with the policy pack, deploy it."""
+    return [f"pulumi stack select {stack}", "pulumi preview --policy-pack policies", "pulumi up --policy-pack policies"]
+
+
 def format_instructions(result: BootstrapResult, stacks: list[str]) -> str:
     """The lines to print after a bootstrap: how to log in, and how to create each stack."""
     if stacks:
@@ -149,6 +154,9 @@ def format_instructions(result: BootstrapResult, stacks: list[str]) -> str:
             "",
             "`pulumi stack init` writes `secretsprovider:` and `encryptedkey:` into Pulumi.<stack>.yaml;",
             "commit those lines with the stack file, they are how the stack finds and unwraps its secrets key.",
+            "",
+            "Then preview and deploy a stack, with the review gate's policy pack:",
+            *(f"  {line}" for line in deploy_lines(stacks[0] if stacks else "<stack>")),
         ]
     )
 

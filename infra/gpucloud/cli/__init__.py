@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import argparse
 
-from gpucloud.cli import account, backend, capacity, connect, observability, plan, prices
+from gpucloud import __version__
+from gpucloud.cli import account, backend, capacity, connect, jobs, observability, plan, prices, schema
 from gpucloud.cli.backend import BACKEND_AWS_CALL_FAILED, BACKEND_REFUSED
 from gpucloud.cli.common import (
     PLAN_BAD_INPUT,
@@ -20,7 +21,7 @@ from gpucloud.cli.common import (
     facts_path,
 )
 
-COMMAND_GROUPS = (plan, connect, observability, account, capacity, prices, backend)
+COMMAND_GROUPS = (plan, connect, jobs, observability, account, capacity, prices, backend, schema)
 """Each module adds its command (group) to the parser; `gpucloud --help` lists them in this order."""
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gpucloud", description="Per-project GPU environments on AWS.")
+    parser.add_argument("--version", action="version", version=f"gpucloud {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     for group in COMMAND_GROUPS:
         group.register(commands)

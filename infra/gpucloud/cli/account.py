@@ -22,7 +22,7 @@ def account_snapshot(arguments: argparse.Namespace) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from gpucloud.plan.snapshot import dump_facts, snapshot_account
+    from gpucloud.plan.snapshot import dump_facts, snapshot_account, unanswered_quotas
 
     stack_file = stack_file_of(arguments)
     try:
@@ -37,7 +37,13 @@ def account_snapshot(arguments: argparse.Namespace) -> int:
     out = Path(arguments.out) if arguments.out else facts_path(stack_file, settings.stack)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(dump_facts(facts), encoding="utf-8")
-    print(f"wrote {out}: {len(facts.quotas)} quotas, {len(facts.vpcs)} VPC(s), {len(facts.amis)} AMI(s)")
+    unanswered = unanswered_quotas(facts)
+    if unanswered:
+        print(f"warning: Service Quotas answered NoSuchResourceException for {len(unanswered)} EC2 vCPU quota(s) in "
+              f"{settings.region}: {', '.join(unanswered)}; the plan will report them not checked (see them with "
+              "`aws service-quotas list-service-quotas --service-code ec2`)", file=sys.stderr)
+    total = len(facts.quotas) + len(unanswered)
+    print(f"wrote {out}: {len(facts.quotas)} of {total} quotas, {len(facts.vpcs)} VPC(s), {len(facts.amis)} AMI(s)")
     return 0
 
 

@@ -7,6 +7,7 @@ import sys
 
 from gpucloud.cli.common import PLAN_BAD_INPUT, PLAN_FAILED, add_stack_source, stack_file_of
 from gpucloud.config import ConfigError, load_stack_file
+from gpucloud.connect import PORTS
 
 
 def connect(arguments: argparse.Namespace) -> int:
@@ -16,19 +17,24 @@ def connect(arguments: argparse.Namespace) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
 
-    from gpucloud.connect import PORTS, ConnectError, find_connection
+    from gpucloud.connect import ConnectError, find_connection
+    from gpucloud.ops.services import service_hint
 
     try:
         settings = load_stack_file(stack_file_of(arguments), region=arguments.region)
-        port = PORTS.get(str(arguments.port), None) or int(arguments.port)
         session = boto3.Session(region_name=settings.region)
-        connection = find_connection(settings, session.client("autoscaling"), arguments.group, port)
-    except (ConfigError, ConnectError, ValueError) as error:
+        connection = find_connection(
+            settings, session.client("autoscaling"), arguments.group, arguments.port, arguments.local_port
+        )
+    except (ConfigError, ConnectError) as error:
         print(f"error: {error}", file=sys.stderr)
         return PLAN_BAD_INPUT
     except (BotoCoreError, ClientError) as error:
         print(f"error: finding a node failed: {error}", file=sys.stderr)
         return PLAN_FAILED
+    hint = service_hint(settings, connection.group, connection.remote_port, connection.local_port)
+    if hint:
+        print(hint, file=sys.stderr)
     if arguments.print:
         print(connection.shell())
         return 0
@@ -41,6 +47,22 @@ def connect(arguments: argparse.Namespace) -> int:
         return PLAN_FAILED
 
 
+def port_number(text: str) -> int:
+    """A TCP port: 1-65535, or for --port a service name; argparse reports anything else in one line."""
+    if text in PORTS:
+        return PORTS[text]
+    if text.isdigit() and 1 <= int(text) <= 65535:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 1 to 65535 "
+                                     f"or one of {', '.join(PORTS)}")
+
+
+def local_port_number(text: str) -> int:
+    if text.isdigit() and 1 <= int(text) <= 65535:
+        return int(text)
+    raise argparse.ArgumentTypeError(f"{text!r} is not a port: give a number from 1 to 65535")
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     """Add `connect` and its options."""
     connect_parser = commands.add_parser(
@@ -50,6 +72,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     add_stack_source(connect_parser)
     connect_parser.add_argument("--group", help="the group whose node to reach (default: the stack's only group)")
-    connect_parser.add_argument("--port", default="8888", help="remote port, or jupyter, tensorboard, ssh (default 8888)")
+    connect_parser.add_argument(
+        "--port", type=port_number, default=8888, help="remote port, or jupyter, tensorboard, ssh (default 8888)"
+    )
+    connect_parser.add_argument(
+        "--local-port",
+        type=local_port_number,
+        help="local port to listen on (default: the remote port, 2222 for ssh); another stack can then forward the same port",
+    )
     connect_parser.add_argument("--print", action="store_true", help="print the aws ssm start-session command instead of running it")
     connect_parser.set_defaults(handler=connect)

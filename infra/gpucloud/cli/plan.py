@@ -28,13 +28,31 @@ def _policy_config(path: str | None):
         return PackConfig()
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
-        return PackConfig.from_document(document, [rule.name for rule in RULES])
+        properties_of = {rule.name: list(rule.config_schema or {}) for rule in RULES}
+        return PackConfig.from_document(document, [rule.name for rule in RULES], properties_of)
     except (OSError, UnicodeDecodeError) as error:
         raise PolicyConfigError(f"policy config {path}: cannot be read: {error.strerror or error}") from None
     except json.JSONDecodeError as error:
         raise PolicyConfigError(f"policy config {path}: not valid JSON ({error.msg} at line {error.lineno})") from None
     except PolicyConfigError as error:
         raise PolicyConfigError(f"policy config {path}: {error}") from None
+
+
+POLICY_CONFIG_DIRECTORY = Path("policies") / "config"
+"""Where a stack's policy pack config lives, `policies/config/<stack>.json`, as the workflows read it."""
+
+
+def _stacks_own_policy_config(arguments: argparse.Namespace) -> str | None:
+    """`policies/config/<stack>.json` when it exists and no --policy-config is given, so a local plan
+    gives the verdict CI gives (the workflows pass that file to the plan and to `pulumi preview`)."""
+    if arguments.program:
+        return None
+    stack = arguments.stack or Path(arguments.config).name.removeprefix("Pulumi.").removesuffix(".yaml")
+    path = POLICY_CONFIG_DIRECTORY / f"{stack}.json"
+    if not path.is_file():
+        return None
+    print(f"policy config: {path} (the stack's own, as CI passes it; --policy-config overrides)", file=sys.stderr)
+    return str(path)
 
 
 def _print_error(message: str, error: BaseException, debug: bool) -> None:
@@ -93,8 +111,11 @@ def _plan(arguments: argparse.Namespace) -> int:
     if not arguments.program and misplaced:
         print(f"error: {', '.join(misplaced)} go with --program", file=sys.stderr)
         return PLAN_BAD_INPUT
+    if arguments.program and (arguments.base or arguments.base_config):
+        print("error: --base and --base-config go with --stack or --config", file=sys.stderr)
+        return PLAN_BAD_INPUT
     try:
-        policy_config = _policy_config(arguments.policy_config)
+        policy_config = _policy_config(arguments.policy_config or _stacks_own_policy_config(arguments))
         if arguments.program:
             result = planning.plan_program_file(
                 arguments.program,
@@ -108,7 +129,12 @@ def _plan(arguments: argparse.Namespace) -> int:
         else:
             stack_file = stack_file_of(arguments)
             settings = load_stack_file(stack_file, region=arguments.region)
-            result = planning.plan_stack(settings, policy_config, _account_facts(arguments, stack_file, settings.stack))
+            facts = _account_facts(arguments, stack_file, settings.stack)
+            if arguments.base or arguments.base_config:
+                from gpucloud.cli.plan_diff import plan_against_base
+
+                return plan_against_base(arguments, stack_file, settings, policy_config, facts)
+            result = planning.plan_stack(settings, policy_config, facts)
     except (ServiceModelViolation, ProviderRulesBroken) as error:
         _print_error(str(error), error, arguments.debug)
         return PLAN_VIOLATIONS
@@ -192,7 +218,20 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="with --program: record a resource type the engine has no handler for as not validated, "
         "instead of failing (off by default)",
     )
-    plan_parser.add_argument("--policy-config", help="policy pack config JSON, as for `pulumi preview --policy-pack-config`")
+    base = plan_parser.add_mutually_exclusive_group()
+    base.add_argument(
+        "--base",
+        metavar="REF",
+        help="plan the change against the stack file as committed in this git ref (a branch, tag or commit) and "
+        "print the difference as `pulumi preview --diff` does: create, update, replace (and what forces it), delete; "
+        "exit 1 also where it replaces or deletes data or identity not listed in gpu-cloud:intendedReplacements",
+    )
+    base.add_argument("--base-config", metavar="FILE", help="like --base, with another stack file as the base")
+    plan_parser.add_argument(
+        "--policy-config",
+        help="policy pack config JSON, as for `pulumi preview --policy-pack-config` "
+        "(default: policies/config/<stack>.json when it exists, as CI passes it)",
+    )
     plan_parser.add_argument("--region", help="override aws:region from the stack file")
     plan_parser.add_argument("--debug", action="store_true", help="print the traceback of a failed program or plan")
     plan_parser.add_argument("--json", action="store_true", help="print the plan in `pulumi preview --json` layout")

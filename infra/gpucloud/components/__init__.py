@@ -12,8 +12,10 @@ from gpucloud.components.encryption_key import EncryptionKey, EncryptionKeyArgs
 from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
 from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
 from gpucloud.components.grafana_workspace import GrafanaWorkspace, GrafanaWorkspaceArgs
+from gpucloud.components.inference_endpoint import InferenceEndpoint, InferenceEndpointArgs
 from gpucloud.components.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpucloud.components.network import GpuNetwork, GpuNetworkArgs
+from gpucloud.components.node_services import NodeServices, NodeServicesArgs
 from gpucloud.components.prometheus_workspace import PrometheusWorkspace, PrometheusWorkspaceArgs
 from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
@@ -40,6 +42,10 @@ __all__ = [
     "GpuSecurityGroupArgs",
     "GrafanaWorkspace",
     "GrafanaWorkspaceArgs",
+    "InferenceEndpoint",
+    "InferenceEndpointArgs",
+    "NodeServices",
+    "NodeServicesArgs",
     "ProjectEnvironment",
     "ProjectEnvironmentArgs",
     "PrometheusWorkspace",

@@ -53,7 +53,12 @@ def node_shape(facts: InstanceTypeFacts, multi_node: bool) -> tuple:
     )
 
 
-def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts, remote_write_url: str | None = None) -> NodeBootstrap:
+def node_bootstrap(
+    args: GpuInstanceGroupArgs,
+    facts: InstanceTypeFacts,
+    remote_write_url: str | None = None,
+    file_system: Mapping[str, str] | None = None,
+) -> NodeBootstrap:
     """The user data parameters for nodes of this type: what the health gate expects to find, and
     where the collector writes (the workspace's URL, known once the workspace exists)."""
     return NodeBootstrap(
@@ -87,14 +92,20 @@ def node_bootstrap(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts, remote_
         replace_faulty_nodes=args.replace_faulty_nodes,
         prometheus_remote_write_url=remote_write_url,
         prometheus_scrape_interval_s=args.prometheus_scrape_interval_seconds,
+        services=args.services,
+        lustre_source=f"{file_system['dns_name']}@tcp:/{file_system['mount_name']}" if file_system else None,
+        s3_mounts=tuple(args.s3_mounts),
+        s3_mount_install=args.s3_mount_install,
     )
 
 
 def user_data(args: GpuInstanceGroupArgs, facts: InstanceTypeFacts) -> pulumi.Input[str]:
-    if args.prometheus_remote_write_url is None:
+    """Plain text where every value is known; else resolved once the workspace's URL and the
+    shared file system's DNS and mount names are."""
+    if args.prometheus_remote_write_url is None and args.shared_file_system is None:
         return user_data_base64(node_bootstrap(args, facts))
-    return pulumi.Output.from_input(args.prometheus_remote_write_url).apply(
-        lambda url: user_data_base64(node_bootstrap(args, facts, url))
+    return pulumi.Output.all(args.prometheus_remote_write_url, args.shared_file_system).apply(
+        lambda values: user_data_base64(node_bootstrap(args, facts, values[0], values[1]))
     )
 
 

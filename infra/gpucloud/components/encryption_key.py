@@ -28,6 +28,8 @@ class EncryptionKeyArgs:
     log_groups: Sequence[str] = ()
     """Log-group name prefixes whose groups CloudWatch Logs may encrypt with the key (e.g. `/gpu-cloud-vpc/team/`)."""
     prometheus: bool = False
+    file_system: bool = False
+    """A persistent FSx for Lustre file system is encrypted with the key (FSx uses it through grants)."""
     """The project has a Prometheus workspace: AMP may use the key for it and for alerts to the topic."""
     waits_for: Sequence[pulumi.Resource] = ()
     """What the key policy names that the same program creates (the Auto Scaling service-linked
@@ -52,7 +54,7 @@ class EncryptionKey(pulumi.ComponentResource):
             enable_key_rotation=True,
             deletion_window_in_days=args.deletion_window_days,
             policy=json.dumps(
-                key_policy(args.partition, args.account_id, args.region, args.user_role_names, args.log_groups, args.prometheus)
+                key_policy(args.partition, args.account_id, args.region, args.user_role_names, args.log_groups, args.prometheus, args.file_system)
             ),
             tags={**args.tags, "Name": f"gpu-cloud-{args.project}"},
             opts=pulumi.ResourceOptions(

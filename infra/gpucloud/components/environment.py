@@ -14,12 +14,17 @@ from gpucloud.components.cost_budget import CostBudget, CostBudgetArgs
 from gpucloud.components.encrypted_volume import EncryptedVolume, EncryptedVolumeArgs
 from gpucloud.components.encryption_key import EncryptionKey, EncryptionKeyArgs
 from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
+from gpucloud.components.job_runner import job_runner
+from gpucloud.components.inference_endpoint import InferenceEndpoint, InferenceEndpointArgs, endpoint_placement
 from gpucloud.components.grafana_workspace import GrafanaWorkspace, GrafanaWorkspaceArgs
 from gpucloud.components.monitoring import GpuMonitoring, GpuMonitoringArgs
 from gpucloud.components.network import GpuNetwork, GpuNetworkArgs
+from gpucloud.components.node_services import node_services, node_services_document
 from gpucloud.components.prometheus_workspace import PrometheusWorkspace, PrometheusWorkspaceArgs
 from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
+from gpucloud.components.shared_file_system import project_file_system
+from gpucloud.config.storage import s3_mount_entries
 from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
 from gpucloud.lookups import ResolvedGroup, ResolvedStack
 from gpucloud.lookups.requirements import aws_instance_requirements
@@ -31,8 +36,11 @@ from gpucloud.naming import (
     artifacts_bucket_name,
     autoscaling_group_name,
     backup_role_name,
+    elb_name,
+    endpoint_logs_bucket_name,
     flow_log_group_prefix,
     instance_role_name,
+    job_log_group_name,
     prometheus_log_group_prefix,
 )
 
@@ -91,7 +99,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
         if prometheus.enabled and args.prometheus_rules is None:
             raise ValueError("monitoring.prometheus is on: pass prometheus_rules (gpucloud.observability.rule_file)")
         backs_up = any(group.persistent_volume_gib for group in config.groups)
-        log_groups = [flow_log_group_prefix(base)] if stack.network_zones else []
+        log_groups = [job_log_group_name(base), *([flow_log_group_prefix(base)] if stack.network_zones else [])]
         if prometheus.enabled and not prometheus.workspace_id:
             log_groups.append(prometheus_log_group_prefix(base))
         self.key = EncryptionKey(
@@ -107,6 +115,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 tags=tags,
                 log_groups=log_groups,
                 prometheus=prometheus.enabled,
+                file_system=bool(config.storage.lustre and config.storage.lustre.deployment_type == "PERSISTENT_2"),
                 waits_for=[self.service_linked_role] if self.service_linked_role else [],
             ),
             opts=child,
@@ -130,6 +139,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                     flow_logs_retention_days=network.flow_logs_retention_days,
                     s3_buckets=[artifacts_bucket_name(base, stack.account_id), *([config.data.bucket] if config.data else [])],
                     partition=stack.partition,
+                    public_subnets_in_every_zone=any(g.endpoint and g.endpoint.internet_facing for g in config.groups),
                     tags=tags,
                 ),
                 opts=child,
@@ -153,6 +163,8 @@ class ProjectEnvironment(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        self.shared_file_system = project_file_system(
+            name, stack, self.vpc_id, self.network.private_subnet_ids if self.network else None, self.key.key_arn, child)
         self.artifacts = AgentArtifacts(
             f"{name}-artifacts",
             AgentArtifactsArgs(
@@ -227,10 +239,12 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 ),
                 opts=child,
             )
+        self.services = node_services(name, stack, self.access.role_name, self.key.key_arn, child)
         group_outputs = {}
         self.instance_groups: dict[str, GpuInstanceGroup] = {}
         for group in stack.groups:
             group_outputs[group.config.name] = self._group(name, stack, group, child)
+        self.jobs = job_runner(name, stack, self.key.key_arn, child)
         self.backup = None
         if backs_up:
             self.backup = VolumeBackup(
@@ -273,6 +287,9 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 "prometheusWorkspaceId": self.prometheus.workspace_id if self.prometheus else None,
                 "grafanaEndpoint": self.grafana.endpoint if self.grafana else None,
                 "budgetName": self.budget.budget_name,
+                "jobDocumentName": self.jobs.document_name,
+                "jobLogGroupName": self.jobs.log_group_name,
+                "jobRunnerPolicyArn": self.jobs.team_policy_arn,
                 "groups": self.groups,
             }
         )
@@ -299,6 +316,8 @@ class ProjectEnvironment(pulumi.ComponentResource):
             opts=child,
         )
         outputs: dict = {"securityGroupId": security_group.security_group_id}
+        if self.shared_file_system:
+            self.shared_file_system.admit_clients(settings.name, security_group.security_group_id)
         if settings.persistent_volume_gib:
             volume = EncryptedVolume(
                 f"{prefix}-persist",
@@ -367,6 +386,10 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 capacity_block_id=block_id,
                 capacity_block_window=group.block_window,
                 warm_pool=settings.warm_pool.model_dump() if settings.warm_pool else None,
+                services=node_services_document(config, settings, base, stack.settings.region),
+                shared_file_system=self.shared_file_system.mount if self.shared_file_system else None,
+                s3_mounts=s3_mount_entries(config),
+                s3_mount_install=config.storage.s3_mount.install if config.storage.s3_mount else "ami",
                 instance_requirements=(
                     aws_instance_requirements(settings.instance_requirements, []) if settings.instance_requirements else None
                 ),
@@ -374,7 +397,8 @@ class ProjectEnvironment(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions(
                 parent=self,
-                depends_on=[self.access, self.artifacts, *(self.network.egress_dependencies if self.network else [])],
+                depends_on=[self.access, self.artifacts, *(self.network.egress_dependencies if self.network else []),
+                            *([self.services] if self.services else [])],
             ),
         )
         self.instance_groups[settings.name] = instances
@@ -388,6 +412,16 @@ class ProjectEnvironment(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        if settings.endpoint:
+            subnet_ids, routing = endpoint_placement(settings.endpoint, self.network, [s.id for s in group.subnets])
+            outputs["endpointUrl"] = InferenceEndpoint(f"{prefix}-endpoint", InferenceEndpointArgs(
+                endpoint=settings.endpoint, load_balancer_name=elb_name(base, settings.name, "lb"),
+                target_group_name=elb_name(base, settings.name, "tg"), vpc_id=self.vpc_id,
+                subnet_ids=subnet_ids, routing=routing,
+                node_security_group_id=security_group.security_group_id, autoscaling_group_name=instances.group_name,
+                logs_bucket_name=endpoint_logs_bucket_name(base, settings.name, stack.account_id),
+                account_id=stack.account_id, region=stack.settings.region, partition=stack.partition,
+                instance_warmup_seconds=settings.health_check_grace_period_seconds, tags=tags), opts=child).url
         outputs.update(autoScalingGroupName=instances.group_name, autoScalingGroupArn=instances.group_arn,
                        instanceTypes=[facts.name for facts in group.instance_types])
         return outputs

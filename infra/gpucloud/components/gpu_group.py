@@ -30,6 +30,7 @@ from gpucloud.components._gpu_group_parts import (
     user_data,
     warm_pool_settings,
 )
+from gpucloud.components.node_services import CONTAINERS_TAG
 from gpucloud.lookups import InstanceTypeFacts, capacity
 from gpucloud.lookups.capacity import BLOCK_SCALE_IN_LEAD, SCHEDULE_LEAD
 
@@ -110,6 +111,14 @@ class GpuInstanceGroupArgs:
     only allocation Auto Scaling takes with requirements)."""
     warm_pool: Mapping[str, object] | None = None
     """min_size, max_group_prepared_capacity, pool_state, reuse_on_scale_in (Auto Scaling's WarmPool)."""
+    services: Mapping[str, object] | None = None
+    """What the nodes serve after the gate (`node_services.node_services_document`); None: nothing."""
+    shared_file_system: pulumi.Input[Mapping[str, str]] | None = None
+    """The project's Lustre file system (`SharedFileSystem.mount`: dns_name and mount_name), which
+    every node mounts at /fsx before its gate passes; None: none."""
+    s3_mounts: Sequence[str] = ()
+    """Mountpoint for Amazon S3 mounts (`storage.s3Mount`), as `gpucloud.node.storage_mounts` reads them."""
+    s3_mount_install: str = "ami"
     tags: Mapping[str, str] = field(default_factory=dict)
     launch_hook_timeout_seconds: int = LAUNCH_HOOK_TIMEOUT_SECONDS
     """How long a new node has to pass its gate (it sends heartbeats while it works) before it is abandoned."""
@@ -119,6 +128,10 @@ class GpuInstanceGroupArgs:
     @property
     def uses_spot(self) -> bool:
         return self.spot_percent > 0 and self.max_size > self.on_demand_base_capacity
+
+    @property
+    def runs_containers(self) -> bool:
+        return bool(self.services and self.services.get("containers"))
 
     @property
     def single_launch_template(self) -> bool:
@@ -305,7 +318,10 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             metadata_options={
                 "http_endpoint": "enabled",
                 "http_tokens": "required",
-                "http_put_response_hop_limit": 1,
+                # A container on Docker's bridge network is one hop further from IMDS: 2 lets it get a
+                # token, and so the role's credentials (EC2 user guide, "Configure the instance
+                # metadata options": hop limit 2 recommended for containers, read 2026-11-25).
+                "http_put_response_hop_limit": 2 if args.runs_containers else 1,
                 "instance_metadata_tags": "enabled",
             },
             monitoring={"enabled": True},
@@ -327,6 +343,6 @@ class GpuInstanceGroup(pulumi.ComponentResource):
                 {"resource_type": kind, "tags": instance_tags}
                 for kind in ("instance", "volume", "network-interface")
             ],
-            tags={**args.tags, "Name": name},
+            tags={**args.tags, "Name": name, **({CONTAINERS_TAG: "true"} if args.runs_containers else {})},
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -36,6 +36,9 @@ class GpuNetworkArgs:
     """The stack's own buckets (artifacts, `data.bucket`): the only ones of the account the S3
     gateway endpoint lets through, besides AWS's package buckets (`s3_gateway_endpoint_policy`)."""
     partition: str = "aws"
+    public_subnets_in_every_zone: bool = False
+    """With NAT egress, a public subnet in every zone, not only those holding a NAT gateway: an
+    internet-facing load balancer needs one in each of its (at least two) zones."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -50,7 +53,8 @@ def subnet_plan(cidr: str, zone_count: int) -> tuple[list[str], list[str]]:
 
 class GpuNetwork(pulumi.ComponentResource):
     """Private node subnets (no public IPs) whose default route goes to a NAT gateway, never to the
-    internet gateway; small public subnets that hold only the NAT gateways; an S3 gateway endpoint
+    internet gateway; small public subnets that hold only the NAT gateways (and an internet-facing
+    load balancer, when a group declares one); an S3 gateway endpoint
     (free, and data-lake traffic skips the NAT's per-GB charge); interface endpoints on request;
     VPC flow logs to a log group encrypted with the project key; a default security group with no rules."""
 
@@ -58,6 +62,11 @@ class GpuNetwork(pulumi.ComponentResource):
     private_subnet_ids: dict[str, pulumi.Output[str]]
     """Node subnet id per availability zone."""
     nat_gateway_ids: list[pulumi.Output[str]]
+    public_subnet_ids: dict[str, pulumi.Output[str]]
+    """Public subnet id per availability zone (route to the internet gateway); empty without NAT egress."""
+    public_routing: list[pulumi.Resource]
+    """The public subnets' route table associations and internet gateway route: what an
+    internet-facing load balancer must wait for to be reachable."""
     flow_log_group_name: pulumi.Output[str]
     egress_dependencies: list[pulumi.Resource]
     """What a node's way out is made of (route table associations, NAT gateways, routes, endpoints):
@@ -112,6 +121,8 @@ class GpuNetwork(pulumi.ComponentResource):
             self.private_subnet_ids[zone] = subnet.id
             private_tables[zone] = table
         self.nat_gateway_ids = []
+        self.public_subnet_ids = {}
+        self.public_routing = []
         if args.egress == "nat":
             self._nat_egress(name, args, public_blocks, private_tables, vpc_child, tags)
         self.s3_endpoint = aws.ec2.VpcEndpoint(
@@ -136,6 +147,7 @@ class GpuNetwork(pulumi.ComponentResource):
                 "vpcId": self.vpc_id,
                 "privateSubnetIds": self.private_subnet_ids,
                 "natGatewayIds": self.nat_gateway_ids,
+                "publicSubnetIds": self.public_subnet_ids,
                 "flowLogGroupName": self.flow_log_group_name,
             }
         )
@@ -148,25 +160,34 @@ class GpuNetwork(pulumi.ComponentResource):
             f"{name}-public-routes", vpc_id=self.vpc.id,
             tags={**tags, "Name": f"gpu-cloud-{args.name_base}-public-nat-only"}, opts=vpc_child,
         )
-        self.egress_dependencies.append(aws.ec2.Route(
+        public_default = aws.ec2.Route(
             f"{name}-public-default", route_table_id=public_table.id, destination_cidr_block="0.0.0.0/0",
             gateway_id=gateway.id, opts=pulumi.ResourceOptions(parent=public_table),
-        ))
+        )
+        self.egress_dependencies.append(public_default)
+        self.public_routing.append(public_default)
         nat_zones = list(args.zones) if args.nat_gateways == "perZone" else list(args.zones[:1])
         nats = {}
         for zone, block in zip(args.zones, public_blocks):
-            if zone not in nat_zones:
+            if zone not in nat_zones and not args.public_subnets_in_every_zone:
                 continue
+            # Subnets that hold a NAT gateway keep their names; the others exist for a load balancer only.
+            role = "nat" if zone in nat_zones else "public"
             subnet = aws.ec2.Subnet(
-                f"{name}-nat-{zone}", vpc_id=self.vpc.id, cidr_block=block, availability_zone=zone,
+                f"{name}-{role}-{zone}", vpc_id=self.vpc.id, cidr_block=block, availability_zone=zone,
                 map_public_ip_on_launch=False,
-                tags={**tags, "Name": f"gpu-cloud-{args.name_base}-nat-{zone}", "gpu-cloud:subnet": "nat"},
+                tags={**tags, "Name": f"gpu-cloud-{args.name_base}-{role}-{zone}", "gpu-cloud:subnet": role},
                 opts=vpc_child,
             )
-            self.egress_dependencies.append(aws.ec2.RouteTableAssociation(
-                f"{name}-nat-{zone}-routes", subnet_id=subnet.id, route_table_id=public_table.id,
+            association = aws.ec2.RouteTableAssociation(
+                f"{name}-{role}-{zone}-routes", subnet_id=subnet.id, route_table_id=public_table.id,
                 opts=pulumi.ResourceOptions(parent=public_table),
-            ))
+            )
+            self.public_subnet_ids[zone] = subnet.id
+            self.public_routing.append(association)
+            if zone not in nat_zones:
+                continue
+            self.egress_dependencies.append(association)
             address = aws.ec2.Eip(
                 f"{name}-nat-{zone}", domain="vpc", tags={**tags, "Name": f"gpu-cloud-{args.name_base}-nat-{zone}"},
                 opts=vpc_child,

@@ -11,7 +11,9 @@ from pydantic import Field, field_validator, model_validator
 
 from gpucloud.config.errors import NAMESPACE
 from gpucloud.config.fields import BucketName, Cidr, ConfigModel, Prefix
+from gpucloud.config.services import node_services_grants
 from gpucloud.documents import Document, instance_role_policy, prometheus_remote_write_policy
+from gpucloud.documents.node_services import node_services_policy
 from gpucloud.naming import autoscaling_group_name
 
 if TYPE_CHECKING:
@@ -22,8 +24,14 @@ class DataConfig(ConfigModel):
     """The project's S3 data: one bucket, prefixes read-only or read/write."""
 
     bucket: BucketName
+    """An existing S3 bucket the nodes may use (the stack does not create it); at least one of readPrefixes and
+    writePrefixes must be given with it."""
     read_prefixes: list[Prefix] = Field(default_factory=list)
+    """Key prefixes of the bucket the nodes may read, and list only under them (a final `/` is added; no
+    wildcards)."""
     write_prefixes: list[Prefix] = Field(default_factory=list)
+    """Key prefixes the nodes may read and write. The first also holds checkpoints
+    (`<prefix>/checkpoints/<group>/<instance id>/`) and is TensorBoard's default logDir."""
 
     @model_validator(mode="after")
     def some_prefix_is_granted(self) -> DataConfig:
@@ -73,6 +81,9 @@ def node_role_policies(config: StackConfig, base: str, region: str) -> list[Docu
         workspace = prometheus.workspace_id or WORKSPACE_ID
         policies.append(prometheus_remote_write_policy(
             f"arn:{LONGEST_PARTITION}:aps:{region}:{ACCOUNT_ID}:workspace/{workspace}"))
+    services = node_services_policy(**node_services_grants(config, LONGEST_PARTITION, region, ACCOUNT_ID, base))
+    if services is not None:
+        policies.append(services)
     return policies
 
 
@@ -108,9 +119,19 @@ class AccessConfig(ConfigModel):
     """Who may reach the instances. Empty lists are the default: no ingress at all."""
 
     ssh_cidrs: list[Cidr] = Field(default_factory=list)
+    """Ranges admitted to port 22 of the nodes, each once (0.0.0.0/0 and ::/0 are refused); must stay empty while
+    ssm is true."""
     jupyter_cidrs: list[Cidr] = Field(default_factory=list)
+    """Ranges admitted to JupyterLab's port 8888 on the nodes, each once (0.0.0.0/0 and ::/0 are refused); useful
+    only over a network routed into the VPC (else use `gpucloud connect`)."""
     tensorboard_cidrs: list[Cidr] = Field(default_factory=list)
+    """Ranges admitted to TensorBoard's port 6006 on the nodes, each once (0.0.0.0/0 and ::/0 are refused)."""
     ssm: bool = True
+    """Session Manager instead of SSH: true gives the node role what the SSM agent needs (`gpucloud connect` uses
+    it) and sshCidrs must stay empty; false gives no SSM permissions."""
+    job_runner_policy: bool = False
+    """Create the managed policy a team needs for `gpucloud run`, `logs` and `stop` on this stack
+    (documents/jobs.py, `job_runner_policy`); attaching it is left to the account."""
 
     @field_validator("ssh_cidrs", "jupyter_cidrs", "tensorboard_cidrs")
     @classmethod

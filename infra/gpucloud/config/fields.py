@@ -26,6 +26,7 @@ class ConfigModel(BaseModel):
         populate_by_name=True,
         str_strip_whitespace=False,
         allow_inf_nan=False,  # an alarm threshold or target of .nan / .inf is no number AWS takes
+        use_attribute_docstrings=True,  # a key's docstring is its description in the JSON Schema
     )
 
 

@@ -9,6 +9,8 @@ from pydantic import AfterValidator, Field, StringConstraints, field_validator, 
 
 from gpucloud.config.fields import AmiId, ConfigModel, InstanceType, ResourceName, shaped
 from gpucloud.config.scaling import IdleShutdown, ScalingConfig
+from gpucloud.config.endpoint import EndpointConfig
+from gpucloud.config.services import ServicesConfig
 
 CHECKPOINT_TIMEOUT_LIMIT_SECONDS = 180
 """The drain tries a checkpoint three times within the terminate hook's 600 s."""
@@ -29,10 +31,17 @@ class CheckpointConfig(ConfigModel):
     GPUCLOUD_CHECKPOINT_DIR, GPUCLOUD_CHECKPOINT_URI and GPUCLOUD_INSTANCE_ID set."""
 
     command: list[CheckpointArgument] | None = Field(default=None, min_length=1, max_length=16)
+    """The command that saves a checkpoint, as an argv list (no shell; at most 512 characters in all), run with
+    GPUCLOUD_CHECKPOINT_DIR, GPUCLOUD_CHECKPOINT_URI and GPUCLOUD_INSTANCE_ID set. Unset: the agent uploads
+    directory to `<first write prefix>/checkpoints/<group>/<instance id>/`."""
     directory: Annotated[
         str, shaped(r"/[A-Za-z0-9._\-/]*", "use an absolute path of letters, digits and . _ - /", 128)
     ] = "/scratch/checkpoints"
+    """The absolute path of what is saved: uploaded as it is without a command, given to the command as
+    GPUCLOUD_CHECKPOINT_DIR with one."""
     timeout_seconds: int = Field(default=90, ge=10, le=CHECKPOINT_TIMEOUT_LIMIT_SECONDS)
+    """How long one checkpoint attempt may run before it is stopped; the drain tries up to three times within the
+    terminate hook's 600 seconds."""
 
     @field_validator("command")
     @classmethod
@@ -49,6 +58,7 @@ class HealthConfig(ConfigModel):
     """How the node agent's watch treats this group's GPUs once they are in service."""
 
     interval_seconds: int = Field(default=60, ge=10, le=3600)
+    """How often the watch reads the GPUs (one nvidia-smi query) and the new Xid lines of the kernel log."""
     throttle_minutes: int = Field(default=10, ge=1, le=1440)
     """How long thermal or power throttling must last before it is reported and alarmed."""
     max_replacements_per_hour: int = Field(default=2, ge=1, le=100)
@@ -84,7 +94,10 @@ class ReservationsConfig(ConfigModel):
     """On-Demand Capacity Reservations the group launches into, by id or by resource group."""
 
     ids: list[CapacityReservationId] = Field(default_factory=list, max_length=20)
+    """On-Demand Capacity Reservation ids (`cr-...`) the group launches into, each once."""
     resource_group_arns: list[ResourceGroupArn] = Field(default_factory=list, max_length=5)
+    """Resource groups of Capacity Reservations the group launches into; their members change without a stack
+    update, so the plan does not check them."""
     preference: Literal["capacity-reservations-only", "capacity-reservations-first", "none"] = "capacity-reservations-first"
     """Auto Scaling's CapacityReservationPreference: only reserved capacity (launches fail once it is
     used up), reserved first then on-demand, or none (the group launches into no reservation, not
@@ -118,10 +131,16 @@ class CapacityBlockOffer(ConfigModel):
     puts the bought block's reservationId in its place in the stack file."""
 
     instance_type: InstanceType
+    """The block's instance type: the group's one instanceTypes entry."""
     count: int
+    """Instances in the block: 1, 2, 4, 8, 16, 32 or 64; the group's maxSize may not exceed it."""
     duration_hours: int
+    """How long the block lasts, in hours: whole days from 1 to 14 (24-336), or whole weeks up to 182 days (504,
+    672, ... 4368)."""
     start_after: datetime.date
+    """The earliest date (UTC) the block may start."""
     end_before: datetime.date
+    """The date (UTC) the block must end by; the window from startAfter must hold durationHours."""
 
     @model_validator(mode="before")
     @classmethod
@@ -160,6 +179,8 @@ class CapacityBlockConfig(ConfigModel):
     """An EC2 Capacity Block for ML: one you hold (`reservationId`) or one to buy (`offering`)."""
 
     reservation_id: CapacityReservationId | None = None
+    """A Capacity Block you hold, by its reservation id (`cr-...`); `gpucloud capacity buy` writes it here in place
+    of offering."""
     offering: CapacityBlockOffer | None = None
 
     @model_validator(mode="after")
@@ -192,7 +213,9 @@ allowedInstanceTypes (e.g. `g6.*` for L4, `p5.*` for H100)."""
 
 class CountRange(ConfigModel):
     min: int | None = Field(default=None, ge=0)
+    """The smallest value that matches (inclusive); give min, max or both."""
     max: int | None = Field(default=None, ge=0)
+    """The largest value that matches (inclusive)."""
 
     @model_validator(mode="after")
     def ordered(self) -> CountRange:
@@ -208,16 +231,25 @@ class InstanceRequirementsConfig(ConfigModel):
     plan resolves them to the region's matching types and shows them."""
 
     gpu_count: CountRange = Field(default_factory=lambda: CountRange(min=1))
+    """GPUs per instance, as {min, max}; by default at least one."""
     gpu_manufacturers: list[Literal["nvidia", "amd", "amazon-web-services", "xilinx", "habana"]] = Field(
         default_factory=lambda: ["nvidia"])
+    """The GPU manufacturers a type may have."""
     gpu_names: list[Literal[ACCELERATOR_NAMES]] = Field(default_factory=list)  # type: ignore[valid-type]
+    """GPU names to match, of the few Auto Scaling takes (a100, v100, k80, t4, m60, radeon-pro-v520, vu9p); select
+    others (H100, L4, A10G) by totalGpuMemoryMiB and allowedInstanceTypes. Empty: any."""
     total_gpu_memory_mib: CountRange | None = Field(default=None, alias="totalGpuMemoryMiB")
+    """The memory of all an instance's GPUs together, in MiB, as {min, max}."""
     vcpus: CountRange | None = None
+    """vCPUs per instance, as {min, max}."""
     memory_mib: CountRange | None = Field(default=None, alias="memoryMiB")
+    """The instance's memory (RAM) in MiB, as {min, max}."""
     allowed_instance_types: list[Annotated[str, shaped(r"[a-z0-9*][a-z0-9.*-]*", "use a type or a pattern such as g6e.*", 30)]] = Field(
         default_factory=list, max_length=400)
+    """Only these types or patterns (`g6e.*`, `p5.*`) may match; not with excludedInstanceTypes."""
     excluded_instance_types: list[Annotated[str, shaped(r"[a-z0-9*][a-z0-9.*-]*", "use a type or a pattern such as g4dn.*", 30)]] = Field(
         default_factory=list, max_length=400)
+    """Types or patterns (`g4dn.*`) that never match; not with allowedInstanceTypes."""
 
     @model_validator(mode="after")
     def allowed_or_excluded(self) -> InstanceRequirementsConfig:
@@ -232,34 +264,67 @@ class WarmPoolConfig(ConfigModel):
     first gate. They leave the pool through the launch hook, and the gate runs again as they start."""
 
     min_size: int = Field(default=0, ge=0, le=1000)
+    """Instances the pool keeps prepared even when the group runs none."""
     max_group_prepared_capacity: int | None = Field(default=None, ge=0, le=1000)
+    """The most instances the group and its pool hold together, in service ones included, so at least maxSize;
+    unset, the pool holds what maxSize leaves beside the group's desired capacity."""
     pool_state: Literal["Stopped", "Hibernated", "Running"] = "Stopped"
+    """The state pool instances wait in: `Stopped`, or `Hibernated` where the type can hibernate (the root volume
+    must hold its memory). `Running` is refused: the health gate would not run again."""
     reuse_on_scale_in: bool = False
+    """On scale-in, return instances to the pool (stopped or hibernated) instead of terminating them."""
 
 
 class GroupConfig(ConfigModel):
     """One GPU instance group: an Auto Scaling group over one or more GPU instance types."""
 
     name: ResourceName
+    """The group's name, unique in the stack: part of its resources' names (its Auto Scaling group is
+    `gpu-cloud-<name base>-<name>`)."""
     instance_types: list[InstanceType] = Field(default_factory=list, max_length=20)
+    """GPU instance types the group launches, each once, checked against EC2's GPU information in the region; or
+    instanceRequirements instead (one of the two)."""
     instance_requirements: InstanceRequirementsConfig | None = None
     min_size: int = Field(default=0, ge=0, le=1000)
+    """The fewest instances the group keeps running."""
     max_size: int = Field(ge=1, le=1000)
+    """The most instances the group may run."""
     desired_capacity: int | None = Field(default=None, ge=0, le=1000)
+    """Instances when the group is created (within minSize..maxSize); unset: minSize. Later updates leave the
+    running count to scaling."""
     on_demand_base_capacity: int = Field(default=0, ge=0, le=1000)
+    """Instances that always run on-demand before spotPercent splits the rest; at most maxSize."""
     spot_percent: int = Field(default=100, ge=0, le=100)
+    """Percent of the instances above onDemandBaseCapacity that run on spot: by default all of them, and none in a
+    group with persistentVolumeGiB, which may not use spot."""
     multi_node: bool = False
+    """For distributed training: EFA on every network card, one cluster placement group in one zone, and traffic
+    allowed between the group's members."""
     root_volume_gib: int = Field(default=100, ge=30, le=16384, alias="rootVolumeGiB")
+    """Size of each instance's encrypted gp3 root volume, in GiB."""
     data_volume_gib: int = Field(default=0, ge=0, le=16384, alias="dataVolumeGiB")
+    """An encrypted data volume of this many GiB per instance, mounted at /data and gone with its instance; 0:
+    none."""
     persistent_volume_gib: int = Field(default=0, ge=0, le=16384, alias="persistentVolumeGiB")
+    """An encrypted EBS volume of this many GiB, kept across instances and on destroy, that the group's one
+    instance mounts at /persist, backed up daily; 0: none. Needs maxSize 1, no multiNode and no spot; the group
+    stays in the first zone that offers every type it lists."""
     ami_id: AmiId | None = None
+    """The image the nodes boot. Unset: the AWS Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04), read
+    from its public SSM parameter."""
     health_check_grace_period_seconds: int = Field(default=900, ge=0, le=7200)
+    """Seconds Auto Scaling waits after a launch before it acts on the instance's EC2 health checks; also the
+    instance warmup of instance refreshes and of the endpoint's scaling."""
     scaling: ScalingConfig = Field(default_factory=ScalingConfig)
     idle_shutdown: IdleShutdown | None = None
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     health: HealthConfig = Field(default_factory=HealthConfig)
     capacity: CapacityConfig = Field(default_factory=CapacityConfig)
+    """Reserved capacity the group launches into: reservations or a capacityBlock, not both. Unset: on-demand and
+    spot capacity as AWS has it."""
     warm_pool: WarmPoolConfig | None = None
+    services: ServicesConfig = Field(default_factory=ServicesConfig)
+    endpoint: EndpointConfig | None = None
 
     @model_validator(mode="before")
     @classmethod

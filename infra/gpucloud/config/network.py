@@ -10,12 +10,15 @@ from pydantic import Field, field_validator, model_validator
 from gpucloud.config.fields import ConfigModel, SubnetId
 
 InterfaceEndpoint = Literal[
-    "ssm", "ssmmessages", "ec2messages", "autoscaling", "logs", "monitoring", "sts", "kms", "ec2", "aps-workspaces"
+    "ssm", "ssmmessages", "ec2messages", "autoscaling", "logs", "monitoring", "sts", "kms", "ec2", "aps-workspaces",
+    "ecr.api", "ecr.dkr",
 ]
 """The interface endpoints a stack may create. Which of them its nodes need is measured, not listed
 here: `gpucloud.config.node_endpoints` (aps-workspaces is the data plane of Amazon Managed Service
 for Prometheus, where the collector remote-writes: AMP user guide, "Using Amazon Managed Service
-for Prometheus with interface VPC endpoints", read 2026-11-25)."""
+for Prometheus with interface VPC endpoints", read 2026-11-25; ecr.api and ecr.dkr are the two ECR
+endpoints a private image pull needs, with the S3 gateway for its layers: ECR user guide, "Amazon
+ECR interface VPC endpoints (AWS PrivateLink)", read 2026-11-25)."""
 
 FLOW_LOG_RETENTION_DAYS = (
     1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
@@ -35,12 +38,28 @@ class NetworkConfig(ConfigModel):
     flow logs). With `subnetIds`: those subnets of your VPC, checked for a way out."""
 
     subnet_ids: list[SubnetId] | None = Field(default=None, min_length=1)
+    """Subnets of one VPC of your own to run in, each listed once, instead of a network the stack creates; then
+    none of the keys below may be set. The plan refuses a subnet whose only way out is an internet gateway (the
+    nodes get no public IP)."""
     cidr: str = DEFAULT_CIDR
+    """The created VPC's IPv4 block: /16 to /22, in a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16).
+    Node subnets are its eighths, NAT subnets its 64ths."""
     zones: int = Field(default=2, ge=1, le=6)
+    """Availability zones the created network spans, one private node subnet each, chosen among those that offer
+    the groups' instance types; an endpoint needs at least 2."""
     nat_gateways: Literal["single", "perZone"] = "single"
+    """With egress nat: `single`, one NAT gateway in the first zone; `perZone`, one per zone, so each zone keeps
+    its way out when another fails (each gateway is billed by the hour)."""
     egress: Literal["nat", "endpointsOnly"] = "nat"
+    """How nodes reach AWS and the internet: `nat` through a NAT gateway; `endpointsOnly`, no internet gateway or
+    NAT at all, so every service the nodes call needs its interface endpoint (the config is refused naming each
+    missing one)."""
     interface_endpoints: list[InterfaceEndpoint] = Field(default_factory=list)
+    """Interface VPC endpoints the created network gets, each listed once (private DNS, port 443 from the VPC
+    only). An S3 gateway endpoint is always created."""
     flow_logs_retention_days: int = 30
+    """Days CloudWatch Logs keeps the VPC's flow logs (all traffic, encrypted with the project key); one of the
+    retention values CloudWatch Logs takes (1, 3, 5, 7, 14, 30, 60, 90, ... 3653)."""
 
     @field_validator("subnet_ids")
     @classmethod

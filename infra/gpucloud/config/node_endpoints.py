@@ -27,7 +27,8 @@ MEASURED_CALLS_PATH = Path(__file__).resolve().parents[1] / "data" / "node_aws_c
 EVERY_NODE = ("bootstrap", "launchHook", "drain", "watch")
 """Bootstrap stub (fetch the bundle, ABANDON on failure), boot gate and launch heartbeat, drain on
 scale-in or spot notice, GPU watch: every node runs them."""
-NODE_FEATURES = (*EVERY_NODE, "healthReplace", "dataVolume", "persistentVolume", "checkpointToS3", "prometheus")
+NODE_FEATURES = (*EVERY_NODE, "healthReplace", "dataVolume", "persistentVolume", "checkpointToS3", "prometheus",
+                 "jupyterToken", "ecrImage")
 """What node code does, each measured by the node tests marked with it."""
 
 AGENT_CALLS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
@@ -37,6 +38,7 @@ AGENT_CALLS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "ssmmessages": ("CreateControlChannel", "OpenControlChannel"),
         "ec2messages": ("GetMessages",),
     },
+    "dockerPullsFromEcr": {"ecr.dkr": ("registry API /v2/ (docker pull)",)},
 }
 """AWS's own agents, not measured here. The CloudWatch agent puts the node's metrics, and before
 its first put looks up the instance's aws:autoscaling:groupName tag with EC2 DescribeTags for the
@@ -45,7 +47,15 @@ translator/translate/metrics/append_dimensions/ruleAutoScalingGroupName.go turns
 into the ec2tagger's tag keys; plugins/processors/ec2tagger/ec2tagger.go drops every metric until
 DescribeTags answered, and its README asks for that permission). The SSM agent reaches ssm,
 ssmmessages and ec2messages (Systems Manager user guide, "Use VPC endpoints to improve the security
-of EC2 instances", read 2026-11-24)."""
+of EC2 instances", read 2026-11-24). Docker pulls a private ECR image's manifest from the registry
+endpoint (ecr.dkr) and its layers from S3 (the gateway endpoint), after the node's own
+GetAuthorizationToken on ecr.api (ECR user guide, "Amazon ECR interface VPC endpoints", read
+2026-11-25)."""
+
+ENDPOINT_SERVICES = {"api.ecr": "ecr.api"}
+"""Where botocore's endpoint prefix is not the VPC endpoint service's name (ECR's API: `api.ecr` in
+botocore's model, `com.amazonaws.<region>.ecr.api` as an endpoint): the node tests record calls
+under the endpoint's name."""
 
 GATEWAY_ENDPOINTS = ("s3",)
 """The network the stack creates always has the S3 gateway endpoint (free, and no NAT charge)."""
@@ -81,6 +91,10 @@ def group_features(config: StackConfig, group: GroupConfig) -> list[str]:
         features.append("checkpointToS3")
     if config.monitoring.prometheus.enabled:
         features.append("prometheus")
+    if group.services.jupyter is not None:
+        features.append("jupyterToken")
+    if group.services.ecr_images:
+        features += ["ecrImage", "dockerPullsFromEcr"]
     return features
 
 
@@ -118,5 +132,8 @@ _KEYS = {
     "persistentVolume": "groups[{}].persistentVolumeGiB",
     "checkpointToS3": "groups[{}] checkpoints to data.writePrefixes",
     "prometheus": "monitoring.prometheus",
+    "jupyterToken": "groups[{}].services.jupyter",
+    "ecrImage": "groups[{}].services.containers",
+    "dockerPullsFromEcr": "groups[{}].services.containers",
 }
 

@@ -25,25 +25,41 @@ class TargetTracking(ConfigModel):
     """Keep a custom metric (e.g. queue backlog per instance) at a target value."""
 
     metric_name: MetricName
+    """The CloudWatch metric to hold at the target."""
     namespace: Namespace
+    """The metric's CloudWatch namespace."""
     target_value: float = Field(gt=0)
+    """The value Auto Scaling keeps the metric at, adding or removing instances."""
     statistic: Statistic = "Average"
+    """How the metric's data points are aggregated: Average, Sum, Maximum, Minimum or SampleCount."""
     dimensions: dict[DimensionName, DimensionValue] = Field(default_factory=dict)
+    """The metric's dimensions, name to value."""
     disable_scale_in: bool = False
+    """True: the policy only adds instances; something else (a schedule, an idle rule) removes them."""
 
 
 class StepScaling(ConfigModel):
     """Add `scaleOutBy` instances when a metric passes `threshold`."""
 
     metric_name: MetricName
+    """The CloudWatch metric the alarm watches."""
     namespace: Namespace
+    """The metric's CloudWatch namespace."""
     threshold: float
+    """The alarm fires when the statistic is at or above this."""
     scale_out_by: int = Field(ge=1, le=100)
+    """Instances added each time the alarm fires (never past the group's maxSize)."""
     statistic: Statistic = "Average"
+    """How the alarm aggregates the metric over each period: Average, Sum, Maximum, Minimum or SampleCount."""
     dimensions: dict[DimensionName, DimensionValue] = Field(default_factory=dict)
+    """The metric's dimensions, name to value."""
     period_seconds: int = Field(default=60, ge=10, le=86400)
+    """The alarm's period: 10, 20, 30 or a multiple of 60 seconds, as CloudWatch takes."""
     evaluation_periods: int = Field(default=2, ge=1, le=100)
+    """Periods in a row the threshold must be passed; periodSeconds x evaluationPeriods is at most a day
+    (a week for periods of an hour or more), as CloudWatch takes."""
     cooldown_seconds: int = Field(default=300, ge=0, le=86400)
+    """Seconds after a scale-out before the policy may act again."""
 
     @field_validator("period_seconds")
     @classmethod
@@ -96,11 +112,18 @@ class Schedule(ConfigModel):
     """A recurring resize, e.g. scale to zero at night."""
 
     name: ResourceName
+    """Unique within the group; part of the scheduled action's name."""
     recurrence: str
+    """When it applies: 5-field crontab (minute 0-59, hour 0-23, day 1-31, month 1-12 or JAN-DEC,
+    weekday 0-7 or SUN-SAT), e.g. "0 20 * * *"."""
     min_size: int | None = Field(default=None, ge=0)
+    """The group's minSize from then on (at least one of the three sizes is set, none above the group's maxSize)."""
     max_size: int | None = Field(default=None, ge=0)
+    """The group's maxSize from then on."""
     desired_capacity: int | None = Field(default=None, ge=0)
+    """The group's desired capacity from then on (within minSize..maxSize)."""
     time_zone: str = "UTC"
+    """The IANA time zone the recurrence is read in, e.g. Europe/London."""
 
     @field_validator("recurrence")
     @classmethod
@@ -144,21 +167,30 @@ class GpuIdleScaleIn(ConfigModel):
     """Remove instances while average GPU utilisation stays under `utilizationPercent`."""
 
     utilization_percent: float = Field(gt=0, le=100)
+    """Average GPU utilisation of the group below which it scales in."""
     minutes: int = Field(default=60, ge=5, le=1440)
+    """How long utilisation must stay below it."""
     scale_in_by: int = Field(default=1, ge=1, le=100)
+    """Instances removed each time (never below the group's minSize)."""
 
 
 class IdleShutdown(ConfigModel):
     """Scale the group to zero once its GPUs have been idle this long (an idle fleet costs only its volumes)."""
 
     utilization_percent: float = Field(default=5, gt=0, le=100)
+    """Average GPU utilisation of the group below which it counts as idle."""
     minutes: int = Field(default=60, ge=10, le=1440)
+    """How long it must stay idle before the group goes to zero; needs the group's minSize 0."""
 
 
 class ScalingConfig(ConfigModel):
+    """How the group's size follows its work; any combination of the four."""
+
     target_tracking: TargetTracking | None = None
     step_scaling: list[StepScaling] = Field(default_factory=list)
+    """Step scale-out policies, each with its own alarm."""
     schedules: list[Schedule] = Field(default_factory=list)
+    """Recurring resizes, e.g. up at 08:00 on weekdays and to zero at night."""
     gpu_idle_scale_in: GpuIdleScaleIn | None = None
 
     @field_validator("schedules")

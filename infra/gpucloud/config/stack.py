@@ -15,6 +15,11 @@ from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.fields import ConfigModel, Email, ResourceName, TagValue, unique_names
 from gpucloud.config.groups import GroupConfig
 from gpucloud.config.operations import AccountConfig, BackupConfig, BudgetConfig, MonitoringConfig
+from gpucloud.config.review import IntendedReplacements
+from gpucloud.config.endpoint import endpoint_problems
+from gpucloud.config.services import service_problems
+from gpucloud.config.suggest import did_you_mean, misspelt_namespace_problems
+from gpucloud.config.storage import StorageConfig, storage_problems
 from gpucloud.naming import NAME_BASE_MAX_LENGTH, STACK_TAG, name_base
 
 
@@ -22,8 +27,13 @@ class StackConfig(ConfigModel):
     """Everything one project's stack declares under the `gpu-cloud:` namespace."""
 
     project: ResourceName
+    """The project's name: the `Project` tag on every taggable resource (the budget filters on it) and, with the
+    stack's name, the start of every name the stack builds."""
     owner: Email
+    """The owner's e-mail address: the `Owner` tag, and the address subscribed to the project's SNS topic (alarms
+    and budget alerts)."""
     cost_center: TagValue
+    """The `CostCenter` tag on every taggable resource."""
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     data: DataConfig | None = None
     access: AccessConfig = Field(default_factory=AccessConfig)
@@ -32,6 +42,11 @@ class StackConfig(ConfigModel):
     backup: BackupConfig = Field(default_factory=BackupConfig)
     account: AccountConfig = Field(default_factory=AccountConfig)
     groups: list[GroupConfig] = Field(min_length=1, max_length=50)
+    """The GPU instance groups, with unique names. The node role's inline policies name each group within IAM's
+    10,240 characters, so long group and stack names fit fewer groups."""
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    intended_replacements: IntendedReplacements = Field(default_factory=list)
+    """Resources (by the name `gpucloud plan --base` prints) this change means to replace or delete: their data-loss failure becomes a note."""
 
     @field_validator("groups")
     @classmethod
@@ -94,7 +109,8 @@ def _problems(error: ValidationError) -> list[tuple[str, str]]:
         location = tuple(part for part in item["loc"] if not str(part).startswith("function-"))
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
-            message = "is not a known key (check its spelling against the config reference)"
+            message = "is not a known key" + (did_you_mean(StackConfig, location)
+                                              or " (check its spelling against the config reference)")
         problems.append((_key_path(location), message))
     return problems
 
@@ -108,7 +124,7 @@ def parse_stack_config(values: Mapping[str, Any], *, stack: str, source: str, re
     if not isinstance(region, str) or not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region):
         raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", f"{region!r} is not an AWS region")])
     _check_stack_name(stack, config.project, source)
-    problems = _cross_section_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
+    problems = _cross_section_problems(config) + service_problems(config, region) + storage_problems(config) + endpoint_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
     if problems:
         raise ConfigError(f"stack {stack!r} ({source})", problems)
     return StackSettings(stack=stack, source=source, region=region, config=config)
@@ -148,6 +164,9 @@ def _check_stack_name(stack: str, project: str, source: str) -> None:
 
 def split_namespace(raw: Mapping[str, Any], *, stack: str, source: str) -> tuple[dict[str, Any], str | None]:
     """Pick the `gpu-cloud:` keys and `aws:region` out of a flat Pulumi config map."""
+    misspelt = misspelt_namespace_problems(raw)
+    if misspelt:
+        raise ConfigError(f"stack {stack!r} ({source})", misspelt)
     values: dict[str, Any] = {}
     region = None
     for key, value in raw.items():

@@ -22,9 +22,13 @@ def aws_owned_package_buckets(region: str) -> list[str]:
       the CloudWatch agent using an Amazon S3 download link", read 2026-11-25);
     - `al2023-repos-<region>-de612dc2`: the Amazon Linux 2023 package repositories, which `dnf`
       reads for that install on an AL2023 image (the bucket AWS names for AL2023 repository access
-      through an S3 gateway endpoint, read 2026-11-25).
+      through an S3 gateway endpoint, read 2026-11-25);
+    - `prod-<region>-starport-layer-bucket`: where ECR keeps image layers, which `docker pull` of a
+      container service's private ECR image downloads through the S3 gateway endpoint (ECR user
+      guide, "Amazon ECR interface VPC endpoints (AWS PrivateLink)": "Minimum Amazon S3 bucket
+      permissions for Amazon ECR", read 2026-11-25).
     Session Manager needs no bucket; Ubuntu's apt mirrors are not on S3."""
-    return [f"amazoncloudwatch-agent-{region}", f"al2023-repos-{region}-de612dc2"]
+    return [f"amazoncloudwatch-agent-{region}", f"al2023-repos-{region}-de612dc2", f"prod-{region}-starport-layer-bucket"]
 
 
 def s3_gateway_endpoint_policy(partition: str, account_id: str, region: str, buckets: Sequence[str]) -> Document:

@@ -65,6 +65,7 @@ def key_policy(
     user_role_names: Sequence[str],
     log_groups: Sequence[str] = (),
     prometheus: bool = False,
+    file_system: bool = False,
 ) -> Document:
     """Key policy: the account administers the key; only the named roles and Auto Scaling use it
     directly, and the account's principals use it only through EC2, AWS Backup and S3.
@@ -84,6 +85,10 @@ def key_policy(
     alert manager with CloudWatch Logs": without kms:GenerateDataKey* and kms:Decrypt for
     aps.amazonaws.com every notification fails with "AMP is not authorized to call KMS"; read
     2026-11-25). `log_groups` are name prefixes whose groups CloudWatch Logs may encrypt.
+
+    With `file_system` (a persistent `storage.lustre`), FSx joins those services: it encrypts the
+    file system under grants its creator makes through fsx.<region> (FSx for Lustre user guide,
+    "Encrypting data at rest", read 2026-11-25).
     """
     root = f"arn:{partition}:iam::{account_id}:root"
     user_arns = [role_arn(partition, account_id, name) for name in user_role_names]
@@ -102,6 +107,7 @@ def key_policy(
                     f"backup.{region}.amazonaws.com",
                     f"s3.{region}.amazonaws.com",
                     *([f"aps.{region}.amazonaws.com"] if prometheus else []),
+                    *([f"fsx.{region}.amazonaws.com"] if file_system else []),
                 ],
             }
         },

@@ -149,6 +149,10 @@ def node_statements(
                 "ec2:DescribeInstances",
                 "ec2:DescribeTags",
                 "ec2:DescribeVolumes",
+                # The SSM Agent looks the job log group up before sending a job's output to it and,
+                # not finding it, tries to create it and sends nothing (aws/amazon-ssm-agent,
+                # cloudwatchlogspublisher: createLogGroupAndStream, IsLogGroupPresent; read 2026-11-25).
+                "logs:DescribeLogGroups",
             ],
             "Resource": "*",
         },

@@ -29,6 +29,7 @@ from gpucloud.lookups.problems import Problems
 from gpucloud.lookups.prometheus import existing_prometheus_workspace
 from gpucloud.lookups.quotas import check_quotas
 from gpucloud.lookups.resolved import ResolvedGroup, ResolvedStack
+from gpucloud.lookups.storage import check_file_system_placement
 from gpucloud.lookups.subnets import listed_subnets
 from gpucloud.lookups.zones import choose_network_zones, group_zones, offered_zones
 
@@ -57,6 +58,7 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
     checked = _checked_groups(settings, lookups, problems)
     network_zones, zones = _stack_zones(network, lookups, checked, subnets, problems)
     resolved = _resolved_groups(checked, zones, None if network.created else subnets, problems)
+    check_file_system_placement(settings, network_zones, resolved, problems)
     problems.raise_if_any()
     failures = problems.failures + check_quotas(
         settings, lookups, [(group.config, group.instance_types) for group in resolved], problems)

@@ -1,7 +1,9 @@
 """`gpucloud-node`: the command line that the instance's systemd units and boot scripts call.
 
 Exit status: 0 healthy or done; 1 unhealthy, or a volume that could not be prepared;
-2 bad usage or config; 3 the verdict could not be reported to AWS.
+2 bad usage or config; 3 the verdict could not be reported to AWS. `launch` exits with its
+command's status, or 64 (cannot start here), 74 (checkpoint not restored or saved) or 75
+(the drain stopped it: the node is going).
 """
 
 from __future__ import annotations
@@ -20,9 +22,13 @@ from gpucloud.node.commands import run_command
 from gpucloud.node.config import NodeConfig, NodeConfigError, load_node_config
 from gpucloud.node.exporter import DEFAULT_LISTEN, serve_textfile
 from gpucloud.node.imds import InstanceMetadata, MetadataError
+from gpucloud.node.job_processes import stop
+from gpucloud.node.launcher import DEFAULT_PORT, JobSpec, Launch, LaunchError, decode_command, parse_nodes
 from gpucloud.node.lifecycle import LifecycleError, boto3_client, drain, gate, heartbeat, identify, sync_to_s3
 from gpucloud.node.nvidia import Expectations, HealthReport, check_gpus
 from gpucloud.node.remote_write import RemoteWriter, region_of
+from gpucloud.node.shared_storage import mount_shared, shared_storage_problems
+from gpucloud.node.service_commands import add_service_commands
 from gpucloud.node.sigv4 import InstanceRoleCredentials
 from gpucloud.node.tuning import efa_problems, network_problems, tune
 from gpucloud.node.volumes import VolumeError, attach_persistent_volume, local_device_for
@@ -142,6 +148,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     attach.set_defaults(handler=_attach_volume)
 
+    launch = commands.add_parser(
+        "launch", help="run this node's share of a `gpucloud run` job (rank from this node's IPv4 in --nodes)"
+    )
+    launch.add_argument("--job", required=True, help="job id: [a-z0-9][a-z0-9-]{0,62}")
+    launch.add_argument("--nodes", required=True, help="the job's private IPv4s, comma-separated; the first is the master")
+    launch.add_argument("--port", type=int, default=DEFAULT_PORT, help="MASTER_PORT (default: %(default)s)")
+    launch.add_argument("--gpus-per-node", type=int, help="NPROC_PER_NODE (default: the GPUs nvidia-smi -L lists)")
+    launch.add_argument("--image", help="run the command in this container image (docker, host network, all GPUs)")
+    launch.add_argument("--attempt", type=int, default=0, help="0 first; above 0 restores the checkpoint first")
+    launch.add_argument("--checkpoint-uri", help="s3://bucket/prefix/ (or file:///dir/) the checkpoint dir syncs to")
+    launch.add_argument("--command-b64", required=True, help="base64 of the command's argv as a JSON list of strings")
+    launch.set_defaults(handler=_launch)
+
+    launch_stop = commands.add_parser(
+        "launch-stop", help="stop this node's share of a job: SIGTERM, then SIGKILL after 30 s"
+    )
+    launch_stop.add_argument("--job", required=True)
+    launch_stop.set_defaults(handler=_launch_stop)
+
+    add_service_commands(commands)
+
+    shared = commands.add_parser(
+        "mount-shared", help="mount the project's FSx for Lustre file system and S3 prefixes that node.json lists"
+    )
+    shared.set_defaults(handler=_mount_shared)
+
     device = commands.add_parser(
         "ebs-device", help="print the local device of the EBS volume attached as DEVICE_NAME"
     )
@@ -209,6 +241,7 @@ def run_node_check(config: NodeConfig, read_only: bool = False) -> HealthReport:
         timeout_s=config.command_timeout_s,
         enable_persistence=not read_only,
     )
+    report.problems += shared_storage_problems(config)
     if config.network_tuning:
         report.problems += network_problems()
     if config.efa_expected:
@@ -320,6 +353,45 @@ def _sync_checkpoint(config: NodeConfig, arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _launch(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    from gpucloud.node.checkpoints import checkpoint_store
+
+    metadata = InstanceMetadata(config.imds_endpoint)
+    try:
+        spec = JobSpec(
+            job_id=arguments.job,
+            nodes=parse_nodes(arguments.nodes),
+            command=decode_command(arguments.command_b64),
+            port=arguments.port,
+            gpus_per_node=arguments.gpus_per_node,
+            image=arguments.image,
+            attempt=arguments.attempt,
+            checkpoint_uri=arguments.checkpoint_uri,
+        )
+    except LaunchError as error:
+        log.error("launch: %s", error)
+        return error.status
+
+    def s3_client():
+        return boto3_client("s3", _region(config, metadata))
+
+    launch = Launch(spec, metadata, run_command, Path(config.checkpoint_dir),
+                    lambda uri: checkpoint_store(uri, s3_client),
+                    nvidia_smi=config.nvidia_smi, command_timeout_s=config.command_timeout_s)
+    return launch()
+
+
+def _region(config: NodeConfig, metadata: InstanceMetadata) -> str | None:
+    try:
+        return metadata.region()
+    except MetadataError:
+        return config.region
+
+
+def _launch_stop(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    return stop(arguments.job, run_command)
+
+
 def _attach_volume(config: NodeConfig, arguments: argparse.Namespace) -> int:
     print(attach_persistent_volume(config, InstanceMetadata(config.imds_endpoint)))
     return 0
@@ -328,3 +400,10 @@ def _attach_volume(config: NodeConfig, arguments: argparse.Namespace) -> int:
 def _ebs_device(config: NodeConfig, arguments: argparse.Namespace) -> int:
     print(local_device_for(arguments.device_name, config, InstanceMetadata(config.imds_endpoint)))
     return 0
+
+
+def _mount_shared(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    failures = mount_shared(config)
+    for failure in failures:
+        print(f"gpucloud-node mount-shared: {failure}", file=sys.stderr)
+    return 1 if failures else 0

@@ -70,6 +70,13 @@ class NodeConfig:
     prometheus_remote_write_url: str | None = None
     """The stack's AMP workspace remote-write URL; None: `collect` has nothing to do."""
     prometheus_scrape_interval_s: float = 30.0
+    lustre_source: str | None = None
+    """The project's FSx for Lustre file system, `<dns name>@tcp:/<mount name>`; None: none."""
+    lustre_mount_path: str = "/fsx"
+    s3_mounts: tuple[str, ...] = ()
+    """Mountpoint for Amazon S3 mounts, `ro|rw BUCKET PREFIX /PATH` each (`shared_storage.S3Mount`)."""
+    s3_mount_install: str = "ami"
+    """ami: the image must carry mount-s3; download: fetch AWS's package at boot when it does not."""
 
     @classmethod
     def from_dict(cls, document: Mapping[str, Any]) -> NodeConfig:

@@ -16,6 +16,7 @@ from typing import Any
 from gpucloud.node.commands import CommandRunner, run_command
 from gpucloud.node.config import NodeConfig
 from gpucloud.node.imds import InstanceMetadata, MetadataError
+from gpucloud.node.job_drain import drain_budget_s, stop_jobs
 from gpucloud.node.nvidia import HealthReport
 from gpucloud.node.retry import Backoff, retry
 
@@ -212,10 +213,13 @@ def drain(
     backoff: Backoff = Backoff(attempts=3),
     sleep: Sleep = time.sleep,
     max_polls: int | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> int:
     """Poll for a spot interruption notice or an Auto Scaling termination; on the first notice
-    save a checkpoint, then complete the terminate hook so the instance goes without waiting out
-    the hook's timeout. Returns 0 once done, or after max_polls polls (for tests)."""
+    stop the node's jobs (their launchers sync their checkpoints) and save a checkpoint, all within
+    the notice's time (`job_drain.drain_budget_s`), then complete the terminate hook so the
+    instance goes without waiting out the hook's timeout. Returns 0 once done, or after max_polls
+    polls (for tests)."""
     instance_id, region = identify(config, metadata)
     log.info("watching %s for spot interruption and scale-in", instance_id)
     checkpointed = False
@@ -230,7 +234,9 @@ def drain(
         if spot is not None or target == TERMINATED:
             if not checkpointed:
                 log.info("termination notice: spot=%s, target lifecycle state=%s", spot, target)
-                save_checkpoint(config, instance_id, region, run, backoff, sleep)
+                deadline = clock() + drain_budget_s(spot is not None, config.poll_interval_s)
+                stop_jobs(min(config.checkpoint_timeout_s, deadline - clock()), run)
+                save_checkpoint(config, instance_id, region, run, backoff, sleep, deadline=deadline, clock=clock)
                 checkpointed = True
             if target == TERMINATED:
                 autoscaling = client_factory("autoscaling", region)
@@ -263,9 +269,10 @@ def checkpoint_argv(config: NodeConfig, instance_id: str, region: str) -> list[s
     return [sys.executable, "-m", "gpucloud.node", "sync-checkpoint", "--region", region, config.checkpoint_dir, uri]
 
 
-def sync_to_s3(directory: Path, uri: str, s3: Any) -> int:
+def sync_to_s3(directory: Path, uri: str, s3: Any, exclude: frozenset[str] = frozenset()) -> int:
     """Upload each file under directory whose copy under uri is missing, of another size or
-    older (S3 keeps whole seconds), as `aws s3 sync` decides; returns how many were uploaded."""
+    older (S3 keeps whole seconds), as `aws s3 sync` decides; returns how many were uploaded.
+    Paths in exclude (relative, with /) are left alone on both sides."""
     bucket, _, prefix = uri[len("s3://") :].partition("/")
     stored = {}
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
@@ -273,6 +280,8 @@ def sync_to_s3(directory: Path, uri: str, s3: Any) -> int:
             stored[item["Key"]] = (item["Size"], item["LastModified"].timestamp())
     uploaded = 0
     for path in sorted(path for path in directory.rglob("*") if path.is_file()):
+        if path.relative_to(directory).as_posix() in exclude:
+            continue
         key = prefix + path.relative_to(directory).as_posix()
         size, modified = stored.get(key, (None, 0.0))
         if size == path.stat().st_size and modified >= int(path.stat().st_mtime):
@@ -283,10 +292,18 @@ def sync_to_s3(directory: Path, uri: str, s3: Any) -> int:
 
 
 def save_checkpoint(
-    config: NodeConfig, instance_id: str, region: str, run: CommandRunner, backoff: Backoff, sleep: Sleep
+    config: NodeConfig,
+    instance_id: str,
+    region: str,
+    run: CommandRunner,
+    backoff: Backoff,
+    sleep: Sleep,
+    deadline: float | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> bool:
-    """Run the checkpoint command with bounded retries; True once it succeeded. The command also
-    gets GPUCLOUD_INSTANCE_ID, GPUCLOUD_CHECKPOINT_DIR and GPUCLOUD_CHECKPOINT_URI."""
+    """Run the checkpoint command with bounded retries, none of them past deadline (a clock()
+    value); True once it succeeded. The command also gets GPUCLOUD_INSTANCE_ID,
+    GPUCLOUD_CHECKPOINT_DIR and GPUCLOUD_CHECKPOINT_URI."""
     argv = checkpoint_argv(config, instance_id, region)
     if argv is None:
         log.warning("no checkpoint bucket or command configured; nothing saved")
@@ -302,17 +319,21 @@ def save_checkpoint(
     )
     delays = backoff.delays()
     for attempt in range(1, backoff.attempts + 1):
+        timeout = config.checkpoint_timeout_s if deadline is None else min(config.checkpoint_timeout_s, deadline - clock())
+        if timeout < 1:
+            log.error("no time left for checkpoint attempt %d; releasing the instance", attempt)
+            return False
         log.info("checkpoint attempt %d of %d: %s", attempt, backoff.attempts, " ".join(argv))
-        result = run(argv, config.checkpoint_timeout_s, environment)
+        result = run(argv, timeout, environment)
         for line in (result.stdout + result.stderr).splitlines():
             log.info("checkpoint: %s", line)
         if result.ok:
             log.info("checkpoint saved")
             return True
-        log.warning("checkpoint failed: %s", result.describe_failure(config.checkpoint_timeout_s))
+        log.warning("checkpoint failed: %s", result.describe_failure(timeout))
         delay = next(delays, None)
         if delay is not None:
-            sleep(delay)
+            sleep(delay if deadline is None else max(0.0, min(delay, deadline - clock())))
     log.error("checkpoint failed %d times; releasing the instance anyway", backoff.attempts)
     return False
 

@@ -2,7 +2,10 @@
 
 On node faults the watch logs one structured line, counts the fault in CloudWatch (namespace
 `gpu-cloud/Node`, dimension `AutoScalingGroupName`, metric `NodeFaults`), saves the checkpoint as
-on a spot notice, then marks the instance Unhealthy so Auto Scaling replaces it.
+on a spot notice, then marks the instance Unhealthy so Auto Scaling replaces it. The node's
+`gpucloud run` jobs are stopped by the drain once Auto Scaling holds the instance in its terminate
+hook, not here: by then the node is out of service, which is how `gpucloud run` tells a replaced
+node from a failed job.
 
 The breaker counts replacements across the group's nodes with the same metric namespace: each
 replacement adds 1 to `NodeReplacements`; before replacing, a node sums that metric over the last

@@ -16,6 +16,7 @@ from gpucloud.pricing import (
     ReservedCapacity,
     budget_findings,
     estimate_stack,
+    unpriced_compute_finding,
     unpriced_finding,
 )
 from gpucloud.testing import AppliedResource
@@ -178,6 +179,9 @@ def cost_findings(
         ]
     partial = unpriced_finding(estimate)
     findings = [PlanFinding(source="cost", severity=partial.severity, rule=partial.rule, message=partial.message)] if partial else []
+    compute = unpriced_compute_finding(estimate, settings.config.budget.accept_unpriced_compute)
+    if compute:
+        findings.append(PlanFinding(source="budget", severity=compute.severity, rule=compute.rule, message=compute.message))
     findings += [
         PlanFinding(source="budget", severity=finding.severity, rule=finding.rule, message=finding.message)
         for finding in budget_findings(estimate, settings.config.budget.monthly_usd)

@@ -44,6 +44,8 @@ class Plan:
     policy_violations: list[Violation] = field(default_factory=list)
     policy_levels: dict[str, str] = field(default_factory=enforcement_levels)
     """Each policy of the pack and its enforcement level in this plan (disabled ones did not run)."""
+    purchase_options: list[dict[str, Any]] = field(default_factory=list)
+    """Each group's on-demand/spot split (`plan/purchase.py`); empty for a program that is not gpu-cloud's."""
 
     @property
     def policies_run(self) -> list[str]:
@@ -135,6 +137,8 @@ class Plan:
             for violation in self.policy_violations
         ]
         document["inputCoverage"] = self.input_coverage()
+        if self.purchase_options:
+            document["purchaseOptions"] = self.purchase_options
         if self.cost_estimate:
             document["costEstimate"] = self.cost_estimate.to_dict()
         return document

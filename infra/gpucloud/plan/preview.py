@@ -18,6 +18,7 @@ from gpucloud.plan.findings import (
     with_matched_types,
 )
 from gpucloud.plan.model import PROJECT, Plan, PlanFinding, provider_rule_findings
+from gpucloud.plan.purchase import purchase_options
 from gpucloud.plan.program_source import (
     ProgramFailed,
     load_engine_handlers,
@@ -94,6 +95,7 @@ def plan_stack(
     gpus = {kind.name: kind.node_gpu_count for group in resolved[0].groups for kind in group.instance_types}
     plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved, gpus)
     plan.findings.extend(budget)
+    plan.purchase_options = purchase_options(settings.config)
     return plan
 
 

@@ -53,6 +53,13 @@ def dump_facts(facts: AccountFacts) -> str:
     return header + yaml.safe_dump(facts.model_dump(mode="json", by_alias=True, exclude_none=True), sort_keys=False)
 
 
+def unanswered_quotas(facts: AccountFacts) -> list[str]:
+    """The EC2 vCPU quotas Service Quotas gave no value for (NoSuchResourceException: a new account,
+    or a region where the quota is not set up), as `code (name)`: the plan leaves these unchecked."""
+    return [f"{code} ({name})" for code, name in [*ON_DEMAND_QUOTAS.values(), *SPOT_QUOTAS.values()]
+            if code not in facts.quotas]
+
+
 def _quotas(quotas) -> dict[str, float]:
     values = {}
     for code, _name in [*ON_DEMAND_QUOTAS.values(), *SPOT_QUOTAS.values()]:

@@ -11,10 +11,15 @@ from rich.table import Table
 from rich.text import Text
 
 from gpucloud.plan.model import POLICY_PACK, Plan
+from gpucloud.plan.purchase import purchase_line
+from gpucloud.plan.tree_columns import MARKER_WIDTH, OPERATION_WIDTH, tree_layout
 from gpucloud.pricing.render import render_estimate
 from gpucloud.testing import AppliedResource
 
 Summary = Callable[[dict[str, Any]], str]
+
+UNPRICED_COMPUTE_RULES = ("unpriced-compute", "unpriced-compute-accepted")
+"""Budget findings on GPU compute the catalog cannot price: repeated on the summary lines."""
 
 
 def _on(value: Any) -> bool:
@@ -55,7 +60,9 @@ def _launch_template(state: dict[str, Any]) -> str:
     interfaces = state.get("networkInterfaces", [])
     efa = sum(1 for interface in interfaces if str(interface.get("interfaceType", "")).startswith("efa"))
     public = any(_on(interface.get("associatePublicIpAddress")) for interface in interfaces)
-    parts = [f"{imds} (hop {metadata.get('httpPutResponseHopLimit')})", "disks " + " + ".join(disks) if disks else "no block devices"]
+    hop = metadata.get("httpPutResponseHopLimit")
+    containers = (state.get("tags") or {}).get("gpu-cloud:containers") == "true"
+    parts = [f"{imds} (hop {hop}{': containers' if containers and hop == 2 else ''})", "disks " + " + ".join(disks) if disks else "no block devices"]
     if efa:
         parts.append(f"{efa} EFA interfaces")
     if (state.get("instanceMarketOptions") or {}).get("marketType") == "capacity-block":
@@ -187,6 +194,9 @@ SUMMARIES: dict[str, Summary] = {
     "aws:cloudwatch/metricAlarm:MetricAlarm": _alarm,
     "aws:cloudwatch/dashboard:Dashboard": lambda state: str(state.get("dashboardName")),
     "aws:sns/topic:Topic": lambda state: f"{state.get('name')}, encrypted with the project key" if state.get("kmsMasterKeyId") else str(state.get("name")),
+    "aws:ssm/parameter:Parameter": lambda state: (
+        f"{state.get('name')}: {state.get('type')}{', project key' if state.get('keyId') else ''}, "
+        f"{state.get('tier') or 'Standard'} tier (no charge); the node writes the value"),
     "aws:sns/topicSubscription:TopicSubscription": lambda state: f"{state.get('protocol')} {state.get('endpoint')}",
     "aws:sns/topicPolicy:TopicPolicy": lambda state: "publish: CloudWatch alarms and AWS Budgets of this account",
     "aws:backup/vault:Vault": lambda state: f"{state.get('name')}, encrypted with the project key",
@@ -268,19 +278,21 @@ def render(plan: Plan, console: Console) -> None:
     console.print(
         f"Previewing update ([bold]{plan.stack}[/bold]) on the moto engine: offline, {plan.region}, nothing is deployed\n"
     )
+    rows = [("", "pulumi:pulumi:Stack", f"{plan.project}-{plan.stack}", None),
+            *((prefix, resource.type, resource.name, resource) for prefix, resource in _tree_rows(plan))]
+    layout = tree_layout(console.width, [(prefix, token, name) for prefix, token, name, _resource in rows])
     table = Table(box=None, show_edge=False, pad_edge=False, header_style="bold")
-    for column in ("", "Type", "Name", "Plan"):
-        table.add_column(column, no_wrap=True, min_width=len(column) or 1)
-    table.columns[3].min_width = len("create")
-    table.add_column("Info", overflow="fold", min_width=30)
-    table.add_row("+", "pulumi:pulumi:Stack", f"{plan.project}-{plan.stack}", "create", "")
-    for prefix, resource in _tree_rows(plan):
+    for column, width in (("", MARKER_WIDTH), ("Type", layout.type_width), ("Name", layout.name_width),
+                          ("Plan", OPERATION_WIDTH)):
+        table.add_column(column, no_wrap=True, width=width)
+    table.add_column("Info", overflow="fold", width=layout.info_width)
+    for prefix, token, name, resource in rows:
         table.add_row(
             Text("+", style="green"),
-            Text(prefix + resource.type),
-            resource.name,
+            Text(layout.type_cell(prefix, token)),
+            layout.name_cell(name),
             Text("create", style="green"),
-            describe(resource),
+            describe(resource) if resource is not None else "",
         )
     console.print(table)
     if plan.outputs:
@@ -292,7 +304,15 @@ def render(plan: Plan, console: Console) -> None:
     if unvalidated:
         console.print(f"    ({len(unvalidated)} recorded without moto validation: {', '.join(r.type for r in unvalidated)})")
     console.print(coverage_summary(plan))
+    if plan.purchase_options:
+        console.print("\nPurchase options (on-demand/spot per group):")
+        for option in plan.purchase_options:
+            console.print(f"    {purchase_line(option)}", soft_wrap=True)
     console.print(f"\n{policy_summary(plan)}")
+    for finding in plan.findings:
+        if finding.rule in UNPRICED_COMPUTE_RULES:
+            style = "bold red" if finding.severity == "failure" else "bold yellow"
+            console.print(Text(f"Cost: {finding.message}", style=style), soft_wrap=True)
     if plan.policy_violations:
         console.print("\nPolicy Violations:")
         names = {resource.urn: f"{resource.type}: {resource.name}" for resource in plan.resources}

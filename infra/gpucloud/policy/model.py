@@ -6,6 +6,8 @@ without the policy SDK installed.
 
 from __future__ import annotations
 
+import difflib
+
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -121,8 +123,11 @@ class PackConfig:
     levels: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_document(cls, document: Any, policy_names: Sequence[str]) -> PackConfig:
-        """Read a parsed config file; unknown policy names and bad values raise PolicyConfigError."""
+    def from_document(
+        cls, document: Any, policy_names: Sequence[str], properties_of: Mapping[str, Sequence[str]] | None = None
+    ) -> PackConfig:
+        """Read a parsed config file; unknown policy names and bad values raise PolicyConfigError, and so
+        does a property the policy's config schema lacks, when `properties_of` gives each policy's."""
         if not isinstance(document, Mapping):
             raise PolicyConfigError("the policy pack config must be a JSON object keyed by policy name")
         properties: dict[str, Mapping[str, Any]] = {}
@@ -137,6 +142,8 @@ class PackConfig:
                 if "enforcementLevel" in values:
                     levels[name] = _level(name, values.pop("enforcementLevel"))
                 if values and name != ALL_POLICIES:
+                    if properties_of is not None:
+                        _refuse_unknown_properties(name, values, properties_of.get(name, ()))
                     properties[name] = values
                     PolicyConfig.from_mapping(values)
             else:
@@ -151,6 +158,16 @@ class PackConfig:
     def policy_config(self, policy_name: str) -> PolicyConfig:
         """The properties the config gives this policy, as the pack's ``args.get_config()`` would."""
         return PolicyConfig.from_mapping(self.properties.get(policy_name))
+
+
+def _refuse_unknown_properties(policy_name: str, values: Mapping[str, Any], known: Sequence[str]) -> None:
+    """A misspelt property (`maxGroupSiz`) would be ignored and the default silently kept: refuse it."""
+    for key in values:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            hint = (f"did you mean {close[0]!r}?" if close
+                    else f"its properties: {', '.join(known)}" if known else "it takes no properties")
+            raise PolicyConfigError(f"{policy_name!r}: {key!r} is not a property of this policy ({hint})")
 
 
 def _level(policy_name: str, value: Any) -> str:

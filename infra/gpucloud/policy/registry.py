@@ -21,6 +21,7 @@ from .model import (
     StackRule,
     Violation,
 )
+from .rules import load_balancers
 from .taggable import is_taggable
 from .values import known_only
 
@@ -39,6 +40,17 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         enforcement_level=MANDATORY,
         validate=rules.validate_ebs_encrypted_with_cmk,
         applies_to=_of_types(resource_types.VOLUME, resource_types.LAUNCH_TEMPLATE, resource_types.INSTANCE),
+    ),
+    ResourceRule(
+        name="file-system-encrypted-with-cmk",
+        description=(
+            "Persistent FSx for Lustre file systems are encrypted with a customer-managed KMS key (kmsKeyId), "
+            "not the AWS-managed aws/fsx key. Scratch file systems take no customer key (FSx encrypts them "
+            "with its own): keep data that must be under the project key off them."
+        ),
+        enforcement_level=MANDATORY,
+        validate=rules.validate_file_system_encrypted_with_cmk,
+        applies_to=_of_types(resource_types.LUSTRE_FILE_SYSTEM),
     ),
     ResourceRule(
         name="kms-rotation-and-deletion-window",
@@ -63,7 +75,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         name="imdsv2-required",
         description=(
             'Launch templates and instances require IMDSv2 session tokens (httpTokens "required") '
-            "with a metadata hop limit of at most 2."
+            "with a metadata hop limit of 1, or 2 on those tagged gpu-cloud:containers=true (container services)."
         ),
         enforcement_level=MANDATORY,
         validate=rules.validate_imdsv2_required,
@@ -135,6 +147,16 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         applies_to=_of_types(resource_types.LAUNCH_TEMPLATE, resource_types.INSTANCE),
     ),
     ResourceRule(
+        name="load-balancer-internal",
+        description=(
+            "Load balancers are internal, unless the stack declares one internet-facing (tag "
+            "gpu-cloud:internet-facing: declared): pulumi-aws makes a load balancer public whenever internal is unset."
+        ),
+        enforcement_level=MANDATORY,
+        validate=load_balancers.validate_load_balancer_internal,
+        applies_to=_of_types(load_balancers.LOAD_BALANCER),
+    ),
+    ResourceRule(
         name="s3-gateway-endpoint-restricted",
         description=(
             "S3 gateway VPC endpoints carry a policy, and none of its statements allows S3 on every bucket "
@@ -148,6 +170,13 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
 
 STACK_RULES: tuple[StackRule, ...] = (
     StackRule(
+        name="load-balancer-tls-when-internet-facing",
+        description="Listeners of internet-facing load balancers take HTTPS (or TLS), never plain HTTP or TCP.",
+        enforcement_level=MANDATORY,
+        validate=load_balancers.validate_internet_facing_load_balancer_uses_tls,
+        applies_to=_of_types(load_balancers.LOAD_BALANCER, load_balancers.LISTENER),
+    ),
+    StackRule(
         name="gpu-group-has-scale-in-path",
         description=(
             "Each GPU Auto Scaling group has a way to scale in: a scheduled action, a target-tracking "
@@ -159,10 +188,13 @@ STACK_RULES: tuple[StackRule, ...] = (
     ),
     StackRule(
         name="data-volume-retained",
-        description=("EBS data volumes survive the stack: they are created with retainOnDelete or protect."),
+        description=(
+            "EBS data volumes and persistent FSx for Lustre file systems survive the stack: they are created "
+            "with retainOnDelete or protect."
+        ),
         enforcement_level=ADVISORY,
         validate=stack_rules.validate_data_volume_retained,
-        applies_to=_of_types(resource_types.VOLUME),
+        applies_to=_of_types(resource_types.VOLUME, resource_types.LUSTRE_FILE_SYSTEM),
     ),
     StackRule(
         name="asg-spot-template-rebalanced",

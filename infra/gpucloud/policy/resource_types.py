@@ -1,6 +1,7 @@
 """Pulumi type tokens (pulumi-aws v7) of the resources the review gate looks at."""
 
 VOLUME = "aws:ebs/volume:Volume"
+LUSTRE_FILE_SYSTEM = "aws:fsx/lustreFileSystem:LustreFileSystem"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 INSTANCE = "aws:ec2/instance:Instance"
 KMS_KEY = "aws:kms/key:Key"

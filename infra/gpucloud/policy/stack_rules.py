@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .model import UNKNOWN, PlannedResource, PolicyConfig, StackReport
-from .resource_types import AUTOSCALING_GROUP, LAUNCH_TEMPLATE, VOLUME
+from .resource_types import AUTOSCALING_GROUP, LAUNCH_TEMPLATE, LUSTRE_FILE_SYSTEM, VOLUME
+from .rules.file_systems import is_persistent
 from .values import as_list, as_number, entry, is_true, mappings, text
 
 SCHEDULE = "aws:autoscaling/schedule:Schedule"
@@ -142,6 +143,13 @@ def validate_data_volume_retained(
                 "EBS data volume is deleted with the stack (neither retainOnDelete nor protect is set). "
                 "Fix: create it with ResourceOptions(retain_on_delete=True, protect=True); the policy "
                 "engine sees only protect, so set both.",
+                resource.urn,
+            )
+        elif resource.type == LUSTRE_FILE_SYSTEM and is_persistent(resource.props) and not _is_retained(resource.options):
+            report(
+                "Persistent FSx for Lustre file system is deleted with the stack (neither retainOnDelete nor "
+                "protect is set), and with it whatever was not yet exported to S3. Fix: keep "
+                "storage.lustre.retainOnDelete true (the default for PERSISTENT_2).",
                 resource.urn,
             )
 

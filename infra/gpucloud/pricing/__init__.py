@@ -23,6 +23,7 @@ from .estimate import (
     estimate_stack,
 )
 from .refresh import RefreshResult, refresh_catalog
+from .unpriced_compute import unpriced_compute, unpriced_compute_finding
 
 __all__ = [
     "DEFAULT_CATALOG_PATH",
@@ -44,5 +45,7 @@ __all__ = [
     "ReservedCapacity",
     "load_catalog",
     "refresh_catalog",
+    "unpriced_compute",
+    "unpriced_compute_finding",
     "unpriced_finding",
 ]

@@ -25,9 +25,20 @@ def _groups_at(estimate: CostEstimate, scenario: Scenario) -> str:
         key=lambda group: group.monthly.get(scenario),
         reverse=True,
     )
-    if not costly:
-        return "no group runs instances; the cost is storage and the KMS key"
-    return "groups: " + ", ".join(f"{group.name} {cents(group.monthly.get(scenario))}" for group in costly)
+    groups = ("groups: " + ", ".join(f"{group.name} {cents(group.monthly.get(scenario))}" for group in costly)
+              if costly else "no group runs instances")
+    return f"{groups}; largest lines: {_largest_lines(estimate, scenario)}"
+
+
+LARGEST_LINES_SHOWN = 3
+
+
+def _largest_lines(estimate: CostEstimate, scenario: Scenario) -> str:
+    """The dearest priced lines in the scenario (a NAT gateway, a group's instances, a volume), so a
+    reader sees what to cut first."""
+    dearest = sorted((line for line in estimate.lines if line.monthly.get(scenario) > 0),
+                     key=lambda line: line.monthly.get(scenario), reverse=True)[:LARGEST_LINES_SHOWN]
+    return ", ".join(f"{line.resource} {cents(line.monthly.get(scenario))}" for line in dearest) or "none priced"
 
 
 def _costs(estimate: CostEstimate, scenario: Scenario) -> str:

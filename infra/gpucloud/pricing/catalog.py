@@ -20,7 +20,16 @@ DEFAULT_CATALOG_PATH = Path(__file__).resolve().parent.parent / "data" / "prices
 
 HOURS_PER_MONTH = 730
 
-SUPPORTED_REGIONS = ("us-east-1", "us-west-2", "eu-west-1", "ap-northeast-1")
+SUPPORTED_REGIONS = (
+    "us-east-1", "us-west-2", "eu-west-1", "ap-northeast-1",
+    "us-east-2", "us-west-1", "ca-central-1", "eu-west-2", "eu-central-1", "eu-north-1",
+    "ap-northeast-2", "ap-southeast-1", "ap-southeast-2", "ap-south-1",
+)
+"""The regions the catalog answers for every supported GPU type (a price, or a row saying why not):
+those `gpucloud prices refresh` knows a Price List location for. The first four also carry gp3,
+network and spot rows; of the other ten (added 2026-11-25 from the same GPU price source), only
+the KMS key and, in eu-central-1, eu-north-1 and eu-west-2, gp3 are priced besides the GPU types:
+no dated source for their NAT gateway and endpoint prices was found, so those lines stay unpriced."""
 
 SUPPORTED_INSTANCE_TYPES = (
     "g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g4dn.12xlarge", "g4dn.16xlarge", "g4dn.metal",
@@ -126,6 +135,16 @@ class NetworkPrice(_Row):
     date: TakenOn
 
 
+class LoadBalancerPrice(_Row):
+    """An Application Load Balancer's hour and its Load Balancer Capacity Unit (LCU) hour."""
+
+    region: str
+    alb_usd_per_hour: float = Field(gt=0)
+    lcu_usd_per_hour: float = Field(gt=0)
+    source: Source
+    date: TakenOn
+
+
 class IngestionTier(_Row):
     """One band of a month's samples: the price of every 10 million up to `up_to_samples` (counted
     from the month's first sample); None on the last band means no upper bound."""
@@ -167,6 +186,18 @@ class GrafanaPrice(_Row):
     date: TakenOn
 
 
+class LustrePrice(_Row):
+    """FSx for Lustre storage per GB-month, by deployment type and (PERSISTENT_2) throughput per TiB;
+    throughput is part of the storage price, not billed apart."""
+
+    region: str
+    deployment_type: str
+    throughput_per_tib: int | None = None
+    usd_per_gb_month: float = Field(gt=0)
+    source: Source
+    date: TakenOn
+
+
 class SpotDiscount(_Row):
     """The smallest published spot saving among a family's types in one region, as a fraction of on-demand."""
 
@@ -191,8 +222,10 @@ class Catalog(BaseModel):
     kms: list[KmsPrice] = Field(default_factory=list)
     spot_discounts: list[SpotDiscount] = Field(default_factory=list)
     network: list[NetworkPrice] = Field(default_factory=list)
+    load_balancers: list[LoadBalancerPrice] = Field(default_factory=list)
     prometheus: list[PrometheusPrice] = Field(default_factory=list)
     grafana: list[GrafanaPrice] = Field(default_factory=list)
+    file_systems: list[LustrePrice] = Field(default_factory=list)
 
     def instance_row(self, instance_type: str, region: str) -> InstancePrice | AbsentInstance | None:
         """What the catalog says of a type in a region: its price, why it has none, or nothing."""
@@ -218,11 +251,24 @@ class Catalog(BaseModel):
                 return row
         raise PriceNotFound(f"no gp3 storage price for {region}: the catalog has no row for it")
 
+    def lustre(self, region: str, deployment_type: str, throughput_per_tib: int | None) -> LustrePrice:
+        for row in self.file_systems:
+            if (row.region, row.deployment_type, row.throughput_per_tib) == (region, deployment_type, throughput_per_tib):
+                return row
+        tier = f" at {throughput_per_tib} MB/s/TiB" if throughput_per_tib else ""
+        raise PriceNotFound(f"no FSx for Lustre {deployment_type}{tier} price for {region}: the catalog has no row for it")
+
     def kms_key(self, region: str) -> KmsPrice:
         for row in self.kms:
             if row.region == region:
                 return row
         raise PriceNotFound(f"no KMS key price for {region}: the catalog has no row for it")
+
+    def load_balancer_prices(self, region: str) -> LoadBalancerPrice:
+        for row in self.load_balancers:
+            if row.region == region:
+                return row
+        raise PriceNotFound(f"no Application Load Balancer price for {region}: the catalog has no row for it")
 
     def network_prices(self, region: str) -> NetworkPrice:
         for row in self.network:

@@ -63,7 +63,9 @@ from .monitoring import (
     stored_gb_months,
     tiered_ingestion,
 )
+from .load_balancer import ASSUMED_LCUS_PER_ENDPOINT, ASSUMED_LCUS_PER_NODE, assumed_lcus
 from .schedule import approximated_schedules, capacity_profiles
+from .file_systems import file_system_lines
 
 Scenario = Literal["min", "desired", "max"]
 SCENARIOS: tuple[Scenario, ...] = ("min", "desired", "max")
@@ -406,14 +408,44 @@ def estimate_stack(
     network_lines, network_unpriced = _network_lines(config, region, catalog)
     lines.extend(network_lines)
     unpriced.extend(network_unpriced)
+    endpoint_lines, endpoint_unpriced = _load_balancer_lines(config, region, catalog)
+    lines.extend(endpoint_lines)
+    unpriced.extend(endpoint_unpriced)
     prometheus_lines, prometheus_unpriced = _prometheus_lines(config, region, catalog, groups, gpus_per_instance or {})
     grafana_lines, grafana_unpriced = _grafana_lines(config, region, catalog)
     lines += prometheus_lines + grafana_lines
     unpriced += prometheus_unpriced + grafana_unpriced
+    storage_lines, storage_unpriced = file_system_lines(config, region, catalog)
+    lines += storage_lines
+    unpriced += storage_unpriced
     monthly = ScenarioValues()
     for line in lines:
         monthly = monthly + line.monthly
     return CostEstimate(monthly=monthly, groups=groups, lines=lines, unpriced=unpriced)
+
+
+def _load_balancer_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[list[CostLine], list[UnpricedLine]]:
+    """Each group endpoint's load balancer: its hours all month, and its LCU-hours at the load
+    `gpucloud.pricing.load_balancer` assumes for the group's min, desired and max sizes."""
+    lines: list[CostLine] = []
+    unpriced: list[UnpricedLine] = []
+    prices, missing = _lookup(catalog.load_balancer_prices, region)
+    for group in (group for group in config.groups if group.endpoint is not None):
+        sizes = {"min": group.min_size, "desired": group.initial_capacity, "max": group.max_size}
+        lcu_hours = {s: assumed_lcus(sizes[s]) * HOURS_PER_MONTH for s in SCENARIOS}
+        hours = {s: float(HOURS_PER_MONTH) for s in SCENARIOS}
+        wanted = [(f"{group.name}/endpoint load balancer", hours, "ALB-hours", "alb_usd_per_hour", ""),
+                  (f"{group.name}/endpoint load balancer capacity units", lcu_hours, "LCU-hours", "lcu_usd_per_hour",
+                   f"assumed {ASSUMED_LCUS_PER_ENDPOINT:g} LCU + {ASSUMED_LCUS_PER_NODE:g} per node (gpucloud.pricing.load_balancer)")]
+        for resource, quantity, unit, field_name, note in wanted:
+            if prices is None:
+                unpriced.append(UnpricedLine(resource=resource, quantity=_values(quantity), unit=unit, reason=missing))
+                continue
+            rate = getattr(prices, field_name)
+            lines.append(CostLine(resource=resource, quantity=_values(quantity), unit=unit,
+                                  unit_price=_values({s: rate for s in SCENARIOS}),
+                                  monthly=_values({s: quantity[s] * rate for s in SCENARIOS}), note=note))
+    return lines, unpriced
 
 
 def _network_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[list[CostLine], list[UnpricedLine]]:
@@ -424,10 +456,15 @@ def _network_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[
         return [], []
     nat_gateways = 0 if network.egress == "endpointsOnly" else (network.zones if network.nat_gateways == "perZone" else 1)
     endpoint_zones = len(network.interface_endpoints) * network.zones
+    # An internet-facing ALB holds a public IPv4 address in each zone at least (more as it scales),
+    # billed like any other (https://aws.amazon.com/vpc/pricing/, "Public IPv4 Address", read 2026-11-25).
+    facing_addresses = network.zones * sum(1 for group in config.groups if group.endpoint and group.endpoint.internet_facing)
     wanted = [
         (f"{config.project}/NAT gateways ({network.nat_gateways})", nat_gateways, "gateway-hours",
          "nat_gateway_usd_per_hour", "data processed through the NAT is billed per GB on top (not included)"),
         (f"{config.project}/NAT public IPv4 addresses", nat_gateways, "address-hours", "public_ipv4_usd_per_hour", ""),
+        (f"{config.project}/internet-facing endpoint public IPv4 addresses", facing_addresses, "address-hours",
+         "public_ipv4_usd_per_hour", "one per zone per load balancer; AWS adds addresses as it scales one out"),
         (f"{config.project}/interface endpoints ({len(network.interface_endpoints)} x {network.zones} zones)",
          endpoint_zones, "endpoint-AZ-hours", "interface_endpoint_usd_per_az_hour",
          "data processed through endpoints is billed per GB on top (not included)"),

@@ -275,18 +275,13 @@ def refresh_catalog(
             missing="no KMS key price",
         )
 
-    catalog = Catalog(
-        schema_version=previous.schema_version,
-        currency="USD",
-        description=previous.description,
-        instances=sorted(instances, key=lambda row: (row.instance_type, row.region)),
-        absent_instances=sorted(absent, key=lambda row: (row.instance_type, row.region)),
-        storage=sorted(storage, key=lambda row: row.region),
-        kms=sorted(kms, key=lambda row: row.region),
-        spot_discounts=previous.spot_discounts,
-        network=previous.network,
-        prometheus=previous.prometheus,
-        grafana=previous.grafana,
-    )
+    # Every table the refresh does not query (spot discounts, network, load balancers, Prometheus,
+    # Grafana, file systems, and any added later) is the previous catalog's, as it was.
+    catalog = previous.model_copy(update={
+        "instances": sorted(instances, key=lambda row: (row.instance_type, row.region)),
+        "absent_instances": sorted(absent, key=lambda row: (row.instance_type, row.region)),
+        "storage": sorted(storage, key=lambda row: row.region),
+        "kms": sorted(kms, key=lambda row: row.region),
+    })
     _write_atomically(path, catalog.to_json())
     return RefreshResult(catalog=catalog, kept=kept)

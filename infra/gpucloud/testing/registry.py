@@ -73,6 +73,8 @@ class Account:
     bucket_policies: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Bucket name -> its policy: the engine checks bucket policies and keeps them from moto
     (`set_bucket_policy`), so what reads them later (server access logging) reads them here."""
+    data_repository_associations: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    """FSx file system id -> its data repository associations (id, path, repository): moto has none."""
 
     def client(self, service: str) -> Any:
         """The account's boto3 client for `service`; each call it makes is first checked against

@@ -30,6 +30,7 @@ from gpucloud.userdata.layout import (
     DRAIN_UNIT,
     GATE_UNIT,
     HEARTBEAT_UNIT,
+    SERVICES_UNIT,
     STORAGE_UNIT,
     TUNE_UNIT,
     WATCH_UNIT,
@@ -41,17 +42,18 @@ _FIXED_TIME = (1980, 1, 1, 0, 0, 0)
 
 BOOT_STEPS: tuple[tuple[str, ...], ...] = (
     ("systemctl", "daemon-reload"),
-    ("systemctl", "enable", TUNE_UNIT, STORAGE_UNIT, DRAIN_UNIT, GATE_UNIT, WATCH_UNIT, COLLECT_UNIT),
+    ("systemctl", "enable", TUNE_UNIT, STORAGE_UNIT, DRAIN_UNIT, GATE_UNIT, WATCH_UNIT, COLLECT_UNIT, SERVICES_UNIT),
     ("systemd-run", f"--unit={HEARTBEAT_UNIT}", AGENT_COMMAND_PATH, "heartbeat"),
     ("systemctl", "start", TUNE_UNIT, STORAGE_UNIT),
     ("systemctl", "start", CLOUDWATCH_UNIT),
-    ("systemctl", "start", "--no-block", DRAIN_UNIT, GATE_UNIT, WATCH_UNIT, COLLECT_UNIT),
+    ("systemctl", "start", "--no-block", DRAIN_UNIT, GATE_UNIT, WATCH_UNIT, COLLECT_UNIT, SERVICES_UNIT),
 )
 """In order, each run whether the one before failed (as cloud-init's runcmd did): the heartbeat
 keeps the launch action pending while tuning, disks and metrics are set up; the gate starts last,
 since once it completes the launch hook the node takes work; the watch starts after the gate has
 passed (its unit requires the gate), never on a node the gate refused, and so does the collector
-(which exits at once on a stack without a Prometheus workspace)."""
+(which exits at once on a stack without a Prometheus workspace), and so does the services unit,
+which starts what the group serves (JupyterLab, TensorBoard, containers) and nothing elsewhere."""
 
 
 @dataclass(frozen=True)
@@ -65,13 +67,25 @@ class AgentBundle:
         return f"{AGENT_BUNDLE_PREFIX}gpucloud-node-{self.sha256}.zip"
 
 
+def node_units() -> dict[str, str]:
+    """The units of the services the agent starts (JupyterLab, TensorBoard, containers, and the
+    unit that starts them), which ship beside their modules in gpucloud/node as `*.service`."""
+    package = resources.files("gpucloud.node")
+    return {entry.name: entry.read_text(encoding="utf-8") for entry in package.iterdir()
+            if entry.is_file() and entry.name.endswith(".service")}
+
+
+def all_units() -> dict[str, str]:
+    return {**UNITS, **node_units()}
+
+
 def boot_manifest() -> dict:
     """What `gpucloud-node boot` installs (path, member, mode) and runs."""
     files = [
         {"path": path, "member": _file_member(path), "mode": "0755"} for path in sorted(SCRIPTS)
     ] + [
         {"path": f"/etc/systemd/system/{unit}", "member": _file_member(f"/etc/systemd/system/{unit}"), "mode": "0644"}
-        for unit in sorted(UNITS)
+        for unit in sorted(all_units())
     ]
     return {"files": files, "steps": [list(step) for step in BOOT_STEPS]}
 
@@ -89,7 +103,7 @@ def build_agent_bundle() -> AgentBundle:
         if entry.is_file() and entry.name.endswith((".py", ".json")):
             members[f"gpucloud/node/{entry.name}"] = entry.read_bytes()
     manifest = boot_manifest()
-    texts = {**SCRIPTS, **{f"/etc/systemd/system/{unit}": text for unit, text in UNITS.items()}}
+    texts = {**SCRIPTS, **{f"/etc/systemd/system/{unit}": text for unit, text in all_units().items()}}
     for item in manifest["files"]:
         members[item["member"]] = texts[item["path"]].encode("utf-8")
     members[BOOT_MANIFEST_MEMBER] = (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode("utf-8")

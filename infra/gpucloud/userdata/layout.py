@@ -10,6 +10,9 @@ USER_DATA_LIMIT_BYTES = 16 * 1024
 AGENT_LIB_DIR = "/opt/gpucloud/lib"
 """Where the stub unpacks the agent bundle (the bootstrap stub's AGENT_LIB, without the root)."""
 NODE_CONFIG_PATH = "/etc/gpucloud/node.json"
+SERVICES_CONFIG_PATH = "/etc/gpucloud/services.json"
+"""What the group serves (JupyterLab, TensorBoard, containers); only on nodes of a group that asks."""
+SERVICES_UNIT = "gpucloud-node-services.service"
 BOOTSTRAP_ENV_PATH = "/etc/gpucloud/bootstrap.env"
 BOOTSTRAP_STUB_PATH = "/usr/local/sbin/gpucloud-bootstrap"
 NODE_PYTHON = "/usr/bin/python3"
@@ -35,6 +38,8 @@ HEARTBEAT_UNIT = "gpucloud-node-heartbeat"
 SCRATCH_MOUNT = "/scratch"
 DATA_MOUNT = "/data"
 PERSIST_MOUNT = "/persist"
+LUSTRE_MOUNT_PATH = "/fsx"
+"""The project's FSx for Lustre file system (`storage.lustre`); `gpucloud.config.storage` names it too."""
 
 # Instance families whose multi-GPU sizes join their GPUs with NVLink (NVSwitch from p4d on).
 NVLINK_FAMILIES = frozenset({"p3", "p3dn", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6e-gb200"})

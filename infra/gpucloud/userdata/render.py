@@ -17,6 +17,7 @@ import gzip
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -33,14 +34,17 @@ from gpucloud.userdata.layout import (
     NODE_PYTHON,
     NVLINK_FAMILIES,
     NVSWITCH_FAMILIES,
+    LUSTRE_MOUNT_PATH,
     PERSIST_MOUNT,
     SCRATCH_MOUNT,
+    SERVICES_CONFIG_PATH,
     USER_DATA_LIMIT_BYTES,
     VOLUME_WAIT_SECONDS,
 )
 
 _ATTACHMENT_NAME = re.compile(r"^/dev/(sd[b-z]|xvd[b-z][a-z]?)$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_LUSTRE_SOURCE = re.compile(r"^[a-z0-9.-]+@tcp:/[A-Za-z0-9]+$")
 _REMOTE_WRITE_URL = re.compile(r"^https://aps-workspaces\.[a-z0-9-]+\.amazonaws\.com/workspaces/[A-Za-z0-9-]+/api/v1/remote_write$")
 
 
@@ -91,6 +95,15 @@ class NodeBootstrap:
     """The AMP workspace's https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/api/v1/remote_write;
     None: the node's collector does nothing."""
     prometheus_scrape_interval_s: int = 30
+    services: Mapping[str, Any] | None = None
+    """What `gpucloud-node services` starts once the gate has passed (JupyterLab, TensorBoard,
+    containers): written to services.json only for a group that has any."""
+
+    lustre_source: str | None = None
+    """The project's FSx for Lustre file system, `<dns name>@tcp:/<mount name>`, mounted at /fsx."""
+    s3_mounts: tuple[str, ...] = ()
+    """Mountpoint for Amazon S3 mounts, `ro|rw BUCKET PREFIX /PATH` each."""
+    s3_mount_install: str = "ami"
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -135,6 +148,10 @@ class NodeBootstrap:
                 "https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>/api/v1/remote_write, "
                 f"not {self.prometheus_remote_write_url!r}"
             )
+        if self.lustre_source is not None and not _LUSTRE_SOURCE.match(self.lustre_source):
+            raise ValueError(f"lustre_source must be <dns name>@tcp:/<mount name>, not {self.lustre_source!r}")
+        if self.s3_mount_install not in ("ami", "download"):
+            raise ValueError("s3_mount_install must be ami or download")
         if not 10 <= self.prometheus_scrape_interval_s <= 300:
             raise ValueError("prometheus_scrape_interval_s must be between 10 and 300 seconds")
 
@@ -166,6 +183,8 @@ def render_user_data(params: NodeBootstrap) -> str:
         ),
         _file(BOOTSTRAP_STUB_PATH, bootstrap_stub_source(), executable=True),
     ]
+    if params.services:
+        document["write_files"].insert(1, _file(SERVICES_CONFIG_PATH, json.dumps(params.services, indent=1, sort_keys=True) + "\n"))
     document["runcmd"] = [[NODE_PYTHON, BOOTSTRAP_STUB_PATH]]
     return "#cloud-config\n" + yaml.dump(
         document, Dumper=_CloudConfigDumper, sort_keys=False, default_flow_style=False, width=2**16
@@ -220,6 +239,10 @@ def node_config_document(params: NodeBootstrap) -> dict[str, Any]:
         "replace_faulty_nodes": params.replace_faulty_nodes,
         "prometheus_remote_write_url": params.prometheus_remote_write_url,
         "prometheus_scrape_interval_s": params.prometheus_scrape_interval_s,
+        "lustre_source": params.lustre_source,
+        "lustre_mount_path": LUSTRE_MOUNT_PATH,
+        "s3_mounts": list(params.s3_mounts),
+        "s3_mount_install": params.s3_mount_install,
     }
 
 
@@ -231,6 +254,7 @@ def bootstrap_env(params: NodeBootstrap) -> str:
         "DATA_DISK_DEVICE": params.data_disk_device or "",
         "PERSIST_TAG_KEY": params.persistent_volume_tag_key or "",
         "CHECKPOINT_DIR": params.checkpoint_dir,
+        "SHARED_MOUNTS": "1" if params.lustre_source or params.s3_mounts else "",
     }
     return "".join(f"{name}={shlex.quote(value)}\n" for name, value in values.items())
 

@@ -127,10 +127,17 @@ setup_persist() {
   mount_at "$device" /persist
 }
 
+setup_shared() {
+  # The project's FSx for Lustre file system (/fsx) and S3 mounts (/s3/...), as node.json lists them.
+  [ -n "${SHARED_MOUNTS:-}" ] || return 0
+  gpucloud-node mount-shared
+}
+
 failed=0
 setup_scratch || { log "scratch setup failed"; failed=1; }
 setup_data || { log "data disk setup failed"; failed=1; }
 setup_persist || { log "persistent volume setup failed"; failed=1; }
+setup_shared || { log "shared file system or S3 mount failed"; failed=1; }
 mkdir -p "$CHECKPOINT_DIR" || failed=1
 exit "$failed"
 """

@@ -16,6 +16,7 @@ from gpucloud.policy.rules.encryption import (
     validate_kms_rotation_and_deletion_window,
     validate_monitoring_data_encrypted_with_cmk,
 )
+from gpucloud.policy.rules.file_systems import validate_file_system_encrypted_with_cmk
 from gpucloud.policy.rules.fleet import MAX_HOP_LIMIT, validate_asg_bounded_and_rebalanced, validate_imdsv2_required
 from gpucloud.policy.rules.iam import (
     BROAD_MANAGED_POLICIES,
@@ -40,6 +41,7 @@ __all__ = [
     "broad_managed_policy",
     "validate_asg_bounded_and_rebalanced",
     "validate_ebs_encrypted_with_cmk",
+    "validate_file_system_encrypted_with_cmk",
     "validate_iam_least_privilege",
     "validate_imdsv2_required",
     "validate_kms_rotation_and_deletion_window",

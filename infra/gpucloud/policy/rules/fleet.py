@@ -13,6 +13,10 @@ from gpucloud.policy.values import as_number, entry, is_true, peek
 # ---------------------------------------------------------------- imdsv2-required
 
 MAX_HOP_LIMIT = 2
+CONTAINERS_TAG = "gpu-cloud:containers"
+"""The tag a launch template carries where its nodes run container services on Docker's bridge
+network, one hop further from IMDS: only there may the hop limit be 2 (EC2 user guide, "Configure
+the instance metadata options": 2 for containers, 1 otherwise; read 2026-11-25)."""
 
 
 def validate_imdsv2_required(
@@ -38,6 +42,12 @@ def validate_imdsv2_required(
             report(
                 f"{kind} metadataOptions.httpPutResponseHopLimit is {hop_limit!r}, which lets tokens travel "
                 f"beyond the instance and its containers. Fix: set it to 1, or {MAX_HOP_LIMIT} for containers."
+            )
+        elif hops > 1 and entry(props.get("tags"), CONTAINERS_TAG) != "true":
+            report(
+                f"{kind} metadataOptions.httpPutResponseHopLimit is {hop_limit!r}, but it runs no containers (no "
+                f'{CONTAINERS_TAG}: "true" tag), so a token could leave the instance for nothing. Fix: set it to 1, '
+                f"or tag it {CONTAINERS_TAG}=true where its nodes run container services."
             )
 
 

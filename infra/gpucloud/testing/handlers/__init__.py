@@ -8,6 +8,8 @@ from gpucloud.testing.handlers import (  # noqa: F401
     capacity,
     cloudwatch,
     ec2,
+    elbv2,
+    fsx,
     grafana,
     iam,
     invokes,
@@ -15,5 +17,7 @@ from gpucloud.testing.handlers import (  # noqa: F401
     logs,
     s3,
     sns,
+    ssm,
+    ssm_parameter,
     vpc,
 )

@@ -277,6 +277,26 @@ def _target_tracking(config: dict[str, Any] | None) -> dict[str, Any] | None:
     )
 
 
+def _check_request_count_label(account: Account, group: str, name: str, config: dict[str, Any] | None) -> None:
+    """ALBRequestCountPerTarget needs a resource label naming a target group attached to the group
+    (EC2 Auto Scaling API reference, PredefinedMetricSpecification `ResourceLabel`: "You can't specify
+    a resource label unless the target group is attached to the Auto Scaling group", read 2026-11-25);
+    moto takes any label or none."""
+    predefined = (config or {}).get("predefinedMetricSpecification") or {}
+    if predefined.get("predefinedMetricType") != "ALBRequestCountPerTarget":
+        return
+    label = predefined.get("resourceLabel") or ""
+    parts = label.split("/")
+    if len(parts) != 6 or parts[0] != "app" or parts[3] != "targetgroup":
+        raise refused("PutScalingPolicy", "ValidationError",
+                      f"{name}: ALBRequestCountPerTarget needs a resource label app/<lb>/<id>/targetgroup/<tg>/<id>, got {label!r}")
+    attached = account.client("autoscaling").describe_load_balancer_target_groups(
+        AutoScalingGroupName=group)["LoadBalancerTargetGroups"]
+    if not any(found["LoadBalancerTargetGroupARN"].endswith("/".join(parts[3:])) for found in attached):
+        raise refused("PutScalingPolicy", "ValidationError",
+                      f"{name}: the target group {'/'.join(parts[3:])} of the resource label is not attached to {group}")
+
+
 @resource("aws:autoscaling/policy:Policy")
 def put_scaling_policy(account: Account, request: ResourceRequest) -> Created:
     autoscaling = account.client("autoscaling")
@@ -284,6 +304,7 @@ def put_scaling_policy(account: Account, request: ResourceRequest) -> Created:
     name = request.physical_name()
     group = inputs["autoscalingGroupName"]
     autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group])["AutoScalingGroups"][0]
+    _check_request_count_label(account, group, name, inputs.get("targetTrackingConfiguration"))
     autoscaling.put_scaling_policy(
         **drop_none(
             {
