@@ -22,7 +22,7 @@ def offered_gpu_types() -> dict[str, set[str]]:
     moto answers DescribeInstanceTypes from one file for every region, its INSTANCE_TYPES: that
     file is read here as it is, since asking for all 1,400 types through boto3 only serialized
     them to XML and parsed them back (3.5 s of CPU, three quarters of this module's time);
-    DescribeInstanceTypeOfferings says what each region offers."""
+    DescribeInstanceTypeOfferings says what each region offers, asked only about those types."""
     from moto.ec2.models.instance_types import INSTANCE_TYPES
 
     with_gpus = {name for name, described in INSTANCE_TYPES.items() if described.get("GpuInfo", {}).get("Gpus")}
@@ -35,7 +35,7 @@ def offered_gpu_types() -> dict[str, set[str]]:
             pages = boto3.client("ec2", region_name=region).get_paginator("describe_instance_type_offerings")
             offered = {
                 offering["InstanceType"]
-                for page in pages.paginate(LocationType="region")
+                for page in pages.paginate(LocationType="region", Filters=[{"Name": "instance-type", "Values": sorted(with_gpus)}])
                 for offering in page["InstanceTypeOfferings"]
             }
             found[region] = with_gpus & offered
