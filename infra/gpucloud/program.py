@@ -13,7 +13,6 @@ from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironme
 from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
 from gpucloud.lookups import LookupUnavailable, ResolvedStack, resolve_stack
 from gpucloud.observability import rule_file_text
-from gpucloud.observability.dashboards import dashboard_files
 
 
 def _decode(value: Any) -> Any:
@@ -48,10 +47,17 @@ def build(settings: StackSettings, resolved: ResolvedStack | None = None) -> Pro
     for failure in resolved.failures:
         pulumi.log.error(failure)
     monitoring = settings.config.monitoring
+    dashboards: dict = {}
+    if monitoring.grafana.enabled:
+        # Imported only for stacks that have Grafana: the dashboard SDK takes a tenth of a second
+        # to import, a plan of a one-group stack without it about 2.
+        from gpucloud.observability.dashboards import dashboard_files
+
+        dashboards = dashboard_files(settings)
     environment = ProjectEnvironment(settings.config.project, ProjectEnvironmentArgs(
         stack=resolved,
         prometheus_rules=rule_file_text(settings) if monitoring.prometheus.enabled else None,
-        grafana_dashboards=dashboard_files(settings) if monitoring.grafana.enabled else {},
+        grafana_dashboards=dashboards,
     ))
     pulumi.export("kmsKeyArn", environment.kms_key_arn)
     pulumi.export("instanceRoleArn", environment.instance_role_arn)

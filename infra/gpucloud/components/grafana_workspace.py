@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
-import pulumiverse_grafana as grafana
 
 from gpucloud.documents import grafana_assume_role_policy, grafana_workspace_policy
 
@@ -115,6 +114,8 @@ class GrafanaWorkspace(pulumi.ComponentResource):
             workspace_id=self.workspace.id,
             opts=child,
         )
+        import pulumiverse_grafana as grafana  # only stacks with Grafana pay for importing its provider SDK
+
         provider = grafana.Provider(
             f"{name}-grafana",
             url=self.workspace.endpoint.apply(lambda host: f"https://{host}"),
