@@ -14,7 +14,7 @@ from typing import Any
 
 from gpucloud.config import StackSettings
 from gpucloud.naming import autoscaling_group_name, job_log_group_name
-from gpucloud.ops.jobs import TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, stop_attempt
+from gpucloud.ops.jobs import TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record_location, stop_attempt
 from gpucloud.ops.nodes import Node, ordered_nodes
 
 RUNNING_COMMAND = frozenset({"Pending", "InProgress", "Cancelling"})
@@ -27,9 +27,9 @@ def find_job(clients: Clients, settings: StackSettings, job_id: str) -> Job:
 
     uri = checkpoint_uri(settings, job_id)
     if uri:
-        bucket, _, key = uri[len("s3://"):].partition("/")
+        bucket, key = record_location(uri)
         try:
-            body = clients.s3.get_object(Bucket=bucket, Key=f"{key}job.json")["Body"].read()
+            body = clients.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         except ClientError as error:
             if error.response["Error"]["Code"] in ("NoSuchKey", "404"):
                 raise JobError(f"no job {job_id!r} on stack {settings.stack!r} (nothing at {uri}job.json)") from None

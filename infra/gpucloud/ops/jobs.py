@@ -130,16 +130,17 @@ def checkpoint_uri(settings: StackSettings, job_id: str) -> str | None:
     return f"s3://{data.bucket}/{prefix}{job_id}/" if prefix else None
 
 
-def _split_s3(uri: str) -> tuple[str, str]:
-    bucket, _, key = uri[len("s3://"):].partition("/")
-    return bucket, key
+def record_location(checkpoint_uri: str) -> tuple[str, str]:
+    """Bucket and key of a job's record: `job.json` beside its checkpoints, under its checkpoint URI."""
+    bucket, _, key = checkpoint_uri[len("s3://"):].partition("/")
+    return bucket, f"{key}job.json"
 
 
 def record(clients: Clients, job: Job) -> None:
     """Write the job's record beside its checkpoints (nothing to write without a checkpoint URI)."""
     if job.checkpoint_uri:
-        bucket, key = _split_s3(job.checkpoint_uri)
-        clients.s3.put_object(Bucket=bucket, Key=f"{key}job.json", Body=job.to_json().encode("utf-8"),
+        bucket, key = record_location(job.checkpoint_uri)
+        clients.s3.put_object(Bucket=bucket, Key=key, Body=job.to_json().encode("utf-8"),
                               ContentType="application/json")
 
 
