@@ -77,13 +77,13 @@ def test_the_plan_summary_says_compute_is_unpriced_and_fails():
     assert plan.failed
 
 
-def test_a_region_beyond_the_first_four_prices_its_gpu_compute_and_leaves_the_network_named(tmp_path):
-    # eu-central-1 has GPU, KMS and gp3 rows (2026-11-25) but no sourced NAT gateway price yet.
-    estimate, findings = cost_findings(load_stack_file(stack(tmp_path, "eu-central-1")))
+def test_a_region_beyond_the_first_four_prices_its_gpu_compute_and_leaves_what_it_cannot_named(tmp_path):
+    # ca-central-1 has GPU, KMS, network and Lustre rows but no sourced gp3 price (2026-11-27).
+    estimate, findings = cost_findings(load_stack_file(stack(tmp_path, "ca-central-1")))
 
     [group] = estimate.groups
     assert group.on_demand.desired + group.spot.desired > 0
     assert not {"unpriced-compute", "unpriced-compute-accepted"} & set(rules(findings))
-    assert {line.resource for line in estimate.unpriced} == {"faraway/NAT gateways (single)",
-                                                             "faraway/NAT public IPv4 addresses"}
+    assert {line.resource for line in estimate.unpriced} == {"big/root volume (gp3, 100 GiB per instance)"}
+    assert "no gp3 storage price for ca-central-1" in estimate.unpriced[0].reason
     assert rules(findings)["partial-cost-estimate"].severity == "warning"

@@ -3,6 +3,7 @@ from collections import Counter
 
 import pytest
 
+from gpucloud.limits import LUSTRE_PERSISTENT_2_THROUGHPUTS
 from gpucloud.pricing import SUPPORTED_INSTANCE_TYPES, SUPPORTED_REGIONS, PricingError, load_catalog
 from gpucloud.pricing.catalog import DEFAULT_CATALOG_PATH
 
@@ -11,7 +12,7 @@ def test_every_row_names_its_source_and_date():
     catalog = load_catalog()
 
     for row in [*catalog.instances, *catalog.absent_instances, *catalog.storage, *catalog.kms, *catalog.spot_discounts,
-                *catalog.network, *catalog.prometheus, *catalog.grafana]:
+                *catalog.network, *catalog.prometheus, *catalog.grafana, *catalog.load_balancers, *catalog.file_systems]:
         assert row.source.strip() and row.date.strip(), row
 
 
@@ -67,3 +68,74 @@ def test_spot_discounts_are_per_family_and_region_and_name_the_advisor_figures()
         assert row.discount == lowest / 100
         assert all(family_type.startswith(f"{row.family}.") for family_type in
                    [entry.split(" ")[0] for entry in row.source.split(" s for ")[1].split("; the lowest")[0].split(", ")])
+
+
+GP3_GAPS = {
+    # No dated source with a ca-central-1 gp3 price was found (search corpus and fetched repositories, 2026-11-27).
+    "ca-central-1",
+}
+LOAD_BALANCER_GAPS = {
+    # us-west-1: only a 2023 hourly figure and no LCU price; eu-central-1, eu-north-1: no figure at all (2026-11-27).
+    "us-west-1", "eu-central-1", "eu-north-1",
+}
+
+
+def test_every_supported_region_prices_the_key_the_network_and_every_lustre_tier():
+    catalog = load_catalog()
+    tiers = [("SCRATCH_2", None)] + [("PERSISTENT_2", throughput) for throughput in LUSTRE_PERSISTENT_2_THROUGHPUTS]
+
+    for region in SUPPORTED_REGIONS:
+        assert catalog.kms_key(region).usd_per_key_month > 0
+        network = catalog.network_prices(region)
+        assert network.nat_gateway_usd_per_hour > 0 and network.interface_endpoint_usd_per_az_hour > 0
+        for deployment_type, throughput in tiers:
+            assert catalog.lustre(region, deployment_type, throughput).usd_per_gb_month > 0
+
+
+def test_persistent_2_costs_more_at_each_higher_throughput():
+    catalog = load_catalog()
+
+    for region in SUPPORTED_REGIONS:
+        prices = [catalog.lustre(region, "PERSISTENT_2", tier).usd_per_gb_month for tier in LUSTRE_PERSISTENT_2_THROUGHPUTS]
+        assert prices == sorted(prices) and len(set(prices)) == len(prices), region
+
+
+def test_the_regions_without_gp3_or_a_load_balancer_are_exactly_the_listed_gaps():
+    """A gap closed or opened changes these lists, with the reason: it never grows unnoticed."""
+    catalog = load_catalog()
+
+    assert {region for region in SUPPORTED_REGIONS if region not in {row.region for row in catalog.storage}} == GP3_GAPS
+    assert {region for region in SUPPORTED_REGIONS
+            if region not in {row.region for row in catalog.load_balancers}} == LOAD_BALANCER_GAPS
+
+
+def test_rows_read_from_aws_price_data_files_quote_the_figure_they_carry():
+    """Rows taken from the aws-price copies of AWS's pricing-page data files name each file, the
+    publication date and the price string of every figure, so a figure can be checked against its source."""
+    catalog = load_catalog()
+    copied = "https://github.com/lamngockhuong/aws-price/blob/"
+
+    lustre = [row for row in catalog.file_systems if row.source.startswith(copied)]
+    assert len(lustre) == len(SUPPORTED_REGIONS) * (1 + len(LUSTRE_PERSISTENT_2_THROUGHPUTS)) == len(catalog.file_systems)
+    for row in lustre:
+        assert "/lib/data/pricing/fsx.json" in row.source and "hawkFilePublicationDate 2025-10-16" in row.source
+        assert f'price "{row.usd_per_gb_month:.10f}"' in row.source, row
+
+    network = [row for row in catalog.network if row.source.startswith(copied)]
+    assert len(network) == 10
+    for row in network:
+        assert "natgateway.json" in row.source and "vpc.json" in row.source
+        for value in (row.nat_gateway_usd_per_hour, row.nat_usd_per_gb, row.interface_endpoint_usd_per_az_hour,
+                      row.public_ipv4_usd_per_hour):
+            assert f'price "{value:.10f}"' in row.source, (row.region, value)
+
+
+@pytest.mark.parametrize("table", ["fileSystems", "network", "storage", "loadBalancers"])
+def test_a_second_row_for_the_same_key_is_refused(tmp_path, table):
+    document = json.loads(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    document[table].append(dict(document[table][0], source="a second source", date="2026-11-27"))
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+
+    with pytest.raises(PricingError, match=f"{table} has more than one row for region {document[table][0]['region']}"):
+        load_catalog(path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from datetime import date
 from pathlib import Path
 from typing import Annotated
@@ -26,10 +27,14 @@ SUPPORTED_REGIONS = (
     "ap-northeast-2", "ap-southeast-1", "ap-southeast-2", "ap-south-1",
 )
 """The regions the catalog answers for every supported GPU type (a price, or a row saying why not):
-those `gpucloud prices refresh` knows a Price List location for. The first four also carry gp3,
-network and spot rows; of the other ten (added 2026-11-25 from the same GPU price source), only
-the KMS key and, in eu-central-1, eu-north-1 and eu-west-2, gp3 are priced besides the GPU types:
-no dated source for their NAT gateway and endpoint prices was found, so those lines stay unpriced."""
+those `gpucloud prices refresh` knows a Price List location for. In all of them the catalog also
+prices the KMS key, the network (NAT gateway, interface endpoint, public IPv4) and FSx for Lustre
+SCRATCH_2 and PERSISTENT_2 at every throughput. gp3 storage has a row everywhere but ca-central-1,
+with IOPS and throughput above the free baseline only in us-east-1, eu-west-1, ap-northeast-1,
+eu-central-1, eu-north-1 and eu-west-2; Application Load Balancers everywhere but us-west-1,
+eu-central-1 and eu-north-1; spot discounts in us-east-1 and us-west-2 only; Amazon Managed Grafana
+in the first four; Amazon Managed Service for Prometheus in us-east-1. No dated source was found
+for the rest, so those lines stay unpriced."""
 
 SUPPORTED_INSTANCE_TYPES = (
     "g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g4dn.12xlarge", "g4dn.16xlarge", "g4dn.metal",
@@ -226,6 +231,29 @@ class Catalog(BaseModel):
     prometheus: list[PrometheusPrice] = Field(default_factory=list)
     grafana: list[GrafanaPrice] = Field(default_factory=list)
     file_systems: list[LustrePrice] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def one_row_per_key(self) -> Catalog:
+        """Every lookup takes the first row that matches, so a second row for the same key would be
+        silently ignored (and a later edit of it have no effect): refuse such a catalog instead."""
+        tables = (
+            ("instances and absentInstances", [*self.instances, *self.absent_instances], ("instance_type", "region")),
+            ("storage", self.storage, ("region", "volume_type")),
+            ("kms", self.kms, ("region",)),
+            ("spotDiscounts", self.spot_discounts, ("family", "region")),
+            ("network", self.network, ("region",)),
+            ("loadBalancers", self.load_balancers, ("region",)),
+            ("prometheus", self.prometheus, ("region",)),
+            ("grafana", self.grafana, ("region",)),
+            ("fileSystems", self.file_systems, ("region", "deployment_type", "throughput_per_tib")),
+        )
+        for table, rows, fields in tables:
+            counts = Counter(tuple(getattr(row, name) for name in fields) for row in rows)
+            repeated = [key for key, count in counts.items() if count > 1]
+            if repeated:
+                shown = "; ".join(", ".join(f"{to_camel(name)} {value}" for name, value in zip(fields, key)) for key in repeated)
+                raise ValueError(f"{table} has more than one row for {shown}")
+        return self
 
     def instance_row(self, instance_type: str, region: str) -> InstancePrice | AbsentInstance | None:
         """What the catalog says of a type in a region: its price, why it has none, or nothing."""
