@@ -268,8 +268,12 @@ def components_reference() -> str:
             for field in dataclasses.fields(args):
                 if field.default is not dataclasses.MISSING:
                     default = _code(repr(field.default))
-                elif field.default_factory is not dataclasses.MISSING:
+                elif field.default_factory in (dict, list, tuple, set, frozenset):
                     default = _code(repr(field.default_factory()))
+                elif field.default_factory is not dataclasses.MISSING:
+                    # A computed default (today's date, say) is named, not evaluated: the page
+                    # would otherwise change with the day it is generated on.
+                    default = _code(f"{field.default_factory.__name__}()")
                 else:
                     default = "required"
                 lines.append(f"| {_code(field.name)} | {_code(_type_text(field.type))} | {default} |")

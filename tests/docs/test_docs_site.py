@@ -42,6 +42,24 @@ def test_the_generated_reference_pages_are_current(generator):
         )
 
 
+def test_the_generated_pages_do_not_change_with_the_day_they_are_made_on(generator, monkeypatch):
+    """A default computed when args are made (the Grafana token's month) is named, not evaluated:
+    a page that printed today's date went stale, and failed CI, the day after it was generated."""
+    import dataclasses
+    import datetime
+
+    from gpucloud.components import GrafanaWorkspaceArgs
+
+    def utc_today() -> datetime.date:
+        return datetime.date(2031, 1, 2)
+
+    pages = generator.generated_pages()
+    [today] = [field for field in dataclasses.fields(GrafanaWorkspaceArgs) if field.name == "today"]
+    monkeypatch.setattr(today, "default_factory", utc_today)
+    assert generator.generated_pages() == pages
+    assert "utc_today()" in pages[ROOT / "docs" / "reference" / "components.md"]
+
+
 def test_the_command_reference_lists_every_command_of_the_parser(generator):
     from gpucloud.cli import build_parser
 

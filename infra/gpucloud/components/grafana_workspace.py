@@ -22,6 +22,11 @@ TOKEN_SECONDS = 30 * 24 * 3600
 `secondsToLive`: up to 30 days; pulumi-aws v7 docs; read 2026-11-25)."""
 
 
+def utc_today() -> datetime.date:
+    """Today's date in UTC, when the args are made."""
+    return datetime.datetime.now(datetime.timezone.utc).date()
+
+
 def token_generation(today: datetime.date) -> str:
     """A new token each month: `pulumi up` at least once a month keeps the provisioning working,
     and a later one replaces an expired token before it is used."""
@@ -43,7 +48,7 @@ class GrafanaWorkspaceArgs:
     """With SAML: metadata_url, admin_role_values, editor_role_values, role_assertion."""
     partition: str = "aws"
     tags: Mapping[str, str] = field(default_factory=dict)
-    today: datetime.date = field(default_factory=lambda: datetime.datetime.now(datetime.timezone.utc).date())
+    today: datetime.date = field(default_factory=utc_today)
 
 
 class GrafanaWorkspace(pulumi.ComponentResource):
