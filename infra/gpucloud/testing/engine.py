@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
-from pulumi.runtime import mocks
+from google.protobuf import struct_pb2
+from pulumi.runtime import mocks, rpc
+from pulumi.runtime.proto import resource_pb2
+from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 from pulumi.runtime.settings import get_project, get_stack
 
 from gpucloud.testing import handlers  # noqa: F401  (registers the handlers)
@@ -204,4 +207,52 @@ class RecordingMonitor(mocks.MockMonitor):
                     dependencies=tuple(request.dependencies),
                 )
             )
+            return self._register(request)
         return super().RegisterResource(request)
+
+    def _register(self, request):
+        """`MockMonitor.RegisterResource` for a resource, answering with only what the engine
+        changed or added: the SDK takes every other output from the inputs it sent (`rpc.resolve_outputs`
+        when not a dry run), so sending the inputs back would serialize them again for nothing."""
+        urn = self.make_urn(request.parent, request.type, request.name)
+        _ensure_event_loop()
+        inputs = rpc.deserialize_properties(request.object)
+        args = mocks.MockResourceArgs(
+            typ=request.type,
+            name=request.name,
+            inputs=inputs,
+            provider=request.provider,
+            resource_id=request.importId,
+            custom=request.custom or False,
+            transforms=mocks._resolve_callbacks(request.transforms),
+        )
+        resource_id, state = self.mocks.new_resource(args)
+        self.resources[urn] = mocks.MockMonitor.ResourceRegistration(urn, resource_id, state)
+        changed = {key: value for key, value in state.items() if key not in inputs or inputs[key] != value}
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=_struct(changed))
+
+
+_SCALARS = (str, bool, int, float, type(None))
+
+
+def _plain(value: Any) -> bool:
+    """JSON data with no Pulumi special signature (secret, asset, resource reference) inside."""
+    if isinstance(value, _SCALARS):
+        return True
+    if isinstance(value, dict):
+        return rpc._special_sig_key not in value and all(isinstance(key, str) and _plain(item) for key, item in value.items())
+    if isinstance(value, list):
+        return all(_plain(item) for item in value)
+    return False
+
+
+def _struct(properties: Mapping[str, Any]) -> struct_pb2.Struct:
+    """What `rpc.serialize_properties(properties, {})` makes, built directly where the values are plain
+    JSON data (top-level nulls are left out, as the SDK leaves them out)."""
+    if not _plain(dict(properties)):
+        return _sync_await(rpc.serialize_properties(properties, {}))
+    struct = struct_pb2.Struct()
+    for key, value in properties.items():
+        if value is not None:
+            struct[key] = value
+    return struct
