@@ -27,11 +27,21 @@ def test_plain_properties_serialize_as_the_sdk_serializes_them(properties):
     assert _struct(properties) == _sync_await(rpc.serialize_properties(properties, {}))
 
 
-def test_a_secret_or_a_special_signature_takes_the_sdk_serializer():
+def test_secrets_and_assets_serialize_as_the_sdk_serializes_them():
     secret = {rpc._special_sig_key: rpc._special_secret_sig, "value": "s3cr3t"}
-    properties = {"password": secret, "tags": {"nested": [secret]}}
+    asset = {rpc._special_sig_key: rpc._special_asset_sig, "text": "#!/bin/bash"}
+    properties = {"password": secret, "tags": {"nested": [secret]}, "script": asset}
 
     assert _struct(properties) == _sync_await(rpc.serialize_properties(properties, {}))
+
+
+def test_what_is_not_json_data_goes_through_the_sdk_and_fails_as_it_would():
+    import datetime
+
+    import pytest
+
+    with pytest.raises(ValueError, match="datetime"):
+        _struct({"created": datetime.datetime(2026, 11, 27)})
 
 
 def test_outputs_the_engine_did_not_change_resolve_to_the_inputs_and_the_rest_to_aws(account):

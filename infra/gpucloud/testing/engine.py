@@ -17,7 +17,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from google.protobuf import struct_pb2
 from pulumi.runtime import mocks, rpc
-from pulumi.runtime.proto import resource_pb2
+from pulumi.runtime.proto import provider_pb2, resource_pb2
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 from pulumi.runtime.settings import get_project, get_stack
 
@@ -231,16 +231,32 @@ class RecordingMonitor(mocks.MockMonitor):
         changed = {key: value for key, value in state.items() if key not in inputs or inputs[key] != value}
         return resource_pb2.RegisterResourceResponse(urn=urn, id=resource_id, object=_struct(changed))
 
+    def Invoke(self, request):  # noqa: N802 - gRPC method name
+        """`MockMonitor.Invoke`, with the answer built by `_struct`: the runtime calls this inline on its
+        event loop (`testing.account._InlineExecutor`), where the SDK serializer's `_sync_await` would
+        have to pump that loop from inside one of its own tasks."""
+        if request.tok == "pulumi:pulumi:getResource":
+            return super().Invoke(request)
+        _ensure_event_loop()
+        args = mocks.MockCallArgs(token=request.tok, args=rpc.deserialize_properties(request.args), provider=request.provider)
+        answer = self.mocks.call(args)
+        result, failures = (answer, None) if isinstance(answer, dict) else (
+            answer[0], [provider_pb2.CheckFailure(property=name, reason=reason) for name, reason in answer[1]]
+        )
+        return resource_pb2.ResourceInvokeResponse(failures=failures, **{"return": _struct(result)})
+
 
 _SCALARS = (str, bool, int, float, type(None))
 
 
 def _plain(value: Any) -> bool:
-    """JSON data with no Pulumi special signature (secret, asset, resource reference) inside."""
+    """JSON data: what the engine's handlers answer with. A secret, asset or resource reference
+    arrives from `deserialize_properties` as such data (a dict with Pulumi's signature key), and the
+    SDK serializes it as it serializes any dict."""
     if isinstance(value, _SCALARS):
         return True
     if isinstance(value, dict):
-        return rpc._special_sig_key not in value and all(isinstance(key, str) and _plain(item) for key, item in value.items())
+        return all(isinstance(key, str) and _plain(item) for key, item in value.items())
     if isinstance(value, list):
         return all(_plain(item) for item in value)
     return False
@@ -248,7 +264,9 @@ def _plain(value: Any) -> bool:
 
 def _struct(properties: Mapping[str, Any]) -> struct_pb2.Struct:
     """What `rpc.serialize_properties(properties, {})` makes, built directly where the values are plain
-    JSON data (top-level nulls are left out, as the SDK leaves them out)."""
+    JSON data (top-level nulls are left out, as the SDK leaves them out). Anything else (a Python
+    object a handler should not have answered with) goes through the SDK, which says what it cannot
+    serialize."""
     if not _plain(dict(properties)):
         return _sync_await(rpc.serialize_properties(properties, {}))
     struct = struct_pb2.Struct()
