@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+from typing import Any
 
 from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, refused, resource
 
@@ -87,10 +89,18 @@ def create_policy(account: Account, request: ResourceRequest) -> Created:
     return Created(id=policy["Arn"], outputs={"arn": policy["Arn"], "name": name, "policyId": policy["PolicyId"]})
 
 
+@functools.cache
+def _aws_managed_policies() -> dict[str, Any]:
+    """moto's copy of AWS's managed policies, parsed once per process (a megabyte of JSON that every
+    deployment attaching one would parse again)."""
+    from moto.iam.aws_managed_policies import aws_managed_policies_data
+
+    return json.loads(aws_managed_policies_data)
+
+
 def _publish_aws_managed_policy(account: Account, policy_arn: str) -> None:
     """moto loads AWS managed policies only with a slow global setting; publish just the one asked
     for, from moto's own copy of AWS's policies, so unknown ARNs still fail as AWS would."""
-    from moto.iam.aws_managed_policies import aws_managed_policies_data
     from moto.iam.models import AWSManagedPolicy, iam_backends
 
     name = policy_arn.rsplit("/", 1)[-1]
@@ -99,7 +109,7 @@ def _publish_aws_managed_policy(account: Account, policy_arn: str) -> None:
     backend = iam_backends[account.account_id]["global"]
     if policy_arn in backend.managed_policies:
         return
-    data = json.loads(aws_managed_policies_data).get(name)
+    data = _aws_managed_policies().get(name)
     if data:
         policy = AWSManagedPolicy.from_data(name, account.account_id, "us-east-1", data)
         backend.managed_policies[policy.arn] = policy
