@@ -1,13 +1,15 @@
 """Application Load Balancers, target groups, listeners, and their attachment to an Auto Scaling group.
 
 moto keeps ELBv2 state; the engine adds what Elastic Load Balancing refuses and moto takes, each
-cited (read 2026-11-25).
+cited (read 2026-11-25), and what the provider's CustomizeDiff refuses on a listener before any AWS
+call (internal/service/elbv2/listener.go at the commit data/provider_rules.json names, read 2026-11-27).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from gpucloud.testing.provider_rules import ProviderRulesBroken, RuleViolation, source_of
 from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, refused, resource
 
 
@@ -183,8 +185,59 @@ def _actions(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
             for action in actions]
 
 
-@resource("aws:lb/listener:Listener")
+LISTENER = "aws:lb/listener:Listener"
+ACTION_BLOCKS = {
+    "redirect": "redirect",
+    "fixed-response": "fixedResponse",
+    "authenticate-cognito": "authenticateCognito",
+    "authenticate-oidc": "authenticateOidc",
+    "jwt-validation": "jwtValidation",
+}
+"""The block each non-forward action type needs (listenerActionPlantimeValidate)."""
+MUTUAL_AUTHENTICATION_VERIFY_ONLY = ("trustStoreArn", "advertiseTrustStoreCaNames", "ignoreClientCertificateExpiry")
+
+
+def _listener_customize_diff(request: ResourceRequest) -> None:
+    """The provider's CustomizeDiff refusals (validateListenerActionsCustomDiff and
+    validateMutualAuthenticationCustomDiff): `pulumi preview` fails on them. Like the provider, the
+    action type is compared as written, and a block set for another type is left alone (the provider
+    only warns of it at apply)."""
+    inputs = request.inputs
+    source = source_of(LISTENER)
+    found: list[RuleViolation] = []
+
+    def refuse(path: str, rule: str) -> None:
+        found.append(RuleViolation(LISTENER, request.name, path, None, f"CustomizeDiff: {rule}", source))
+
+    for index, action in enumerate(inputs.get("defaultActions") or []):
+        at = f"defaultActions[{index}]"
+        kind = action.get("type")
+        arn = action.get("targetGroupArn")
+        forward = action.get("forward")
+        groups = (forward or {}).get("targetGroups") or []
+        if arn and any(group.get("arn") and group.get("arn") != arn for group in groups):
+            refuse(at, "target_group_arn and forward target groups may both be set only if the ARNs match")
+        if kind == "forward" and arn is None and forward is None:
+            refuse(f"{at}.type", "either target_group_arn or forward must be specified when type is forward")
+        block = ACTION_BLOCKS.get(kind or "")
+        if block and action.get(block) is None:
+            refuse(f"{at}.{block}", f"required when type is {kind}")
+    mutual = inputs.get("mutualAuthentication")
+    if mutual and mutual.get("mode") is not None:
+        mode = mutual["mode"]
+        if mode == "verify" and mutual.get("trustStoreArn") is None:
+            refuse("mutualAuthentication.trustStoreArn", "required when mode is verify")
+        if mode != "verify":
+            for key in MUTUAL_AUTHENTICATION_VERIFY_ONLY:
+                if mutual.get(key) is not None:
+                    refuse(f"mutualAuthentication.{key}", f"cannot be set when mode is {mode}")
+    if found:
+        raise ProviderRulesBroken(found)
+
+
+@resource(LISTENER)
 def create_listener(account: Account, request: ResourceRequest) -> Created:
+    _listener_customize_diff(request)
     inputs = request.inputs
     protocol = inputs.get("protocol") or "HTTP"
     certificate = inputs.get("certificateArn")

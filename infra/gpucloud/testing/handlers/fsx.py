@@ -12,6 +12,10 @@ What FSx refuses that moto accepts, each checked here (read 2026-11-25):
 - data repository associations: at most 8 per file system, paths that do not overlap, none on a
   Lustre 2.10 file system (FSx for Lustre user guide, "Linking your file system to an Amazon S3
   bucket"; pulumi-aws 7.51.1 fsx.DataRepositoryAssociation file_system_path).
+
+And what the provider's CustomizeDiff refuses before any AWS call, which the schema rules in
+data/provider_rules.json cannot say (they hang on another property's value): read 2026-11-27 from
+internal/service/fsx/lustre_file_system.go at the commit that entry names.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from gpucloud.limits import LUSTRE_MAX_ASSOCIATIONS as MAX_ASSOCIATIONS
 from gpucloud.limits import LUSTRE_PERSISTENT_2_THROUGHPUTS as PERSISTENT_2_THROUGHPUTS
 from gpucloud.limits import lustre_capacity_allowed
 from gpucloud.testing.handlers.kms import require_key
+from gpucloud.testing.provider_rules import ProviderRulesBroken, RuleViolation, source_of
 from gpucloud.testing.registry import Account, BrokenReferenceError, Created, ResourceRequest, aws_tags, drop_none, refused, resource
 from gpucloud.testing.service_model import check_unsent
 
@@ -51,7 +56,46 @@ def _admits_lustre_from_itself(group: dict[str, Any]) -> bool:
     return False
 
 
+LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+INTELLIGENT_TIERING_THROUGHPUT_STEP = 4000
+"""MB/s of throughput_capacity per step of the read cache bounds below (the provider's `factor`)."""
+READ_CACHE_GIB_PER_STEP = (32, 131072)
+"""The user-provisioned read cache size, in GiB, the provider allows per step of throughput_capacity."""
+
+
+def _customize_diff(request: ResourceRequest) -> None:
+    """The provider's CustomizeDiff refusals (resourceLustreFileSystemMetadataConfigCustomizeDiff and
+    resourceLustreFileSystemDataReadCacheConfigurationCustomizeDiff): `pulumi preview` fails on them."""
+    inputs = request.inputs
+    source = source_of(LUSTRE)
+    found: list[RuleViolation] = []
+    deployment = inputs.get("deploymentType") or "SCRATCH_1"
+    if inputs.get("metadataConfiguration") is not None and deployment != "PERSISTENT_2":
+        found.append(RuleViolation(LUSTRE, request.name, "metadataConfiguration", None, (
+            f"CustomizeDiff: metadata_configuration can only be set when deployment type is PERSISTENT_2 "
+            f"(deploymentType is {deployment})"), source))
+    if inputs.get("storageType") == "INTELLIGENT_TIERING":
+        throughput = inputs.get("throughputCapacity") or 0
+        if not throughput:
+            found.append(RuleViolation(LUSTRE, request.name, "throughputCapacity", None, (
+                "CustomizeDiff: ThroughputCapacity is a required parameter for Lustre file systems with StorageType "
+                "INTELLIGENT_TIERING"), source))
+        else:
+            cache = inputs.get("dataReadCacheConfiguration") or {}
+            size = cache.get("size") or 0
+            if cache.get("sizingMode") == "USER_PROVISIONED" and size > 0:
+                steps = int(throughput) // INTELLIGENT_TIERING_THROUGHPUT_STEP
+                low, high = (steps * gib for gib in READ_CACHE_GIB_PER_STEP)
+                if not low <= size <= high:
+                    found.append(RuleViolation(LUSTRE, request.name, "dataReadCacheConfiguration.size", size, (
+                        f"CustomizeDiff: file systems with throughput capacity of {throughput} MB/s support a read cache "
+                        f"of {low} to {high} GiB"), source))
+    if found:
+        raise ProviderRulesBroken(found)
+
+
 def _check_lustre(account: Account, request: ResourceRequest) -> None:
+    _customize_diff(request)
     inputs = request.inputs
     operation = "CreateFileSystem"
     deployment = inputs.get("deploymentType", "SCRATCH_1")
