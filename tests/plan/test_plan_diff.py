@@ -204,6 +204,16 @@ def test_force_new_covers_nested_paths_and_replace_on_changes():
     assert classify(resource("aws:ec2/vpcEndpoint:VpcEndpoint"), "privateDnsEnabled")[:2] == (False, True)
 
 
+def test_a_lustre_change_the_provider_may_turn_into_a_replacement_is_reported_as_one():
+    """Shrinking the storage, a lower Lustre version or fewer metadata IOPS replace the file system
+    (the provider's CustomizeDiff), though none of them is ForceNew: the data would go with it."""
+    lustre = resource("aws:fsx/lustreFileSystem:LustreFileSystem")
+    for path in ("storageCapacity", "fileSystemTypeVersion", "metadataConfiguration.iops"):
+        forces, may, why = classify(lustre, path)
+        assert (forces, may) == (False, True) and "CustomizeDiff" in why, path
+    assert classify(lustre, "perUnitStorageThroughput")[:2] == (False, False)
+
+
 def test_intended_replacements_are_validated_in_the_stack_file(tmp_path):
     document = stack_document("Pulumi.notebooks.yaml")
     document["config"]["gpu-cloud:intendedReplacements"] = ["notebooks-key-key", "notebooks-key-key"]

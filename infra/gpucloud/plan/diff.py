@@ -39,6 +39,12 @@ mandatory violation unless the stack file lists it under `gpu-cloud:intendedRepl
 REPLACED_BY_CUSTOMIZE_DIFF = {
     ("aws:ec2/vpcEndpoint:VpcEndpoint", "privateDnsEnabled"):
         "CustomizeDiff replaces an endpoint that is not an Interface when it changes (provider_rules.json note)",
+    ("aws:fsx/lustreFileSystem:LustreFileSystem", "storageCapacity"):
+        "CustomizeDiff replaces a file system whose storage capacity shrinks, or any SCRATCH_1 one (provider_rules.json note)",
+    ("aws:fsx/lustreFileSystem:LustreFileSystem", "fileSystemTypeVersion"):
+        "CustomizeDiff replaces a file system whose Lustre version goes down; an upgrade is in place (provider_rules.json note)",
+    ("aws:fsx/lustreFileSystem:LustreFileSystem", "metadataConfiguration.iops"):
+        "CustomizeDiff replaces a file system whose USER_PROVISIONED metadata IOPS shrink (provider_rules.json note)",
 }
 """Properties outside the ForceNew list that the provider's CustomizeDiff may still force to
 replace, depending on other values: reported as "may replace"."""
