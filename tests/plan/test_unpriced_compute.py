@@ -77,13 +77,12 @@ def test_the_plan_summary_says_compute_is_unpriced_and_fails():
     assert plan.failed
 
 
-def test_a_region_beyond_the_first_four_prices_its_gpu_compute_and_leaves_what_it_cannot_named(tmp_path):
-    # ca-central-1 has GPU, KMS, network and Lustre rows but no sourced gp3 price (2026-11-27).
-    estimate, findings = cost_findings(load_stack_file(stack(tmp_path, "ca-central-1")))
+@pytest.mark.parametrize("region", ["ca-central-1", "ap-south-1", "eu-north-1"])
+def test_a_region_beyond_the_first_four_prices_the_whole_stack(tmp_path, region):
+    # GPU, KMS, gp3, network and Lustre rows in all fourteen supported regions (2026-11-27).
+    estimate, findings = cost_findings(load_stack_file(stack(tmp_path, region)))
 
     [group] = estimate.groups
     assert group.on_demand.desired + group.spot.desired > 0
-    assert not {"unpriced-compute", "unpriced-compute-accepted"} & set(rules(findings))
-    assert {line.resource for line in estimate.unpriced} == {"big/root volume (gp3, 100 GiB per instance)"}
-    assert "no gp3 storage price for ca-central-1" in estimate.unpriced[0].reason
-    assert rules(findings)["partial-cost-estimate"].severity == "warning"
+    assert estimate.unpriced == []
+    assert not {"unpriced-compute", "unpriced-compute-accepted", "partial-cost-estimate"} & set(rules(findings))

@@ -70,13 +70,11 @@ def test_spot_discounts_are_per_family_and_region_and_name_the_advisor_figures()
                    [entry.split(" ")[0] for entry in row.source.split(" s for ")[1].split("; the lowest")[0].split(", ")])
 
 
-GP3_GAPS = {
-    # No dated source with a ca-central-1 gp3 price was found (search corpus and fetched repositories, 2026-11-27).
-    "ca-central-1",
-}
+GP3_GAPS: set[str] = set()
+"""Every supported region has a gp3 row (ca-central-1's from AWS's EBS pricing-page data file, 2026-11-27)."""
 LOAD_BALANCER_GAPS = {
-    # us-west-1: only a 2023 hourly figure and no LCU price; eu-central-1, eu-north-1: no figure at all (2026-11-27).
-    "us-west-1", "eu-central-1", "eu-north-1",
+    # us-west-1: only a 2023 hourly figure and no LCU price; eu-north-1: no figure at all (2026-11-27).
+    "us-west-1", "eu-north-1",
 }
 
 
@@ -98,6 +96,14 @@ def test_persistent_2_costs_more_at_each_higher_throughput():
     for region in SUPPORTED_REGIONS:
         prices = [catalog.lustre(region, "PERSISTENT_2", tier).usd_per_gb_month for tier in LUSTRE_PERSISTENT_2_THROUGHPUTS]
         assert prices == sorted(prices) and len(set(prices)) == len(prices), region
+
+
+def test_every_region_prices_gp3_iops_and_throughput_above_the_baseline():
+    catalog = load_catalog()
+
+    for region in SUPPORTED_REGIONS:
+        row = catalog.gp3(region)
+        assert row.usd_per_iops_month and row.usd_per_mibps_month, region
 
 
 def test_the_regions_without_gp3_or_a_load_balancer_are_exactly_the_listed_gaps():

@@ -28,13 +28,12 @@ SUPPORTED_REGIONS = (
 )
 """The regions the catalog answers for every supported GPU type (a price, or a row saying why not):
 those `gpucloud prices refresh` knows a Price List location for. In all of them the catalog also
-prices the KMS key, the network (NAT gateway, interface endpoint, public IPv4) and FSx for Lustre
-SCRATCH_2 and PERSISTENT_2 at every throughput. gp3 storage has a row everywhere but ca-central-1,
-with IOPS and throughput above the free baseline only in us-east-1, eu-west-1, ap-northeast-1,
-eu-central-1, eu-north-1 and eu-west-2; Application Load Balancers everywhere but us-west-1,
-eu-central-1 and eu-north-1; spot discounts in us-east-1 and us-west-2 only; Amazon Managed Grafana
-in the first four; Amazon Managed Service for Prometheus in us-east-1. No dated source was found
-for the rest, so those lines stay unpriced."""
+prices the KMS key, gp3 volumes (storage, and IOPS and throughput above the free baseline), the
+network (NAT gateway, interface endpoint, public IPv4) and FSx for Lustre SCRATCH_2 and PERSISTENT_2
+at every throughput; Application Load Balancers everywhere but us-west-1 and eu-north-1; spot
+discounts in us-east-1 and us-west-2 only; Amazon Managed Grafana in the first four; Amazon Managed
+Service for Prometheus in us-east-1. No dated source was found for the rest, so those lines stay
+unpriced."""
 
 SUPPORTED_INSTANCE_TYPES = (
     "g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g4dn.12xlarge", "g4dn.16xlarge", "g4dn.metal",
