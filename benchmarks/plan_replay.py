@@ -13,6 +13,7 @@ import copy
 import json
 import pickle
 import resource
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -54,6 +55,24 @@ def patched(owner: Any, name: str, value: Any) -> Iterator[None]:
             owner[name] = saved
         else:
             setattr(owner, name, saved)
+
+
+FLOORLESS_PACKAGES = ("pulumi", "pulumi_aws", "parliament", "jsoncfg", "gpucloud")
+"""Top-level packages whose modules the plan imports inside its clock and the boto3 floor never does
+(moto's service modules, which both import as they first answer a service, are not among them)."""
+
+
+def preload(modules: list[str]) -> None:
+    """Import `modules` in the order the recorded plan first imported them, and load the lazy
+    pulumi-aws modules among them, which import nothing until a name of theirs is used."""
+    import importlib
+
+    if any(name.split(".")[0] == "parliament" for name in modules):
+        from gpucloud.policy import iam_lint
+
+        iam_lint._parliament()  # its import needs the stand-in for pkg_resources the plan gives it
+    for name in modules:
+        getattr(importlib.import_module(name), "__all__", None)
 
 
 def record(measure: Callable[[int, Path], dict[str, Any]], group_count: int, calls: Path) -> dict[str, Any]:
@@ -102,8 +121,10 @@ def record(measure: Callable[[int, Path], dict[str, Any]], group_count: int, cal
         for token in MOTO_WRITES.keys() & RESOURCES.keys():
             patches.enter_context(patched(RESOURCES, token, _noting_moto_write(token, RESOURCES[token], recorded)))
         mock_random.seed(MOTO_SEED)
+        loaded = set(sys.modules)
         measured = measure(group_count, calls)
-    calls.write_bytes(pickle.dumps({"region": measured["region"], "calls": recorded, "invokes": invokes}))
+    imported = [name for name in sys.modules if name not in loaded and name.split(".")[0] in FLOORLESS_PACKAGES]
+    calls.write_bytes(pickle.dumps({"region": measured["region"], "calls": recorded, "invokes": invokes, "imported": imported}))
     operations: dict[str, int] = {}
     for call in recorded:
         key = f"{call['service']}.{call['method']}"

@@ -9,9 +9,12 @@ For stacks of 1, 10, 25 and 50 groups this measures, each in a fresh interpreter
               engine's): the floor for an offline apply. Every answer must match the recording,
               or the benchmark fails;
   (c) mocks   the same program under plain `pulumi.runtime.Mocks` with no moto: inputs come back
-              as outputs with fake ids and ARNs, invokes get the engine's recorded answers.
+              as outputs with fake ids and ARNs, invokes get the engine's recorded answers;
+  (a′) warm   (a) after importing, before its clock, the modules of the libraries the floor never
+              loads (Pulumi, pulumi-aws, parliament, gpu-cloud) that the recorded plan imported:
+              what (a) costs beyond the time those libraries take to load.
 
-With --repeat N it runs N rounds, each of (a), (b) and (c) back to back; the table shows the
+With --repeat N it runs N rounds, each of (a), (b), (c) and (a′) back to back; the table shows the
 median of each, and a/b and a/c are the medians of the rounds' own ratios, so that a slow spell
 of the host (wall times of identical runs move by up to half here) weighs on both sides. a/b cpu
 is the same ratio of process CPU times, which other work on the machine moves far less.
@@ -132,10 +135,14 @@ def stack_settings(group_count: int):
 # Measurements, one per process
 
 
-def measure_engine(group_count: int, _calls: Path) -> dict[str, Any]:
-    """(a): plan_stack, timed whole, with the share spent applying the program on moto."""
+def measure_engine(group_count: int, calls: Path, warm: bool = False) -> dict[str, Any]:
+    """(a): plan_stack, timed whole, with the share spent applying the program on moto. Warm (a′):
+    first, before the clock, import what the recorded plan imported of the libraries the floor
+    never loads (`plan_replay.FLOORLESS_PACKAGES`): the same plan without their load time."""
     from gpucloud.plan import preview as plan_module
 
+    if warm:
+        plan_replay.preload(pickle.loads(calls.read_bytes())["imported"])
     settings = stack_settings(group_count)
     apply_seconds: list[float] = []
     real_run_program = plan_module.run_program
@@ -224,6 +231,7 @@ def measure_mocks(group_count: int, calls: Path) -> dict[str, Any]:
 
 MEASUREMENTS = {
     "engine": measure_engine,
+    "engine-warm": lambda group_count, calls: measure_engine(group_count, calls, warm=True),
     "record": lambda group_count, calls: plan_replay.record(measure_engine, group_count, calls),
     "boto3": plan_replay.measure_boto3,
     "mocks": measure_mocks,
@@ -248,16 +256,16 @@ def _child(kinds: str, group_count: int, calls: Path) -> dict[str, dict[str, Any
 
 
 def _round(group_count: int, calls: Path) -> dict[str, dict[str, Any]]:
-    """(a), (b) and (c) back to back, each in a fresh interpreter."""
-    return {kind: _child(kind, group_count, calls)[kind] for kind in ("engine", "boto3", "mocks")}
+    """(a), (b), (c) and (a′) back to back, each in a fresh interpreter."""
+    return {kind: _child(kind, group_count, calls)[kind] for kind in ("engine", "boto3", "mocks", "engine-warm")}
 
 
 def _smoke_round(group_count: int, calls: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """The recording stands for (a) (it is (a) with the recording hooks) and (c) runs after it in
-    its interpreter, so their times are no measurement; the replay gets its own, since its moto
-    ids must be drawn as the recording's were. Two interpreters instead of five, for the test
+    """The recording stands for (a) (it is (a) with the recording hooks) and (c) and (a′) run after
+    it in its interpreter, so their times are no measurement; the replay gets its own, since its moto
+    ids must be drawn as the recording's were. Two interpreters instead of six, for the test
     that keeps the benchmark running."""
-    measured = _child("record,mocks", group_count, calls)
+    measured = _child("record,mocks,engine-warm", group_count, calls)
     recording = measured.pop("record")
     return recording, {"engine": recording, **measured, **_child("boto3", group_count, calls)}
 
@@ -302,7 +310,7 @@ def main() -> None:
           f"(usable {len(os.sched_getaffinity(0))}) · Python {platform.python_version()} · "
           f"load average {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
     print("peak memory: ru_maxrss of the measuring process (peak resident set, imports included)")
-    print("smoke run: (a) is the recording and (c) shared its interpreter, so their times are no measurement" if options.smoke
+    print("smoke run: (a) is the recording and (c) and (a′) shared its interpreter, so their times are no measurement" if options.smoke
           else f"each measurement: a fresh interpreter; median of {options.repeat} run(s)")
     print("a round runs (a), (b) and (c) back to back; a/b and a/c are the medians of the rounds' own ratios,\n"
           "so that a slow spell of the host weighs on both sides of a ratio; a/b cpu is the same with process CPU times\n")
@@ -310,7 +318,7 @@ def main() -> None:
     header = (
         f"{'groups':>6} {'resources':>9} {'calls':>5} │ {'(a) engine s':>12} {'cpu s':>6} {'ms/res':>7} {'apply s':>7} {'MiB':>5} │"
         f" {'(b) boto3 s':>11} {'cpu s':>6} {'ms/res':>7} {'MiB':>5} │ {'(c) mocks s':>11} {'ms/res':>7} {'MiB':>5} │"
-        f" {'a/b':>5} {'a/b cpu':>7} {'a/c':>5}"
+        f" {'a/b':>5} {'a/b cpu':>7} {'a/c':>5} │ {'(a′) warm s':>11} {'a′/b':>5}"
     )
     print(header)
     print("─" * len(header))
@@ -330,7 +338,7 @@ def main() -> None:
                 f"{group_count:>6} {count:>9} {floor['calls']:>5} │ {engine['wall']:>12.2f} {engine['cpu']:>6.2f} {1000 * engine['wall'] / count:>7.2f}"
                 f" {engine['apply']:>7.2f} {engine['peak_mib']:>5.0f} │ {floor['wall']:>11.2f} {floor['cpu']:>6.2f} {1000 * floor['wall'] / count:>7.2f}"
                 f" {floor['peak_mib']:>5.0f} │ {plain['wall']:>11.2f} {1000 * plain['wall'] / count:>7.2f} {plain['peak_mib']:>5.0f} │"
-                f" {row['a/b']:>5.2f} {row['a/b cpu']:>7.2f} {row['a/c']:>5.2f}"
+                f" {row['a/b']:>5.2f} {row['a/b cpu']:>7.2f} {row['a/c']:>5.2f} │ {row['engine-warm']['wall']:>11.2f} {row['a′/b']:>5.2f}"
                 + (f"  (a/b per round {row['a/b range'][0]:.2f} to {row['a/b range'][1]:.2f})" if options.repeat > 1 else ""),
                 flush=True,
             )
@@ -339,6 +347,8 @@ def main() -> None:
     print("\nresources: everything the plan lists (components included); calls: boto3 calls the engine made, the replay's too")
     print("cpu s: the measuring process's CPU time (a check on wall times when other work loads the machine)")
     print("(a) apply s: the part of the plan spent running the program on moto (the rest: moto set-up, policies, cost)")
+    print("(a′) warm: (a) after importing, before the clock, what the plan imports of the libraries the floor never loads\n"
+          "(the Pulumi SDK and pulumi-aws, parliament, gpu-cloud's own program and policies): the plan without their load time")
     print(f"boto3 calls at {options.groups[-1]} groups by operation: "
           + ", ".join(f"{name} {count}" for name, count in sorted(last_recording["operations"].items(), key=lambda item: -item[1])))
     if options.smoke:
@@ -354,8 +364,9 @@ def _row(group_count: int, recording: dict[str, Any], rounds: list[dict[str, dic
         "a/b": [measured["engine"]["wall"] / measured["boto3"]["wall"] for measured in rounds],
         "a/b cpu": [measured["engine"]["cpu"] / measured["boto3"]["cpu"] for measured in rounds],
         "a/c": [measured["engine"]["wall"] / measured["mocks"]["wall"] for measured in rounds],
+        "a′/b": [measured["engine-warm"]["wall"] / measured["boto3"]["wall"] for measured in rounds],
     }
-    row: dict[str, Any] = {kind: _best([measured[kind] for measured in rounds]) for kind in ("engine", "boto3", "mocks")}
+    row: dict[str, Any] = {kind: _best([measured[kind] for measured in rounds]) for kind in ("engine", "boto3", "mocks", "engine-warm")}
     counts = {"engine": row["engine"]["resources"], "recording": recording["resources"], "mocks": row["mocks"]["resources"]}
     if len(set(counts.values())) != 1:
         raise SystemExit(f"resource counts differ at {group_count} groups: {counts}")

@@ -24,6 +24,7 @@ def test_plan_scaling_benchmark_runs_at_one_group_with_an_exact_replay():
     lines = completed.stdout.splitlines()
     header = next(line for line in lines if line.startswith("groups resources calls"))
     assert "(a) engine s" in header and "(b) boto3 s" in header and "(c) mocks s" in header and "a/b cpu" in header
+    assert "(a′) warm s" in header and "a′/b" in header
     row = next(line for line in lines if line.split("│")[0].split()[:1] == ["1"])
     groups, resources, calls = row.split("│")[0].split()
     assert int(resources) > 50 and int(calls) > 100, row
