@@ -186,9 +186,9 @@ def test_estimate_prices_the_file_system_all_month_or_says_why_not():
     [line] = [line for line in estimate_stack(persistent, "us-east-1", catalog).lines if "FSx for Lustre" in line.resource]
     rate = catalog.lustre("us-east-1", "PERSISTENT_2", 125).usd_per_gb_month
     assert line.monthly.min == line.monthly.max == 2400 * rate
-    # Every supported region prices Lustre now: a region outside the catalog says why it cannot.
-    elsewhere = estimate_stack(persistent, "sa-east-1", catalog)
-    assert any("FSx for Lustre" in item.resource and "no FSx for Lustre PERSISTENT_2 at 125 MB/s/TiB price for sa-east-1"
+    # A region outside the catalog (ca-west-1) says why it cannot price the file system.
+    elsewhere = estimate_stack(persistent, "ca-west-1", catalog)
+    assert any("FSx for Lustre" in item.resource and "no FSx for Lustre PERSISTENT_2 at 125 MB/s/TiB price for ca-west-1"
                in item.reason for item in elsewhere.unpriced)
 
 

@@ -28,8 +28,9 @@ def rules(findings) -> dict[str, PlanFinding]:
 
 
 def test_unpriced_gpu_compute_fails_a_budget_the_priced_part_stays_under(tmp_path):
-    # sa-east-1: the catalog has no row for g5.xlarge there, so every total reads "at least".
-    estimate, findings = cost_findings(load_stack_file(stack(tmp_path, "sa-east-1")))
+    # ca-west-1: a commercial region outside the catalog (its instance source prices no supported GPU
+    # type there), so it has no row for g5.xlarge and every total reads "at least".
+    estimate, findings = cost_findings(load_stack_file(stack(tmp_path, "ca-west-1")))
 
     assert estimate.monthly.min < 100000
     found = rules(findings)
@@ -40,7 +41,7 @@ def test_unpriced_gpu_compute_fails_a_budget_the_priced_part_stays_under(tmp_pat
 
 
 def test_a_stack_that_accepts_unpriced_compute_gets_a_warning_only(tmp_path):
-    path = stack(tmp_path, "sa-east-1", budget="{monthlyUsd: 100000, acceptUnpricedCompute: true}")
+    path = stack(tmp_path, "ca-west-1", budget="{monthlyUsd: 100000, acceptUnpricedCompute: true}")
 
     _estimate, findings = cost_findings(load_stack_file(path))
 
@@ -55,7 +56,7 @@ def test_priced_compute_raises_no_unpriced_compute_finding(tmp_path):
 
 
 def test_accept_unpriced_compute_takes_a_boolean_only(tmp_path):
-    path = stack(tmp_path, "sa-east-1", budget="{monthlyUsd: 100, acceptUnpricedCompute: 'yes'}")
+    path = stack(tmp_path, "ca-west-1", budget="{monthlyUsd: 100, acceptUnpricedCompute: 'yes'}")
 
     with pytest.raises(ConfigError) as error:
         load_stack_file(path)
@@ -67,7 +68,7 @@ def test_accept_unpriced_compute_takes_a_boolean_only(tmp_path):
 def test_the_plan_summary_says_compute_is_unpriced_and_fails():
     finding = PlanFinding(source="budget", severity="failure", rule="unpriced-compute",
                           message="GPU compute is not priced, so the budget check cannot pass: big/instances (g5.xlarge)")
-    plan = Plan(project="gpu-cloud", stack="faraway", region="sa-east-1", resources=[], outputs={}, findings=[finding])
+    plan = Plan(project="gpu-cloud", stack="faraway", region="ca-west-1", resources=[], outputs={}, findings=[finding])
     out = io.StringIO()
 
     render(plan, Console(file=out, width=100, color_system=None))
@@ -77,9 +78,10 @@ def test_the_plan_summary_says_compute_is_unpriced_and_fails():
     assert plan.failed
 
 
-@pytest.mark.parametrize("region", ["ca-central-1", "ap-south-1", "eu-north-1"])
+@pytest.mark.parametrize("region", ["ca-central-1", "ap-south-1", "eu-north-1", "sa-east-1", "ap-east-1"])
 def test_a_region_beyond_the_first_four_prices_the_whole_stack(tmp_path, region):
-    # GPU, KMS, gp3, network and Lustre rows in all fourteen supported regions (2026-11-27).
+    # GPU, KMS, gp3 and network rows in the fourteen first regions and, where the source prices the
+    # type, in those added 2026-11-27 (sa-east-1 and ap-east-1 price g5.xlarge and gp3).
     estimate, findings = cost_findings(load_stack_file(stack(tmp_path, region)))
 
     [group] = estimate.groups

@@ -125,6 +125,15 @@ def test_refresh_refuses_two_different_prices_for_one_type(aws_credentials, tmp_
     assert not (tmp_path / "prices.json").exists()
 
 
+def test_every_supported_region_has_a_price_list_location_and_no_two_share_one():
+    """`gpucloud prices refresh` refreshes SUPPORTED_REGIONS by default: each needs its own location name."""
+    from gpucloud.pricing import SUPPORTED_REGIONS
+    from gpucloud.pricing.refresh import REGION_LOCATIONS
+
+    assert set(SUPPORTED_REGIONS) <= set(REGION_LOCATIONS)
+    assert len(set(REGION_LOCATIONS.values())) == len(REGION_LOCATIONS)
+
+
 def test_refresh_of_a_region_without_a_location_name_fails_before_any_call(aws_credentials, tmp_path):
     session = StubbedSession()
 

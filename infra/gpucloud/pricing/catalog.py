@@ -25,15 +25,22 @@ SUPPORTED_REGIONS = (
     "us-east-1", "us-west-2", "eu-west-1", "ap-northeast-1",
     "us-east-2", "us-west-1", "ca-central-1", "eu-west-2", "eu-central-1", "eu-north-1",
     "ap-northeast-2", "ap-southeast-1", "ap-southeast-2", "ap-south-1",
+    "af-south-1", "ap-east-1", "ap-northeast-3", "ap-south-2", "ap-southeast-3", "ap-southeast-5",
+    "eu-central-2", "eu-south-1", "eu-south-2", "eu-west-3", "il-central-1", "me-central-1",
+    "me-south-1", "sa-east-1",
 )
 """The regions the catalog answers for every supported GPU type (a price, or a row saying why not):
-those `gpucloud prices refresh` knows a Price List location for. In all of them the catalog also
-prices the KMS key, gp3 volumes (storage, and IOPS and throughput above the free baseline), the
-network (NAT gateway, interface endpoint, public IPv4) and FSx for Lustre SCRATCH_2 and PERSISTENT_2
-at every throughput; Application Load Balancers everywhere but us-west-1 and eu-north-1; spot
-discounts in us-east-1 and us-west-2 only; Amazon Managed Grafana in the first four; Amazon Managed
-Service for Prometheus in us-east-1. No dated source was found for the rest, so those lines stay
-unpriced."""
+those `gpucloud prices refresh` knows a Price List location for. The first fourteen, then (added
+2026-11-27) every other commercial region where the instance source prices at least one supported
+type on demand. In all of them the catalog also prices the KMS key and the network (NAT gateway,
+interface endpoint, public IPv4). gp3 volumes (storage, and IOPS and throughput above the free
+baseline) are priced everywhere but ap-southeast-5, which AWS's EBS data file (2024-07-18) lacks.
+FSx for Lustre: SCRATCH_2 everywhere but ap-southeast-5; PERSISTENT_2 at every throughput in the
+first fourteen and ap-east-1, at 125 and 250 MB/s/TiB only in il-central-1 and ap-southeast-5, and
+not at all in the other eleven added regions, whose price file lists no PERSISTENT_2 key.
+Application Load Balancers in the first fourteen but us-west-1 and eu-north-1; spot discounts in
+us-east-1 and us-west-2 only; Amazon Managed Grafana in the first four; Amazon Managed Service for
+Prometheus in us-east-1. No dated source was found for the rest, so those lines stay unpriced."""
 
 SUPPORTED_INSTANCE_TYPES = (
     "g4dn.xlarge", "g4dn.2xlarge", "g4dn.4xlarge", "g4dn.8xlarge", "g4dn.12xlarge", "g4dn.16xlarge", "g4dn.metal",

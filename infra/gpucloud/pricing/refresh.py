@@ -58,6 +58,33 @@ REGION_LOCATIONS = {
     "ap-southeast-1": "Asia Pacific (Singapore)",
     "ap-southeast-2": "Asia Pacific (Sydney)",
     "ap-south-1": "Asia Pacific (Mumbai)",
+    # Added 2026-11-27. Each name is the one AWS's own location list gives the region code
+    # (https://b0.p.awsstatic.com/locations/1.0/aws/current/locations.json, as copied in
+    # github.com/lamngockhuong/aws-price@508fb45296c89efe38772babd7ec766644629267 lib/data/locations.json:
+    # {"name": ..., "code": ..., "type": "AWS Region"}), which gives the fourteen names above for their
+    # codes exactly; AWS's pricing-page data files key their regions by the same names (ebs.json as
+    # copied in yeo/ec2.shop@576c890, 2024-07-18; natgateway.json, vpc.json and fsx.json in that
+    # aws-price commit, 2025-10/11), and the catalog's rows for these regions were read under them.
+    # Not checked against a Price List API answer for these fourteen: the API's `location` is taken
+    # to be the pricing pages' name, as it is for the regions above. Least certain: "EU (Milan)",
+    # "EU (Spain)" and "EU (Zurich)" (some third-party tables write "Europe (...)"), "Asia Pacific
+    # (Osaka)" (earlier lists had "Asia Pacific (Osaka-Local)"), "Asia Pacific (Malaysia)" and
+    # "Middle East (UAE)". A wrong name makes the API answer nothing for that region: the refresh then
+    # keeps the catalog's prices there and lists each one it kept (see refresh_catalog).
+    "af-south-1": "Africa (Cape Town)",
+    "ap-east-1": "Asia Pacific (Hong Kong)",
+    "ap-northeast-3": "Asia Pacific (Osaka)",
+    "ap-south-2": "Asia Pacific (Hyderabad)",
+    "ap-southeast-3": "Asia Pacific (Jakarta)",
+    "ap-southeast-5": "Asia Pacific (Malaysia)",
+    "eu-central-2": "EU (Zurich)",
+    "eu-south-1": "EU (Milan)",
+    "eu-south-2": "EU (Spain)",
+    "eu-west-3": "EU (Paris)",
+    "il-central-1": "Israel (Tel Aviv)",
+    "me-central-1": "Middle East (UAE)",
+    "me-south-1": "Middle East (Bahrain)",
+    "sa-east-1": "South America (Sao Paulo)",
 }
 
 INSTANCE_FILTERS = {"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used"}
