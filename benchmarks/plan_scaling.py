@@ -312,7 +312,7 @@ def main() -> None:
     print("peak memory: ru_maxrss of the measuring process (peak resident set, imports included)")
     print("smoke run: (a) is the recording and (c) and (a′) shared its interpreter, so their times are no measurement" if options.smoke
           else f"each measurement: a fresh interpreter; median of {options.repeat} run(s)")
-    print("a round runs (a), (b) and (c) back to back; a/b and a/c are the medians of the rounds' own ratios,\n"
+    print("a round runs (a), (b), (c) and (a′) back to back; a/b, a/c and a′/b are the medians of the rounds' own ratios,\n"
           "so that a slow spell of the host weighs on both sides of a ratio; a/b cpu is the same with process CPU times\n")
 
     header = (
