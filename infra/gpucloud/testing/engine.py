@@ -193,9 +193,10 @@ class RecordingMonitor(mocks.MockMonitor):
     def RegisterResource(self, request):  # noqa: N802 - gRPC method name
         self.engine._registering.urn = None
         if request.type != ROOT_STACK_TYPE:
+            urn = self.make_urn(request.parent, request.type, request.name)
             self.engine.register(
                 AppliedResource(
-                    urn=self.make_urn(request.parent, request.type, request.name),
+                    urn=urn,
                     type=request.type,
                     name=request.name,
                     custom=bool(request.custom),
@@ -207,14 +208,13 @@ class RecordingMonitor(mocks.MockMonitor):
                     dependencies=tuple(request.dependencies),
                 )
             )
-            return self._register(request)
+            return self._register(request, urn)
         return super().RegisterResource(request)
 
-    def _register(self, request):
+    def _register(self, request, urn: str):
         """`MockMonitor.RegisterResource` for a resource, answering with only what the engine
         changed or added: the SDK takes every other output from the inputs it sent (`rpc.resolve_outputs`
         when not a dry run), so sending the inputs back would serialize them again for nothing."""
-        urn = self.make_urn(request.parent, request.type, request.name)
         _ensure_event_loop()
         inputs = rpc.deserialize_properties(request.object)
         args = mocks.MockResourceArgs(
