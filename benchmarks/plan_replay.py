@@ -199,7 +199,7 @@ def measure_boto3(group_count: int, calls: Path) -> dict[str, Any]:
     from moto.moto_api._internal import mock_random
 
     from gpucloud.testing import moto_account
-    from gpucloud.testing.account import _collector_tuned
+    from gpucloud.testing.moto_setup import collector_tuned
 
     recording = pickle.loads(calls.read_bytes())
     recorded, region = recording["calls"], recording["region"]
@@ -209,9 +209,9 @@ def measure_boto3(group_count: int, calls: Path) -> dict[str, Any]:
     mock_random.seed(MOTO_SEED)
     started, cpu_started = time.perf_counter(), time.process_time()
     # The calls run under the collector settings the engine's own calls run under (a program
-    # run is always inside `_collector_tuned`): else the floor pays collections the engine does
+    # run is always inside `collector_tuned`): else the floor pays collections the engine does
     # not, 0.44 s of 2.5 s CPU at 10 groups.
-    with moto_account(region) as account, _collector_tuned():
+    with moto_account(region) as account, collector_tuned():
         # Plain clients of the account's session, not `Account.client`'s: whatever checks the
         # engine adds to its clients are the engine's cost, not the floor's.
         clients: dict[str, Any] = {}

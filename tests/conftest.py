@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import botocore.session
-import moto.kms.models
 import pytest
 
 from gpucloud.config import load_stack_file
 from gpucloud.testing import moto_account
-from gpucloud.testing.account import _service_models
+from gpucloud.testing.moto_setup import moto_answers_sooner, service_models
 from support import EXAMPLE_STACKS, STACKS, ExampleStack, deploy
 
 
@@ -62,34 +61,15 @@ def pytest_collection_modifyitems(items):
 def service_models_parsed_once(monkeypatch):
     """Every botocore session a test makes reads AWS's service models through one loader: a new
     session parsed the large JSON models again (the state backend's tests spent a third of their
-    CPU time on it). It is the loader the engine's accounts share (gpucloud.testing.account)."""
-    monkeypatch.setattr(botocore.session, "create_loader", _service_models)
-
-
-class _KeyMaterialOnFirstUse:
-    """A moto KMS key's private key, generated when something first uses it (Sign, Verify,
-    GetPublicKey) instead of as the key is created: moto makes a 2048-bit RSA key even for a
-    symmetric key, some 40 ms of CPU for each key an engine deployment creates."""
-
-    def __init__(self, key_spec: str):
-        self._key_spec = key_spec
-        self._generated = None
-
-    def __getattr__(self, name: str):
-        if name.startswith("__") or name in ("_key_spec", "_generated"):
-            raise AttributeError(name)
-        if self._generated is None:
-            self._generated = _generate_private_key(self._key_spec)
-        return getattr(self._generated, name)
-
-
-_generate_private_key = moto.kms.models.generate_private_key
+    CPU time on it). It is the loader the engine's accounts share (gpucloud.testing.moto_setup)."""
+    monkeypatch.setattr(botocore.session, "create_loader", service_models)
 
 
 @pytest.fixture(scope="session", autouse=True)
-def kms_key_material_on_first_use():
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(moto.kms.models, "generate_private_key", _KeyMaterialOnFirstUse)
+def moto_answers_sooner_everywhere():
+    """The engine's moto tuning (lazy KMS key material, response classes inspected once) for the
+    tests that start moto themselves too (`mock_aws`), not only inside `moto_account`."""
+    with moto_answers_sooner():
         yield
 
 

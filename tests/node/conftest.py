@@ -105,7 +105,7 @@ def aws(aws_credentials, monkeypatch):
     # as the mock ends and rebuilds the backends it touched: that rebuild was a third of the node
     # tests' CPU time. The setting stays until the mock has ended (monkeypatch is undone after
     # this fixture), so the backends it hands on hold no public AMIs: the engine's accounts load
-    # the catalog they need themselves (gpucloud.testing.account._load_well_known_images).
+    # the catalog they need themselves (gpucloud.testing.moto_setup.load_well_known_images).
     monkeypatch.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
     with mock_aws():
         yield

@@ -1,0 +1,79 @@
+"""The engine's moto tuning answers as moto does: KMS keys work for every use, only their key
+material comes later, and moto still finds every action its response classes implement."""
+
+from __future__ import annotations
+
+import moto.core.responses
+import moto.kms.models
+import moto.kms.utils
+import pytest
+from moto.core.responses import BaseResponse
+from moto.core.utils import method_names_from_class
+
+from gpucloud.testing import moto_account
+from gpucloud.testing.moto_setup import moto_answers_sooner
+
+
+def _response_classes() -> list[type]:
+    import moto.backends  # noqa: F401 - loads the registry of services
+    from moto.autoscaling.responses import AutoScalingResponse
+    from moto.ec2.responses import EC2Response
+    from moto.kms.responses import KmsResponse
+    from moto.s3.responses import S3Response
+
+    return [AutoScalingResponse, EC2Response, KmsResponse, S3Response]
+
+
+@pytest.mark.parametrize("response_class", _response_classes(), ids=lambda cls: cls.__name__)
+def test_the_functions_moto_finds_are_the_ones_getmembers_lists(response_class):
+    with moto_answers_sooner():
+        found = moto.core.responses.method_names_from_class(response_class)
+        listed = method_names_from_class(response_class)
+
+        assert sorted(found) == sorted(listed)
+        assert all(name in found for name in listed)
+        assert "no_such_action" not in found and 3 not in found
+
+
+def test_a_method_added_to_a_response_class_later_is_found():
+    class Lent(BaseResponse):
+        pass
+
+    with moto_answers_sooner():
+        found = moto.core.responses.method_names_from_class(Lent)
+        assert "complete_lifecycle_action" not in found
+        Lent.complete_lifecycle_action = lambda self: "done"
+        assert "complete_lifecycle_action" in found
+
+
+def test_a_symmetric_key_makes_no_rsa_key_and_an_rsa_key_still_signs(monkeypatch):
+    made: list[str] = []
+    real = moto.kms.utils.generate_private_key
+    monkeypatch.setattr(moto.kms.utils, "generate_private_key", lambda spec: made.append(spec) or real(spec))
+
+    with moto_account() as account:
+        kms = account.client("kms")
+        symmetric = kms.create_key()["KeyMetadata"]["KeyId"]
+        ciphertext = kms.encrypt(KeyId=symmetric, Plaintext=b"weights")["CiphertextBlob"]
+        assert kms.decrypt(CiphertextBlob=ciphertext)["Plaintext"] == b"weights"
+        assert made == []
+
+        signing = kms.create_key(KeyUsage="SIGN_VERIFY", KeySpec="RSA_2048")["KeyMetadata"]["KeyId"]
+        assert made == []
+        signature = kms.sign(KeyId=signing, Message=b"m", SigningAlgorithm="RSASSA_PSS_SHA_256")["Signature"]
+        assert made == ["RSA_2048"]
+        assert kms.verify(KeyId=signing, Message=b"m", Signature=signature, SigningAlgorithm="RSASSA_PSS_SHA_256")["SignatureValid"]
+        assert kms.get_public_key(KeyId=signing)["PublicKey"]
+        assert made == ["RSA_2048"]
+
+
+def test_moto_is_left_as_it_was_after_the_account(monkeypatch):
+    monkeypatch.setattr(moto.core.responses, "method_names_from_class", method_names_from_class)
+    monkeypatch.setattr(moto.kms.models, "generate_private_key", moto.kms.utils.generate_private_key)
+
+    with moto_account():
+        assert moto.core.responses.method_names_from_class is not method_names_from_class
+        assert moto.kms.models.generate_private_key is not moto.kms.utils.generate_private_key
+
+    assert moto.core.responses.method_names_from_class is method_names_from_class
+    assert moto.kms.models.generate_private_key is moto.kms.utils.generate_private_key
