@@ -5,6 +5,7 @@ that feature, that every node feature was measured, and that the recorder names 
 from __future__ import annotations
 
 import ast
+import functools
 import typing
 import urllib.request
 
@@ -18,8 +19,10 @@ from support import ROOT
 CREDENTIALS = ("AKIDEXAMPLE", "secret", "token")
 
 
+@functools.cache
 def marked_features(module: str) -> dict[str, str]:
-    """test function name -> the feature its node_aws_calls marker names, read from the source."""
+    """test function name -> the feature its node_aws_calls marker names, read from the source
+    (once per module: the measurements name a few modules many times)."""
     tree = ast.parse((ROOT / module).read_text())
     marked = {}
     for node in tree.body:

@@ -6,9 +6,7 @@ and DescribeInstanceTypeOfferings (per region), the same answers the offline pla
 
 from __future__ import annotations
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from gpucloud.pricing import SUPPORTED_INSTANCE_TYPES, SUPPORTED_REGIONS, estimate_stack, load_catalog
 from gpucloud.pricing.catalog import AbsentInstance, InstancePrice, instance_family
@@ -19,31 +17,19 @@ from gpucloud.pricing.refresh import refresh_catalog
 def offered_gpu_types() -> dict[str, set[str]]:
     """Per catalog region, the instance types with GpuInfo that the region offers.
 
-    moto answers DescribeInstanceTypes from one file for every region, its INSTANCE_TYPES: that
-    file is read here as it is, since asking for all 1,400 types through boto3 only serialized
-    them to XML and parsed them back (3.5 s of CPU, three quarters of this module's time);
-    DescribeInstanceTypeOfferings says what each region offers, asked only about those types.
-    moto's EC2 backend for a region loads about 1,260 public AMIs on creation unless told not to;
-    the offerings do not need them, and loading them was nine tenths of the time per region
-    (28 regions: 6.9 s of CPU with them, 1.7 s without)."""
-    from moto.ec2.models.instance_types import INSTANCE_TYPES
+    moto answers DescribeInstanceTypes from one file for every region (its INSTANCE_TYPES) and
+    DescribeInstanceTypeOfferings from one file per region (its INSTANCE_TYPE_OFFERINGS, region
+    locations): both are read here as they are. Asking through boto3 only serialized them to XML
+    and parsed them back, and made an EC2 client per region (1.6% of the suite's samples, py-spy,
+    2026-11-27)."""
+    from moto.ec2.models.instance_types import INSTANCE_TYPE_OFFERINGS, INSTANCE_TYPES
 
     with_gpus = {name for name, described in INSTANCE_TYPES.items() if described.get("GpuInfo", {}).get("Gpus")}
-    with pytest.MonkeyPatch.context() as env, mock_aws():
-        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-            env.setenv(name, "testing")
-        env.delenv("AWS_PROFILE", raising=False)
-        env.setenv("MOTO_EC2_LOAD_DEFAULT_AMIS", "false")
-        found = {}
-        for region in SUPPORTED_REGIONS:
-            pages = boto3.client("ec2", region_name=region).get_paginator("describe_instance_type_offerings")
-            offered = {
-                offering["InstanceType"]
-                for page in pages.paginate(LocationType="region", Filters=[{"Name": "instance-type", "Values": sorted(with_gpus)}])
-                for offering in page["InstanceTypeOfferings"]
-            }
-            found[region] = with_gpus & offered
-    return found
+    by_region = INSTANCE_TYPE_OFFERINGS["region"]
+    return {
+        region: with_gpus & {offering["InstanceType"] for offering in by_region.get(region, [])}
+        for region in SUPPORTED_REGIONS
+    }
 
 
 def test_every_offered_gpu_type_is_priced_or_says_why_not(offered_gpu_types):
