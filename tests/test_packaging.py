@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 import sysconfig
@@ -173,10 +174,13 @@ def test_the_built_wheel_installs_in_a_fresh_venv_and_imports_every_component(di
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=60)
     python = venv / "bin" / "python"
+    # Without PYTHONPATH: pip would take the source tree's gpucloud.egg-info on it for an installed
+    # gpucloud and install nothing (a benchmark run with PYTHONPATH=infra failed here).
+    installing = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps", "--no-index",
          "--no-compile", str(distributions["wheel"])],
-        check=True, capture_output=True, text=True, timeout=120,
+        check=True, capture_output=True, text=True, timeout=120, env=installing,
     )
     site_packages = Path(subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
