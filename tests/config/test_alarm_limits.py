@@ -65,3 +65,16 @@ def test_the_engine_refuses_an_alarm_cloudwatch_would_refuse(account):
     with pytest.raises(ClientError, match="90 s is not a period CloudWatch takes"):
         run_program(program, account)
     assert account.client("cloudwatch").describe_alarms()["MetricAlarms"] == []
+
+
+def test_an_alarm_gets_the_arn_cloudwatch_gives_it(account):
+    def program():
+        aws.cloudwatch.MetricAlarm(
+            "busy", name="gpu-busy", comparison_operator="GreaterThanThreshold", evaluation_periods=2,
+            metric_name="CPUUtilization", namespace="AWS/EC2", period=60, statistic="Average", threshold=80,
+        )
+
+    deployment = run_program(program, account)
+
+    [alarm] = account.client("cloudwatch").describe_alarms(AlarmNames=["gpu-busy"])["MetricAlarms"]
+    assert deployment.named("busy").outputs["arn"] == alarm["AlarmArn"]

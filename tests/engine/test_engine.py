@@ -9,7 +9,7 @@ import logging
 import pulumi
 import pulumi_aws as aws
 import pytest
-from botocore.exceptions import ParamValidationError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from gpucloud.testing import BrokenReferenceError, UnsupportedResourceError, run_program
 
@@ -140,3 +140,44 @@ def test_placement_groups_are_recorded_but_marked_not_validated(account):
     [record] = deployment.unvalidated
     assert record.type == "aws:ec2/placementGroup:PlacementGroup"
     assert "moto does not implement" in record.note
+
+
+def test_a_launch_template_whose_network_cards_name_a_missing_group_is_refused(account):
+    def program():
+        aws.ec2.LaunchTemplate(
+            "efa",
+            instance_type="p5.48xlarge",
+            network_interfaces=[
+                {"device_index": 0 if card == 0 else 1, "network_card_index": card, "interface_type": "efa",
+                 "security_groups": ["sg-0123456789abcdef0"]}
+                for card in range(4)
+            ],
+        )
+
+    with pytest.raises(ClientError, match="InvalidGroup.NotFound.*sg-0123456789abcdef0"):
+        run_program(program, account)
+    assert account.client("ec2").describe_launch_templates()["LaunchTemplates"] == []
+
+
+def test_an_efa_template_checks_the_groups_its_cards_share_once(account, monkeypatch):
+    group = account.client("ec2").create_security_group(GroupName="nodes", Description="nodes")["GroupId"]
+    asked: list[list[str]] = []
+    ec2 = account.client("ec2")
+    describe = ec2.describe_security_groups
+    monkeypatch.setattr(ec2, "describe_security_groups", lambda **kwargs: asked.append(kwargs["GroupIds"]) or describe(**kwargs))
+
+    def program():
+        aws.ec2.LaunchTemplate(
+            "efa",
+            instance_type="p5.48xlarge",
+            network_interfaces=[
+                {"device_index": 0 if card == 0 else 1, "network_card_index": card, "interface_type": "efa",
+                 "security_groups": [group]}
+                for card in range(32)
+            ],
+        )
+
+    run_program(program, account)
+
+    assert asked == [[group]]
+    assert len(account.client("ec2").describe_launch_templates()["LaunchTemplates"]) == 1

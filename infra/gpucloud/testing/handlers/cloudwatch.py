@@ -41,8 +41,10 @@ def put_metric_alarm(account: Account, request: ResourceRequest) -> Created:
             }
         )
     )
-    alarm = cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"][0]
-    return Created(id=name, outputs={"arn": alarm["AlarmArn"]})
+    # The ARN AWS gives an alarm (Service Authorization Reference, Amazon CloudWatch, resource type
+    # "alarm": arn:${Partition}:cloudwatch:${Region}:${Account}:alarm:${AlarmName}), without a
+    # DescribeAlarms after every PutMetricAlarm; tests read the alarm back from moto.
+    return Created(id=name, outputs={"arn": account.arn("cloudwatch", f"alarm:{name}")})
 
 
 def _metric_query(query: dict) -> dict:

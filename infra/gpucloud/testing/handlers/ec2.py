@@ -180,10 +180,13 @@ def _launch_template_data(account: Account, request: ResourceRequest) -> dict[st
             )
         )
     interfaces = []
+    checked: set[tuple[str, ...]] = set()
     for interface in inputs.get("networkInterfaces", []):
         groups = interface.get("securityGroups") or []
-        if groups:
+        if groups and tuple(groups) not in checked:
+            # An EFA template repeats its groups on every network card (32 on a p5): one check each.
             ec2.describe_security_groups(GroupIds=groups)
+            checked.add(tuple(groups))
         interfaces.append(
             drop_none(
                 {
