@@ -200,6 +200,7 @@ def measure_boto3(group_count: int, calls: Path) -> dict[str, Any]:
 
     from gpucloud.testing import moto_account
     from gpucloud.testing.moto_setup import collector_tuned
+    from gpucloud.testing.registry import client_config
 
     recording = pickle.loads(calls.read_bytes())
     recorded, region = recording["calls"], recording["region"]
@@ -213,7 +214,8 @@ def measure_boto3(group_count: int, calls: Path) -> dict[str, Any]:
     # not, 0.44 s of 2.5 s CPU at 10 groups.
     with moto_account(region) as account, collector_tuned():
         # Plain clients of the account's session, not `Account.client`'s: whatever checks the
-        # engine adds to its clients are the engine's cost, not the floor's.
+        # engine adds to its clients are the engine's cost, not the floor's. They talk to moto as
+        # the engine's do (unsigned but for S3, `client_config`), which is moto's cost, not the engine's.
         clients: dict[str, Any] = {}
         calls_started = time.perf_counter()
         for service, method, params in operations:
@@ -222,7 +224,7 @@ def measure_boto3(group_count: int, calls: Path) -> dict[str, Any]:
                 responses.append(None)
                 continue
             if service not in clients:
-                clients[service] = account.session.client(service, region_name=region)
+                clients[service] = account.session.client(service, region_name=region, config=client_config(service))
             # The engine publishes an AWS managed policy into moto before attaching it (moto
             # loads them only behind a slow global switch); the floor has to do the same.
             if method == "attach_role_policy" and params["PolicyArn"].startswith("arn:aws:iam::aws:policy/"):

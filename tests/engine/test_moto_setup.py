@@ -3,6 +3,7 @@ material comes later, and moto still finds every action its response classes imp
 
 from __future__ import annotations
 
+import boto3
 import moto.core.responses
 import moto.kms.models
 import moto.kms.utils
@@ -77,3 +78,22 @@ def test_moto_is_left_as_it_was_after_the_account(monkeypatch):
 
     assert moto.core.responses.method_names_from_class is method_names_from_class
     assert moto.kms.models.generate_private_key is moto.kms.utils.generate_private_key
+
+
+def test_the_engine_signs_only_its_s3_requests_and_moto_answers_both_for_the_same_account(account):
+    sent: dict[str, bytes | None] = {}
+    handlers = {}
+    for service in ("ec2", "s3", "sts"):
+        handlers[service] = lambda request, service=service, **kwargs: sent.__setitem__(service, request.headers.get("Authorization"))
+        account.client(service).meta.events.register_first("before-send", handlers[service])
+    try:
+        account.client("ec2").describe_vpcs()
+        account.client("s3").list_buckets()
+        unsigned_account = account.client("sts").get_caller_identity()["Account"]
+    finally:
+        for service, handler in handlers.items():
+            account.client(service).meta.events.unregister("before-send", handler)
+
+    assert sent["ec2"] is None and sent["sts"] is None
+    assert sent["s3"].startswith(b"AWS4-HMAC-SHA256 Credential=")
+    assert unsigned_account == boto3.client("sts", region_name="us-east-1").get_caller_identity()["Account"]
