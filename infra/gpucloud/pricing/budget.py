@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from .estimate import CostEstimate, Scenario
-from .estimate import cents
+from .lines import CostEstimate, Scenario
+from .lines import cents
 
 
 @dataclass(frozen=True)

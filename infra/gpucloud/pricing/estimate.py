@@ -34,12 +34,9 @@ Rules, chosen to err on the expensive side:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
 
 from gpucloud.config import GroupConfig, StackConfig
 from gpucloud.config.groups import purchase_split
@@ -54,21 +51,25 @@ from .catalog import (
     instance_family,
     load_catalog,
 )
-from .monitoring import (
-    BYTES_PER_SAMPLE,
-    MAX_GPUS_PER_NODE,
-    RETENTION_DAYS,
-    samples_per_series_hour,
-    series_per_node,
-    stored_gb_months,
-    tiered_ingestion,
-)
-from .load_balancer import ASSUMED_LCUS_PER_ENDPOINT, ASSUMED_LCUS_PER_NODE, assumed_lcus
-from .schedule import approximated_schedules, capacity_profiles
 from .file_systems import file_system_lines
+from .lines import (
+    SCENARIOS,
+    CostEstimate,
+    CostLine,
+    GroupEstimate,
+    Scenario,
+    ScenarioValues,
+    UnpricedLine,
+    lookup,
+    scenario_values,
+)
+from .schedule import approximated_schedules, capacity_profiles
+from .services import grafana_costs, key_line, load_balancer_costs, network_costs, prometheus_costs
 
-Scenario = Literal["min", "desired", "max"]
-SCENARIOS: tuple[Scenario, ...] = ("min", "desired", "max")
+__all__ = [
+    "CostEstimate", "CostLine", "GroupEstimate", "ReservedCapacity", "ScenarioValues", "UnpricedLine",
+    "estimate_stack", "gp3_volume_month", "purchase_split",
+]
 
 
 @dataclass(frozen=True)
@@ -83,107 +84,6 @@ class ReservedCapacity:
     hours: float = HOURS_PER_MONTH
     """A Capacity Block's duration."""
     label: str = ""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, alias_generator=to_camel, populate_by_name=True)
-
-
-class ScenarioValues(_Model):
-    """One figure per scenario: minSize, desired (initial) capacity and maxSize."""
-
-    min: float = 0.0
-    desired: float = 0.0
-    max: float = 0.0
-
-    def get(self, scenario: Scenario) -> float:
-        return getattr(self, scenario)
-
-    def __add__(self, other: ScenarioValues) -> ScenarioValues:
-        return ScenarioValues(min=self.min + other.min, desired=self.desired + other.desired, max=self.max + other.max)
-
-
-def _values(figures: dict[Scenario, float]) -> ScenarioValues:
-    return ScenarioValues(**figures)
-
-
-class CostLine(_Model):
-    """One Infracost-style line: what is billed, how much of it, at what unit price."""
-
-    resource: str
-    quantity: ScenarioValues
-    unit: str
-    unit_price: ScenarioValues
-    monthly: ScenarioValues
-    note: str = ""
-
-
-class UnpricedLine(_Model):
-    """Something the stack runs that the catalog has no price for: left out of every total."""
-
-    resource: str
-    quantity: ScenarioValues
-    unit: str
-    reason: str
-
-
-class GroupEstimate(_Model):
-    name: str
-    instance_type: str = Field(description="priced type for the min and desired scenarios")
-    max_instance_type: str = Field(description="priced type for the max scenario")
-    monthly: ScenarioValues
-    on_demand: ScenarioValues
-    spot: ScenarioValues
-    storage: ScenarioValues
-    instance_hours: ScenarioValues
-    notes: list[str] = Field(default_factory=list)
-
-    @property
-    def gpu_compute(self) -> ScenarioValues:
-        return self.on_demand + self.spot
-
-
-class CostEstimate(_Model):
-    currency: Literal["USD"] = "USD"
-    hours_per_month: int = HOURS_PER_MONTH
-    monthly: ScenarioValues
-    groups: list[GroupEstimate]
-    lines: list[CostLine]
-    unpriced: list[UnpricedLine] = Field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        """False when some line has no price: the totals are then lower than the real cost."""
-        return not self.unpriced
-
-    def partial_in(self, scenario: Scenario) -> bool:
-        """Whether an unpriced line counts in this scenario, so its total is a lower bound."""
-        return any(line.quantity.get(scenario) > 0 for line in self.unpriced)
-
-    @property
-    def gpu_compute(self) -> ScenarioValues:
-        total = ScenarioValues()
-        for group in self.groups:
-            total = total + group.gpu_compute
-        return total
-
-    @property
-    def gpu_compute_share(self) -> ScenarioValues:
-        """Fraction of the stack's monthly cost that is GPU instance time (0 when the total is 0)."""
-        compute = self.gpu_compute
-        return _values({
-            scenario: (compute.get(scenario) / self.monthly.get(scenario)) if self.monthly.get(scenario) else 0.0
-            for scenario in SCENARIOS
-        })
-
-    def to_dict(self) -> dict:
-        """The JSON document: currency, hoursPerMonth, monthly, groups, lines, unpriced (exact values)."""
-        return self.model_dump(mode="json", by_alias=True)
-
-
-def cents(amount: float) -> str:
-    """Display rounding only: the estimate itself keeps exact values."""
-    return f"${amount:,.2f}"
 
 
 def gp3_volume_month(price: StoragePrice, size_gib: float, iops: int = 3000, throughput_mibps: int = 125) -> float:
@@ -201,25 +101,17 @@ def gp3_volume_month(price: StoragePrice, size_gib: float, iops: int = 3000, thr
     )
 
 
-def _lookup(find, *arguments):
-    """The catalog row, or the reason there is none."""
-    try:
-        return find(*arguments), None
-    except PriceNotFound as error:
-        return None, str(error)
-
-
 def _estimate_group(
     group: GroupConfig, region: str, catalog: Catalog, reserved: ReservedCapacity | None = None
 ) -> tuple[GroupEstimate, list[CostLine], list[UnpricedLine]]:
-    found = {instance_type: _lookup(catalog.instance, instance_type, region) for instance_type in group.instance_types}
+    found = {instance_type: lookup(catalog.instance, instance_type, region) for instance_type in group.instance_types}
     known = [price for price, _reason in found.values() if price is not None]
     missing = {instance_type: reason for instance_type, (price, reason) in found.items() if price is None}
     first_type = group.instance_types[0]
     first = found[first_type][0]
     dearest = max(known, key=lambda price: price.usd_per_hour) if known else None
     priced: dict[Scenario, InstancePrice | None] = {"min": first, "desired": first, "max": dearest}
-    gp3, gp3_missing = _lookup(catalog.gp3, region)
+    gp3, gp3_missing = lookup(catalog.gp3, region)
     notes = [f"min and desired priced at {first_type} "
              + ("(cheapest type instanceRequirements match)" if group.instance_requirements else "(first listed type)")]
     if dearest is not None and len(group.instance_types) > 1:
@@ -263,7 +155,7 @@ def _estimate_group(
         if dearest is not None:
             reason += f"; max is priced at {dearest.instance_type} meanwhile, so it may be higher"
         unpriced.append(UnpricedLine(
-            resource=f"{group.name}/instances ({instance_type})", quantity=_values(in_use),
+            resource=f"{group.name}/instances ({instance_type})", quantity=scenario_values(in_use),
             unit="instance-hours", reason=reason,
         ))
 
@@ -275,10 +167,10 @@ def _estimate_group(
     lines += [
         CostLine(
             resource=f"{group.name}/instances (on-demand)",
-            quantity=_values(on_demand_hours),
+            quantity=scenario_values(on_demand_hours),
             unit="instance-hours",
-            unit_price=_values({scenario: hourly(scenario) for scenario in SCENARIOS}),
-            monthly=_values({s: on_demand_hours[s] * hourly(s) for s in SCENARIOS}),
+            unit_price=scenario_values({scenario: hourly(scenario) for scenario in SCENARIOS}),
+            monthly=scenario_values({s: on_demand_hours[s] * hourly(s) for s in SCENARIOS}),
             note="; ".join(notes[:2]),
         )
     ]
@@ -287,10 +179,10 @@ def _estimate_group(
     if group.uses_spot:
         lines.append(CostLine(
             resource=f"{group.name}/instances (spot)",
-            quantity=_values(spot_hours),
+            quantity=scenario_values(spot_hours),
             unit="instance-hours",
-            unit_price=_values(spot_price),
-            monthly=_values({s: spot_hours[s] * spot_price[s] for s in SCENARIOS}),
+            unit_price=scenario_values(spot_price),
+            monthly=scenario_values({s: spot_hours[s] * spot_price[s] for s in SCENARIOS}),
             note="on-demand price less the family's conservative spot discount",
         ))
     volumes: list[tuple[str, dict[Scenario, float], str]] = [
@@ -304,15 +196,15 @@ def _estimate_group(
                         "kept all month, whether or not an instance runs"))
     for resource, gb_months, note in volumes:
         if gp3 is None:
-            unpriced.append(UnpricedLine(resource=resource, quantity=_values(gb_months), unit="GB-months",
+            unpriced.append(UnpricedLine(resource=resource, quantity=scenario_values(gb_months), unit="GB-months",
                                          reason=gp3_missing))
             continue
         lines.append(CostLine(
             resource=resource,
-            quantity=_values(gb_months),
+            quantity=scenario_values(gb_months),
             unit="GB-months",
-            unit_price=_values({s: gp3.usd_per_gb_month for s in SCENARIOS}),
-            monthly=_values({s: gp3_volume_month(gp3, gb_months[s]) for s in SCENARIOS}),
+            unit_price=scenario_values({s: gp3.usd_per_gb_month for s in SCENARIOS}),
+            monthly=scenario_values({s: gp3_volume_month(gp3, gb_months[s]) for s in SCENARIOS}),
             note=note,
         ))
 
@@ -334,7 +226,7 @@ def _estimate_group(
         on_demand=compute_on_demand,
         spot=compute_spot,
         storage=storage,
-        instance_hours=_values(hours),
+        instance_hours=scenario_values(hours),
         notes=notes,
     )
     return estimate, lines, unpriced
@@ -349,13 +241,13 @@ def _reserved_lines(
         hours = reserved.instance_count * reserved.hours
         rate = reserved.upfront_usd / hours if hours else 0.0
         line = CostLine(
-            resource=f"{group.name}/capacity block ({reserved.label})", quantity=_values({s: hours for s in SCENARIOS}),
-            unit="block", unit_price=_values({s: rate for s in SCENARIOS}),
-            monthly=_values({s: reserved.upfront_usd for s in SCENARIOS}),
+            resource=f"{group.name}/capacity block ({reserved.label})", quantity=scenario_values({s: hours for s in SCENARIOS}),
+            unit="block", unit_price=scenario_values({s: rate for s in SCENARIOS}),
+            monthly=scenario_values({s: reserved.upfront_usd for s in SCENARIOS}),
             note="total price, paid once when bought; its instances bill nothing more",
         )
         return [line], {s: 0.0 for s in SCENARIOS}
-    price, _reason = _lookup(catalog.instance, reserved.instance_type, region)
+    price, _reason = lookup(catalog.instance, reserved.instance_type, region)
     if price is None:
         return None
     rate = price.usd_per_hour
@@ -363,13 +255,13 @@ def _reserved_lines(
     used = {s: min(on_demand_hours[s], reserved_hours) for s in SCENARIOS}
     unused = {s: reserved_hours - used[s] for s in SCENARIOS}
     lines = [
-        CostLine(resource=f"{group.name}/reserved capacity, used ({reserved.label})", quantity=_values(used),
-                 unit="instance-hours", unit_price=_values({s: rate for s in SCENARIOS}),
-                 monthly=_values({s: used[s] * rate for s in SCENARIOS}),
+        CostLine(resource=f"{group.name}/reserved capacity, used ({reserved.label})", quantity=scenario_values(used),
+                 unit="instance-hours", unit_price=scenario_values({s: rate for s in SCENARIOS}),
+                 monthly=scenario_values({s: used[s] * rate for s in SCENARIOS}),
                  note="the group's on-demand hours that run in the reservation"),
-        CostLine(resource=f"{group.name}/reserved capacity, unused ({reserved.label})", quantity=_values(unused),
-                 unit="instance-hours", unit_price=_values({s: rate for s in SCENARIOS}),
-                 monthly=_values({s: unused[s] * rate for s in SCENARIOS}),
+        CostLine(resource=f"{group.name}/reserved capacity, unused ({reserved.label})", quantity=scenario_values(unused),
+                 unit="instance-hours", unit_price=scenario_values({s: rate for s in SCENARIOS}),
+                 monthly=scenario_values({s: unused[s] * rate for s in SCENARIOS}),
                  note="an On-Demand Capacity Reservation bills its idle instances at the on-demand rate"),
     ]
     return lines, {s: on_demand_hours[s] - used[s] for s in SCENARIOS}
@@ -399,20 +291,20 @@ def estimate_stack(
         lines.extend(group_lines)
         unpriced.extend(group_unpriced)
     key_resource = f"{config.project}/kms key (customer managed)"
-    key, key_missing = _lookup(catalog.kms_key, region)
+    key, key_missing = lookup(catalog.kms_key, region)
     if key is None:
         unpriced.append(UnpricedLine(resource=key_resource, quantity=ScenarioValues(min=1, desired=1, max=1),
                                      unit="key-months", reason=key_missing))
     else:
-        lines.append(_key_line(key_resource, key.usd_per_key_month))
-    network_lines, network_unpriced = _network_lines(config, region, catalog)
+        lines.append(key_line(key_resource, key.usd_per_key_month))
+    network_lines, network_unpriced = network_costs(config, region, catalog)
     lines.extend(network_lines)
     unpriced.extend(network_unpriced)
-    endpoint_lines, endpoint_unpriced = _load_balancer_lines(config, region, catalog)
+    endpoint_lines, endpoint_unpriced = load_balancer_costs(config, region, catalog)
     lines.extend(endpoint_lines)
     unpriced.extend(endpoint_unpriced)
-    prometheus_lines, prometheus_unpriced = _prometheus_lines(config, region, catalog, groups, gpus_per_instance or {})
-    grafana_lines, grafana_unpriced = _grafana_lines(config, region, catalog)
+    prometheus_lines, prometheus_unpriced = prometheus_costs(config, region, catalog, groups, gpus_per_instance or {})
+    grafana_lines, grafana_unpriced = grafana_costs(config, region, catalog)
     lines += prometheus_lines + grafana_lines
     unpriced += prometheus_unpriced + grafana_unpriced
     storage_lines, storage_unpriced = file_system_lines(config, region, catalog)
@@ -424,170 +316,3 @@ def estimate_stack(
     return CostEstimate(monthly=monthly, groups=groups, lines=lines, unpriced=unpriced)
 
 
-def _load_balancer_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[list[CostLine], list[UnpricedLine]]:
-    """Each group endpoint's load balancer: its hours all month, and its LCU-hours at the load
-    `gpucloud.pricing.load_balancer` assumes for the group's min, desired and max sizes."""
-    lines: list[CostLine] = []
-    unpriced: list[UnpricedLine] = []
-    prices, missing = _lookup(catalog.load_balancer_prices, region)
-    for group in (group for group in config.groups if group.endpoint is not None):
-        sizes = {"min": group.min_size, "desired": group.initial_capacity, "max": group.max_size}
-        lcu_hours = {s: assumed_lcus(sizes[s]) * HOURS_PER_MONTH for s in SCENARIOS}
-        hours = {s: float(HOURS_PER_MONTH) for s in SCENARIOS}
-        wanted = [(f"{group.name}/endpoint load balancer", hours, "ALB-hours", "alb_usd_per_hour", ""),
-                  (f"{group.name}/endpoint load balancer capacity units", lcu_hours, "LCU-hours", "lcu_usd_per_hour",
-                   f"assumed {ASSUMED_LCUS_PER_ENDPOINT:g} LCU + {ASSUMED_LCUS_PER_NODE:g} per node (gpucloud.pricing.load_balancer)")]
-        for resource, quantity, unit, field_name, note in wanted:
-            if prices is None:
-                unpriced.append(UnpricedLine(resource=resource, quantity=_values(quantity), unit=unit, reason=missing))
-                continue
-            rate = getattr(prices, field_name)
-            lines.append(CostLine(resource=resource, quantity=_values(quantity), unit=unit,
-                                  unit_price=_values({s: rate for s in SCENARIOS}),
-                                  monthly=_values({s: quantity[s] * rate for s in SCENARIOS}), note=note))
-    return lines, unpriced
-
-
-def _network_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[list[CostLine], list[UnpricedLine]]:
-    """The created network's hourly charges, all month whatever the fleet does: NAT gateways and
-    their public IPv4 addresses, and interface endpoints in every zone. Listed subnets cost nothing here."""
-    network = config.network
-    if not network.created:
-        return [], []
-    nat_gateways = 0 if network.egress == "endpointsOnly" else (network.zones if network.nat_gateways == "perZone" else 1)
-    endpoint_zones = len(network.interface_endpoints) * network.zones
-    # An internet-facing ALB holds a public IPv4 address in each zone at least (more as it scales),
-    # billed like any other (https://aws.amazon.com/vpc/pricing/, "Public IPv4 Address", read 2026-11-25).
-    facing_addresses = network.zones * sum(1 for group in config.groups if group.endpoint and group.endpoint.internet_facing)
-    wanted = [
-        (f"{config.project}/NAT gateways ({network.nat_gateways})", nat_gateways, "gateway-hours",
-         "nat_gateway_usd_per_hour", "data processed through the NAT is billed per GB on top (not included)"),
-        (f"{config.project}/NAT public IPv4 addresses", nat_gateways, "address-hours", "public_ipv4_usd_per_hour", ""),
-        (f"{config.project}/internet-facing endpoint public IPv4 addresses", facing_addresses, "address-hours",
-         "public_ipv4_usd_per_hour", "one per zone per load balancer; AWS adds addresses as it scales one out"),
-        (f"{config.project}/interface endpoints ({len(network.interface_endpoints)} x {network.zones} zones)",
-         endpoint_zones, "endpoint-AZ-hours", "interface_endpoint_usd_per_az_hour",
-         "data processed through endpoints is billed per GB on top (not included)"),
-    ]
-    prices, missing = _lookup(catalog.network_prices, region)
-    lines, unpriced = [], []
-    for resource, count, unit, field_name, note in wanted:
-        if not count:
-            continue
-        hours = count * HOURS_PER_MONTH
-        quantity = ScenarioValues(min=hours, desired=hours, max=hours)
-        if prices is None:
-            unpriced.append(UnpricedLine(resource=resource, quantity=quantity, unit=unit, reason=missing))
-            continue
-        rate = getattr(prices, field_name)
-        lines.append(CostLine(
-            resource=resource, quantity=quantity, unit=unit,
-            unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
-            monthly=ScenarioValues(min=hours * rate, desired=hours * rate, max=hours * rate),
-            note=note,
-        ))
-    return lines, unpriced
-
-
-def _prometheus_lines(
-    config: StackConfig, region: str, catalog: Catalog, groups: list[GroupEstimate], gpus_per_instance: Mapping[str, int],
-) -> tuple[list[CostLine], list[UnpricedLine]]:
-    """Samples ingested and stored in the project's AMP workspace (queries depend on use: not included)."""
-    prometheus = config.monitoring.prometheus
-    if not prometheus.enabled:
-        return [], []
-    per_series_hour = samples_per_series_hour(prometheus.scrape_interval_seconds)
-    samples: dict[Scenario, float] = {scenario: 0.0 for scenario in SCENARIOS}
-    counted_as_most: set[str] = set()
-    for group in groups:
-        for scenario in SCENARIOS:
-            instance_type = group.max_instance_type if scenario == "max" else group.instance_type
-            gpus = gpus_per_instance.get(instance_type)
-            if gpus is None:
-                counted_as_most.add(instance_type)
-                gpus = MAX_GPUS_PER_NODE
-            samples[scenario] += series_per_node(gpus) * group.instance_hours.get(scenario) * per_series_hour
-    series_note = f"one sample per series every {prometheus.scrape_interval_seconds} s while a node runs"
-    if counted_as_most:
-        series_note += (f"; GPU count of {', '.join(sorted(counted_as_most))} not given to the estimate, "
-                        f"counted as {MAX_GPUS_PER_NODE} GPUs")
-    ingested = f"{config.project}/Prometheus samples ingested"
-    stored = f"{config.project}/Prometheus storage ({RETENTION_DAYS}-day retention)"
-    ten_millions = _values({s: samples[s] / 1e7 for s in SCENARIOS})
-    gb_months = _values({s: stored_gb_months(samples[s]) for s in SCENARIOS})
-    price, missing = _lookup(catalog.prometheus_prices, region)
-    if price is None:
-        return [], [
-            UnpricedLine(resource=ingested, quantity=ten_millions, unit="10M samples", reason=missing),
-            UnpricedLine(resource=stored, quantity=gb_months, unit="GB-months", reason=missing),
-        ]
-    lines: list[CostLine] = []
-    unpriced: list[UnpricedLine] = []
-    tiered = {s: tiered_ingestion(samples[s], price) for s in SCENARIOS}
-    priced = _values({s: tiered[s][1] / 1e7 for s in SCENARIOS})
-    cost = _values({s: tiered[s][0] for s in SCENARIOS})
-    lines.append(CostLine(
-        resource=ingested, quantity=priced, unit="10M samples",
-        unit_price=_values({s: cost.get(s) / priced.get(s) if priced.get(s) else price.ingestion_tiers[0].usd_per_ten_million_samples
-                            for s in SCENARIOS}),
-        monthly=cost,
-        note=series_note + "; tiered on the month's total, free tier not deducted",
-    ))
-    above = _values({s: samples[s] / 1e7 - priced.get(s) for s in SCENARIOS})
-    if any(above.get(s) > 0 for s in SCENARIOS):
-        bound = price.ingestion_tiers[-1].up_to_samples
-        unpriced.append(UnpricedLine(
-            resource=f"{ingested} above {bound:,} a month", quantity=above, unit="10M samples",
-            reason=f"the catalog's AMP row for {region} has no price above {bound:,} samples a month"))
-    if price.storage_usd_per_gb_month is None:
-        unpriced.append(UnpricedLine(resource=stored, quantity=gb_months, unit="GB-months",
-                                     reason=f"the catalog's AMP row for {region} has no storage price"))
-    else:
-        rate = price.storage_usd_per_gb_month
-        lines.append(CostLine(
-            resource=stored, quantity=gb_months, unit="GB-months", unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
-            monthly=_values({s: gb_months.get(s) * rate for s in SCENARIOS}),
-            note=f"a month's samples at {BYTES_PER_SAMPLE} bytes each, kept for the retention; metadata not counted",
-        ))
-    return lines, unpriced
-
-
-def _grafana_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[list[CostLine], list[UnpricedLine]]:
-    """Editor and viewer licences of the project's AMG workspace, all month whatever the fleet does."""
-    grafana = config.monitoring.grafana
-    if not grafana.enabled:
-        return [], []
-    wanted = [
-        (f"{config.project}/Grafana editors", max(grafana.editors, 1), "editor_usd_per_user_month",
-         "active editors and admins; a workspace pays for one even when nobody signs in"),
-        (f"{config.project}/Grafana viewers", grafana.viewers, "viewer_usd_per_user_month", "active viewers"),
-    ]
-    prices, missing = _lookup(catalog.grafana_prices, region)
-    lines, unpriced = [], []
-    for resource, users, field_name, note in wanted:
-        if not users:
-            continue
-        quantity = ScenarioValues(min=users, desired=users, max=users)
-        if prices is None:
-            unpriced.append(UnpricedLine(resource=resource, quantity=quantity, unit="user-months", reason=missing))
-            continue
-        rate = getattr(prices, field_name)
-        lines.append(CostLine(
-            resource=resource, quantity=quantity, unit="user-months",
-            unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
-            monthly=ScenarioValues(min=users * rate, desired=users * rate, max=users * rate),
-            note=note,
-        ))
-    return lines, unpriced
-
-
-def _key_line(resource: str, usd_per_key_month: float) -> CostLine:
-    return CostLine(
-        resource=resource,
-        quantity=ScenarioValues(min=1, desired=1, max=1),
-        unit="key-months",
-        unit_price=ScenarioValues(min=usd_per_key_month, desired=usd_per_key_month, max=usd_per_key_month),
-        monthly=ScenarioValues(min=usd_per_key_month, desired=usd_per_key_month, max=usd_per_key_month),
-        note=("one key per stack; rotation is on, and AWS adds $1/month for each rotated backing key, "
-              "so from the second year the key costs more than shown"),
-    )

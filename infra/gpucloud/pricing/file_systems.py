@@ -12,6 +12,7 @@ from __future__ import annotations
 from gpucloud.config import StackConfig
 
 from .catalog import Catalog, PriceNotFound
+from .lines import SCENARIOS, CostLine, UnpricedLine, scenario_values
 
 
 def lustre_month(catalog: Catalog, region: str, deployment_type: str, throughput_per_tib: int | None, gib: int) -> float:
@@ -19,24 +20,21 @@ def lustre_month(catalog: Catalog, region: str, deployment_type: str, throughput
     return gib * catalog.lustre(region, deployment_type, throughput_per_tib).usd_per_gb_month
 
 
-def file_system_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[list, list]:
+def file_system_lines(config: StackConfig, region: str, catalog: Catalog) -> tuple[list[CostLine], list[UnpricedLine]]:
     """The `storage.lustre` line (min, desired and max alike), or why it is unpriced."""
-    from .estimate import SCENARIOS, CostLine, UnpricedLine, _values  # the estimate imports this module
-
-
     lustre = config.storage.lustre
     if lustre is None:
         return [], []
     tier = f", {lustre.throughput} MB/s/TiB" if lustre.throughput else ""
     resource = f"{config.project}/FSx for Lustre ({lustre.deployment_type}{tier})"
-    quantity = _values({s: float(lustre.storage_capacity_gib) for s in SCENARIOS})
+    quantity = scenario_values({s: float(lustre.storage_capacity_gib) for s in SCENARIOS})
     try:
         rate = catalog.lustre(region, lustre.deployment_type, lustre.throughput).usd_per_gb_month
     except PriceNotFound as missing:
         return [], [UnpricedLine(resource=resource, quantity=quantity, unit="GB-months", reason=str(missing))]
     return [CostLine(
         resource=resource, quantity=quantity, unit="GB-months",
-        unit_price=_values({s: rate for s in SCENARIOS}),
-        monthly=_values({s: lustre.storage_capacity_gib * rate for s in SCENARIOS}),
+        unit_price=scenario_values({s: rate for s in SCENARIOS}),
+        monthly=scenario_values({s: lustre.storage_capacity_gib * rate for s in SCENARIOS}),
         note="provisioned storage all month, nodes running or not; throughput is in the price",
     )], []

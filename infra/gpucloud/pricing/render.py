@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from .estimate import SCENARIOS, CostEstimate, Scenario, cents
+from .lines import SCENARIOS, CostEstimate, Scenario, cents
 
 
 def _quantity(amount: float) -> str:

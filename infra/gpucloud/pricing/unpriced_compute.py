@@ -9,7 +9,7 @@ with `gpu-cloud:budget: {acceptUnpricedCompute: true}`; the rest is then checked
 from __future__ import annotations
 
 from .budget import Finding
-from .estimate import CostEstimate, UnpricedLine
+from .lines import CostEstimate, UnpricedLine
 
 ACCEPT_KEY = "gpu-cloud:budget.acceptUnpricedCompute"
 
