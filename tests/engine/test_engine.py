@@ -142,20 +142,24 @@ def test_placement_groups_are_recorded_but_marked_not_validated(account):
     assert "moto does not implement" in record.note
 
 
-def test_a_launch_template_whose_network_cards_name_a_missing_group_is_refused(account):
+def efa_template(group: str, cards: int):
+    """A program declaring a p5 launch template with one EFA interface per network card, all in `group`."""
     def program():
         aws.ec2.LaunchTemplate(
             "efa",
             instance_type="p5.48xlarge",
             network_interfaces=[
                 {"device_index": 0 if card == 0 else 1, "network_card_index": card, "interface_type": "efa",
-                 "security_groups": ["sg-0123456789abcdef0"]}
-                for card in range(4)
+                 "security_groups": [group]}
+                for card in range(cards)
             ],
         )
+    return program
 
+
+def test_a_launch_template_whose_network_cards_name_a_missing_group_is_refused(account):
     with pytest.raises(ClientError, match="InvalidGroup.NotFound.*sg-0123456789abcdef0"):
-        run_program(program, account)
+        run_program(efa_template("sg-0123456789abcdef0", cards=4), account)
     assert account.client("ec2").describe_launch_templates()["LaunchTemplates"] == []
 
 
@@ -166,18 +170,7 @@ def test_an_efa_template_checks_the_groups_its_cards_share_once(account, monkeyp
     describe = ec2.describe_security_groups
     monkeypatch.setattr(ec2, "describe_security_groups", lambda **kwargs: asked.append(kwargs["GroupIds"]) or describe(**kwargs))
 
-    def program():
-        aws.ec2.LaunchTemplate(
-            "efa",
-            instance_type="p5.48xlarge",
-            network_interfaces=[
-                {"device_index": 0 if card == 0 else 1, "network_card_index": card, "interface_type": "efa",
-                 "security_groups": [group]}
-                for card in range(32)
-            ],
-        )
-
-    run_program(program, account)
+    run_program(efa_template(group, cards=32), account)
 
     assert asked == [[group]]
     assert len(account.client("ec2").describe_launch_templates()["LaunchTemplates"]) == 1
