@@ -194,3 +194,24 @@ def test_a_second_row_for_the_same_key_is_refused(tmp_path, table):
 
     with pytest.raises(PricingError, match=f"{table} has more than one row for region {document[table][0]['region']}"):
         load_catalog(path)
+
+
+def test_an_unchanged_catalog_is_read_once_and_an_edited_one_again(tmp_path):
+    path = tmp_path / "prices.json"
+    document = json.loads(DEFAULT_CATALOG_PATH.read_text(encoding="utf-8"))
+    path.write_text(json.dumps(document), encoding="utf-8")
+    first = load_catalog(path)
+
+    assert load_catalog(path) is first
+    assert load_catalog() is load_catalog()
+
+    document["description"] = "edited by a test"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert load_catalog(path).description == "edited by a test"
+
+    path.write_text("{", encoding="utf-8")
+    with pytest.raises(PricingError, match="is not valid JSON"):
+        load_catalog(path)
+    path.unlink()
+    with pytest.raises(PricingError, match="does not exist"):
+        load_catalog(path)
