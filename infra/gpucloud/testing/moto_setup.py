@@ -33,15 +33,8 @@ def load_well_known_images(account: Account) -> None:
     from moto.ec2.models import ec2_backends
     from moto.ec2.models.amis import AMIS, Ami
 
-    saved = os.environ.get("MOTO_EC2_LOAD_DEFAULT_AMIS")
-    os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
-    try:
+    with _default_images_off():
         backend = ec2_backends[account.account_id][account.region]
-    finally:
-        if saved is None:
-            os.environ.pop("MOTO_EC2_LOAD_DEFAULT_AMIS", None)
-        else:
-            os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = saved
     for image in AMIS:
         created = image.get("creation_date")
         fields = {**image, "owner_alias": "amazon"}
@@ -192,15 +185,23 @@ def mock_reset_without_default_images() -> Iterator[None]:
     try:
         yield
     finally:
-        saved = os.environ.get("MOTO_EC2_LOAD_DEFAULT_AMIS")
-        os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
-        try:
+        with _default_images_off():
             mock.stop()
-        finally:
-            if saved is None:
-                os.environ.pop("MOTO_EC2_LOAD_DEFAULT_AMIS", None)
-            else:
-                os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = saved
+
+
+@contextlib.contextmanager
+def _default_images_off() -> Iterator[None]:
+    """moto builds an EC2 backend without its thousands of default images while this holds
+    (MOTO_EC2_LOAD_DEFAULT_AMIS=false); the variable is as it was afterwards."""
+    saved = os.environ.get("MOTO_EC2_LOAD_DEFAULT_AMIS")
+    os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = "false"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("MOTO_EC2_LOAD_DEFAULT_AMIS", None)
+        else:
+            os.environ["MOTO_EC2_LOAD_DEFAULT_AMIS"] = saved
 
 
 class _KeyMaterialOnFirstUse:
