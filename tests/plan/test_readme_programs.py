@@ -70,6 +70,15 @@ def test_the_readme_engine_test_runs_as_written(team, monkeypatch):
     exec(compile(ENGINE_TEST, str(GUIDE), "exec"), {})
 
 
+def test_the_engine_guide_example_runs_as_written(team, monkeypatch):
+    guide = ROOT / "docs" / "guides" / "engine.md"
+    [example] = [block for block in re.findall(r"```python\n(.*?)```", guide.read_text(), flags=re.S)
+                 if "run_program_file(" in block]
+    monkeypatch.chdir(team)
+
+    exec(compile(example, str(guide), "exec"), {})
+
+
 def test_a_program_with_a_type_the_engine_lacks_fails_naming_it(team):
     (team / "team" / "__main__.py").write_text(PROGRAM + QUEUE_LINES)
 
