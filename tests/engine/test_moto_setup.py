@@ -1,9 +1,13 @@
 """The engine's moto tuning answers as moto does: KMS keys work for every use, only their key
-material comes later, and moto still finds every action its response classes implement."""
+material comes later, moto still finds every action its response classes implement, and what
+accounts share (a session per region, the service models, the published image) carries nothing
+of one account into the next."""
 
 from __future__ import annotations
 
 import boto3
+import botocore.loaders
+import botocore.session
 import moto.core.responses
 import moto.kms.models
 import moto.kms.utils
@@ -11,8 +15,9 @@ import pytest
 from moto.core.responses import BaseResponse
 from moto.core.utils import method_names_from_class
 
+from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER
 from gpucloud.testing import moto_account
-from gpucloud.testing.moto_setup import moto_answers_sooner
+from gpucloud.testing.moto_setup import models_parsed_once, moto_answers_sooner, service_models
 
 
 def _response_classes() -> list[type]:
@@ -97,3 +102,39 @@ def test_the_engine_signs_only_its_s3_requests_and_moto_answers_both_for_the_sam
     assert sent["ec2"] is None and sent["sts"] is None
     assert sent["s3"].startswith(b"AWS4-HMAC-SHA256 Credential=")
     assert unsigned_account == boto3.client("sts", region_name="us-east-1").get_caller_identity()["Account"]
+
+
+def test_a_nested_block_leaves_the_outer_blocks_loader_in_place(monkeypatch):
+    monkeypatch.setattr(botocore.session, "create_loader", botocore.loaders.create_loader)
+
+    with models_parsed_once():
+        shared = botocore.session.create_loader
+        with moto_account():
+            pass
+        assert botocore.session.create_loader is shared is service_models
+
+    assert botocore.session.create_loader is botocore.loaders.create_loader
+
+
+@pytest.mark.parametrize("regions", [("us-east-1", "us-east-1", "eu-west-1")])
+def test_every_account_publishes_the_deep_learning_image_its_own_ec2_describes(regions):
+    published = []
+    for region in regions:
+        with moto_account(region) as account:
+            image_id = account.client("ssm").get_parameter(Name=DEEP_LEARNING_AMI_PARAMETER)["Parameter"]["Value"]
+            [image] = account.client("ec2").describe_images(ImageIds=[image_id])["Images"]
+            assert image["Architecture"] == "x86_64" and "ubuntu" in image["Name"].lower()
+            published.append(image_id)
+
+    assert published[0] == published[1]
+
+
+def test_accounts_of_a_region_share_a_session_and_see_only_their_own_resources():
+    with moto_account("eu-west-1") as first:
+        first.session.client("s3").create_bucket(Bucket="left-behind", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+        session = first.session
+
+    with moto_account("eu-west-1") as second:
+        assert second.session is session
+        assert second.session.client("s3").list_buckets()["Buckets"] == []
+        assert second.client("s3").list_buckets()["Buckets"] == []

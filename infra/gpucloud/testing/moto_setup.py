@@ -48,16 +48,7 @@ def seed_public_parameters(account: Account) -> None:
     Ubuntu x86_64 image from moto's catalog (moto ships AWS's other public parameters, not this one)."""
     from moto.ssm.models import Parameter, ssm_backends
 
-    images = account.client("ec2").describe_images(
-        Owners=["amazon"],
-        Filters=[{"Name": "architecture", "Values": ["x86_64"]}, {"Name": "name", "Values": ["*ubuntu*"]}],
-    )["Images"]
-    if not images:
-        raise RuntimeError(
-            "moto's catalog of public AMIs is empty (MOTO_EC2_LOAD_DEFAULT_AMIS=false, or a mock that "
-            "ended while it was set): the engine needs it for the Deep Learning AMI parameter"
-        )
-    image_id = sorted(image["ImageId"] for image in images)[0]
+    image_id = _deep_learning_image(account)
     account_id = account.account_id
     backend = ssm_backends[account_id][account.region]
     if DEEP_LEARNING_AMI_PARAMETER not in backend._parameters:
@@ -75,6 +66,27 @@ def seed_public_parameters(account: Account) -> None:
                 data_type="aws:ec2:image",
             )
         )
+
+
+_DEEP_LEARNING_IMAGES: dict[str, str] = {}
+"""Region -> the image the parameter points at. Every account loads the same catalog
+(`load_well_known_images`), so EC2 is asked once per region and process: the filtered search,
+4 ms of every account's set-up, took 3 s of the test suite's CPU (py-spy, 2026-11-27)."""
+
+
+def _deep_learning_image(account: Account) -> str:
+    if account.region not in _DEEP_LEARNING_IMAGES:
+        images = account.client("ec2").describe_images(
+            Owners=["amazon"],
+            Filters=[{"Name": "architecture", "Values": ["x86_64"]}, {"Name": "name", "Values": ["*ubuntu*"]}],
+        )["Images"]
+        if not images:
+            raise RuntimeError(
+                "moto's catalog of public AMIs is empty (MOTO_EC2_LOAD_DEFAULT_AMIS=false, or a mock that "
+                "ended while it was set): the engine needs it for the Deep Learning AMI parameter"
+            )
+        _DEEP_LEARNING_IMAGES[account.region] = sorted(image["ImageId"] for image in images)[0]
+    return _DEEP_LEARNING_IMAGES[account.region]
 
 
 GC_THRESHOLDS = (200_000, 20, 20)
@@ -165,12 +177,13 @@ def models_parsed_once() -> Iterator[None]:
     shared loader: the engine's own, and the ones moto makes for itself (listing EC2's regions when
     it first builds an EC2 backend made four sessions that each parsed EC2's model and the endpoint
     list, some 0.6 s of a plan). moto's own loader, which merges moto's extras into the models,
-    is a different one and stays apart."""
+    is a different one and stays apart. Nested, it leaves the outer block's loader in place."""
+    saved = botocore.session.create_loader
     botocore.session.create_loader = service_models
     try:
         yield
     finally:
-        botocore.session.create_loader = _create_loader
+        botocore.session.create_loader = saved
         loader = service_models()
         loader.search_paths[:] = list(dict.fromkeys(loader.search_paths))
 
