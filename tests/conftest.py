@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import botocore.session
+import contextlib
+import gc
+
 import pytest
 
 from gpucloud.config import load_stack_file
 from gpucloud.testing import moto_account
-from gpucloud.testing.moto_setup import moto_answers_sooner, service_models
+from gpucloud.testing.moto_setup import models_parsed_once, moto_answers_sooner
 from support import EXAMPLE_STACKS, STACKS, ExampleStack, deploy
 
 
@@ -57,12 +59,30 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
 
 
-@pytest.fixture(autouse=True)
-def service_models_parsed_once(monkeypatch):
-    """Every botocore session a test makes reads AWS's service models through one loader: a new
-    session parsed the large JSON models again (the state backend's tests spent a third of their
-    CPU time on it). It is the loader the engine's accounts share (gpucloud.testing.moto_setup)."""
-    monkeypatch.setattr(botocore.session, "create_loader", service_models)
+SESSION_GC_THRESHOLDS = (700, 10, 100)
+"""The collector's thresholds for the test session (CPython's default: 700, 10, 10). A worker's
+heap holds a million objects that last (botocore's parsed service models, moto's catalogs, the
+loaded pulumi_aws modules, parliament's action catalog), and with the default a full collection
+walked it 25 times per worker, 0.4 to 2.8 s each: 9.6 and 12.9 s of the two workers' CPU time
+(`gc.callbacks`, whole suite, 2026-11-27). At 100 it ran 7 and 8 times, 6.9 and 5.0 s in all, for
+1.2 and 0.9 GiB peak resident set per worker. Inside an engine account `collector_tuned` sets its
+own thresholds and puts these back."""
+
+_SESSION = contextlib.ExitStack()
+
+
+def pytest_configure(config):
+    """For the whole session, collection included: every botocore session reads AWS's service
+    models through one loader, the one the engine's accounts share (gpucloud.testing.moto_setup).
+    A new session parsed the large JSON models again: the state backend's tests spent a third of
+    their CPU time on it, and moto, imported while the tests are collected, makes three sessions
+    to list EC2's regions (0.9 s of every worker's collection)."""
+    gc.set_threshold(*SESSION_GC_THRESHOLDS)
+    _SESSION.enter_context(models_parsed_once())
+
+
+def pytest_unconfigure(config):
+    _SESSION.close()
 
 
 @pytest.fixture(scope="session", autouse=True)
