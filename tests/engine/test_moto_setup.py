@@ -8,16 +8,24 @@ from __future__ import annotations
 import boto3
 import botocore.loaders
 import botocore.session
+import moto.core.parse
 import moto.core.responses
 import moto.kms.models
 import moto.kms.utils
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from moto.core.parse import QueryParser
 from moto.core.responses import BaseResponse
 from moto.core.utils import method_names_from_class
 
 from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER
 from gpucloud.testing import moto_account
-from gpucloud.testing.moto_setup import models_parsed_once, moto_answers_sooner, service_models
+from gpucloud.testing.moto_setup import _no_parameter_under, models_parsed_once, moto_answers_sooner, service_models
+
+QUERY_PARSERS_OWN = QueryParser._gonna_recurse
+"""moto's own answer, read when this module is imported: no account is open then, so nothing has
+put the engine's in its place."""
 
 
 def _response_classes() -> list[type]:
@@ -138,3 +146,34 @@ def test_accounts_of_a_region_share_a_session_and_see_only_their_own_resources()
         assert second.session is session
         assert second.session.client("s3").list_buckets()["Buckets"] == []
         assert second.client("s3").list_buckets()["Buckets"] == []
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None)
+@given(names=st.lists(st.text("ab.1", max_size=6)), prefix=st.text("ab.1", max_size=4))
+def test_a_request_has_parameters_under_a_prefix_exactly_when_moto_says_so(names, prefix):
+    params = dict.fromkeys(names, "v")
+    parser = QueryParser(None)
+
+    assert _no_parameter_under(parser, params, prefix) == QUERY_PARSERS_OWN(parser, params, prefix)
+
+
+def launch_template_as_stored(data: dict) -> dict:
+    with moto_account() as account:
+        ec2 = account.client("ec2")
+        template = ec2.create_launch_template(LaunchTemplateName="parsed", LaunchTemplateData=data)["LaunchTemplate"]
+        return ec2.describe_launch_template_versions(LaunchTemplateId=template["LaunchTemplateId"])["LaunchTemplateVersions"][0]
+
+
+def test_a_launch_template_request_parses_as_moto_parses_it(monkeypatch):
+    data = {"ImageId": "ami-12c6146b", "InstanceType": "g5.xlarge", "UserData": "eA==",
+            "BlockDeviceMappings": [{"DeviceName": "/dev/sda1", "Ebs": {"VolumeSize": 200, "VolumeType": "gp3", "Encrypted": True}}],
+            "NetworkInterfaces": [{"DeviceIndex": 0, "NetworkCardIndex": card, "InterfaceType": "efa"} for card in range(4)],
+            "MetadataOptions": {"HttpTokens": "required", "HttpPutResponseHopLimit": 1},
+            "TagSpecifications": [{"ResourceType": "instance", "Tags": [{"Key": "team", "Value": "vision"}]}]}
+
+    stored = launch_template_as_stored(data)
+    monkeypatch.setattr("gpucloud.testing.moto_setup._no_parameter_under", QUERY_PARSERS_OWN)
+    as_moto_ships_it = launch_template_as_stored(data)
+
+    assert stored["LaunchTemplateData"] == as_moto_ships_it["LaunchTemplateData"]
+    assert stored["LaunchTemplateData"]["NetworkInterfaces"][3]["NetworkCardIndex"] == 3
