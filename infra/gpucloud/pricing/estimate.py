@@ -60,6 +60,7 @@ from .lines import (
     Scenario,
     ScenarioValues,
     UnpricedLine,
+    flat,
     lookup,
     scenario_values,
 )
@@ -203,7 +204,7 @@ def _estimate_group(
             resource=resource,
             quantity=scenario_values(gb_months),
             unit="GB-months",
-            unit_price=scenario_values({s: gp3.usd_per_gb_month for s in SCENARIOS}),
+            unit_price=flat(gp3.usd_per_gb_month),
             monthly=scenario_values({s: gp3_volume_month(gp3, gb_months[s]) for s in SCENARIOS}),
             note=note,
         ))
@@ -241,9 +242,9 @@ def _reserved_lines(
         hours = reserved.instance_count * reserved.hours
         rate = reserved.upfront_usd / hours if hours else 0.0
         line = CostLine(
-            resource=f"{group.name}/capacity block ({reserved.label})", quantity=scenario_values({s: hours for s in SCENARIOS}),
-            unit="block", unit_price=scenario_values({s: rate for s in SCENARIOS}),
-            monthly=scenario_values({s: reserved.upfront_usd for s in SCENARIOS}),
+            resource=f"{group.name}/capacity block ({reserved.label})", quantity=flat(hours),
+            unit="block", unit_price=flat(rate),
+            monthly=flat(reserved.upfront_usd),
             note="total price, paid once when bought; its instances bill nothing more",
         )
         return [line], {s: 0.0 for s in SCENARIOS}
@@ -256,11 +257,11 @@ def _reserved_lines(
     unused = {s: reserved_hours - used[s] for s in SCENARIOS}
     lines = [
         CostLine(resource=f"{group.name}/reserved capacity, used ({reserved.label})", quantity=scenario_values(used),
-                 unit="instance-hours", unit_price=scenario_values({s: rate for s in SCENARIOS}),
+                 unit="instance-hours", unit_price=flat(rate),
                  monthly=scenario_values({s: used[s] * rate for s in SCENARIOS}),
                  note="the group's on-demand hours that run in the reservation"),
         CostLine(resource=f"{group.name}/reserved capacity, unused ({reserved.label})", quantity=scenario_values(unused),
-                 unit="instance-hours", unit_price=scenario_values({s: rate for s in SCENARIOS}),
+                 unit="instance-hours", unit_price=flat(rate),
                  monthly=scenario_values({s: unused[s] * rate for s in SCENARIOS}),
                  note="an On-Demand Capacity Reservation bills its idle instances at the on-demand rate"),
     ]
@@ -293,7 +294,7 @@ def estimate_stack(
     key_resource = f"{config.project}/kms key (customer managed)"
     key, key_missing = lookup(catalog.kms_key, region)
     if key is None:
-        unpriced.append(UnpricedLine(resource=key_resource, quantity=ScenarioValues(min=1, desired=1, max=1),
+        unpriced.append(UnpricedLine(resource=key_resource, quantity=flat(1),
                                      unit="key-months", reason=key_missing))
     else:
         lines.append(key_line(key_resource, key.usd_per_key_month))

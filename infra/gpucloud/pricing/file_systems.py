@@ -12,7 +12,7 @@ from __future__ import annotations
 from gpucloud.config import StackConfig
 
 from .catalog import Catalog, PriceNotFound
-from .lines import SCENARIOS, CostLine, UnpricedLine, scenario_values
+from .lines import CostLine, UnpricedLine, flat
 
 
 def lustre_month(catalog: Catalog, region: str, deployment_type: str, throughput_per_tib: int | None, gib: int) -> float:
@@ -27,14 +27,14 @@ def file_system_lines(config: StackConfig, region: str, catalog: Catalog) -> tup
         return [], []
     tier = f", {lustre.throughput} MB/s/TiB" if lustre.throughput else ""
     resource = f"{config.project}/FSx for Lustre ({lustre.deployment_type}{tier})"
-    quantity = scenario_values({s: float(lustre.storage_capacity_gib) for s in SCENARIOS})
+    quantity = flat(float(lustre.storage_capacity_gib))
     try:
         rate = catalog.lustre(region, lustre.deployment_type, lustre.throughput).usd_per_gb_month
     except PriceNotFound as missing:
         return [], [UnpricedLine(resource=resource, quantity=quantity, unit="GB-months", reason=str(missing))]
     return [CostLine(
         resource=resource, quantity=quantity, unit="GB-months",
-        unit_price=scenario_values({s: rate for s in SCENARIOS}),
-        monthly=scenario_values({s: lustre.storage_capacity_gib * rate for s in SCENARIOS}),
+        unit_price=flat(rate),
+        monthly=flat(lustre.storage_capacity_gib * rate),
         note="provisioned storage all month, nodes running or not; throughput is in the price",
     )], []

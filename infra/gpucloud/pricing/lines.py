@@ -36,6 +36,11 @@ def scenario_values(figures: dict[Scenario, float]) -> ScenarioValues:
     return ScenarioValues(**figures)
 
 
+def flat(figure: float) -> ScenarioValues:
+    """The same figure in every scenario: what is billed whatever the fleet does."""
+    return ScenarioValues(min=figure, desired=figure, max=figure)
+
+
 class CostLine(EstimateModel):
     """One Infracost-style line: what is billed, how much of it, at what unit price."""
 

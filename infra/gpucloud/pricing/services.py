@@ -4,11 +4,12 @@ network, each endpoint's load balancer, Prometheus samples, Grafana users and KM
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from gpucloud.config import StackConfig
 
 from .catalog import HOURS_PER_MONTH, Catalog
-from .lines import SCENARIOS, CostLine, GroupEstimate, Scenario, ScenarioValues, UnpricedLine, lookup, scenario_values
+from .lines import SCENARIOS, CostLine, GroupEstimate, Scenario, UnpricedLine, flat, lookup, scenario_values
 from .load_balancer import ASSUMED_LCUS_PER_ENDPOINT, ASSUMED_LCUS_PER_NODE, assumed_lcus
 from .monitoring import (
     BYTES_PER_SAMPLE,
@@ -40,7 +41,7 @@ def load_balancer_costs(config: StackConfig, region: str, catalog: Catalog) -> t
                 continue
             rate = getattr(prices, field_name)
             lines.append(CostLine(resource=resource, quantity=scenario_values(quantity), unit=unit,
-                                  unit_price=scenario_values({s: rate for s in SCENARIOS}),
+                                  unit_price=flat(rate),
                                   monthly=scenario_values({s: quantity[s] * rate for s in SCENARIOS}), note=note))
     return lines, unpriced
 
@@ -66,24 +67,10 @@ def network_costs(config: StackConfig, region: str, catalog: Catalog) -> tuple[l
          endpoint_zones, "endpoint-AZ-hours", "interface_endpoint_usd_per_az_hour",
          "data processed through endpoints is billed per GB on top (not included)"),
     ]
-    prices, missing = lookup(catalog.network_prices, region)
-    lines, unpriced = [], []
-    for resource, count, unit, field_name, note in wanted:
-        if not count:
-            continue
-        hours = count * HOURS_PER_MONTH
-        quantity = ScenarioValues(min=hours, desired=hours, max=hours)
-        if prices is None:
-            unpriced.append(UnpricedLine(resource=resource, quantity=quantity, unit=unit, reason=missing))
-            continue
-        rate = getattr(prices, field_name)
-        lines.append(CostLine(
-            resource=resource, quantity=quantity, unit=unit,
-            unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
-            monthly=ScenarioValues(min=hours * rate, desired=hours * rate, max=hours * rate),
-            note=note,
-        ))
-    return lines, unpriced
+    return _flat_lines(
+        [(resource, count * HOURS_PER_MONTH, unit, field_name, note) for resource, count, unit, field_name, note in wanted],
+        lookup(catalog.network_prices, region),
+    )
 
 
 def prometheus_costs(
@@ -142,7 +129,7 @@ def prometheus_costs(
     else:
         rate = price.storage_usd_per_gb_month
         lines.append(CostLine(
-            resource=stored, quantity=gb_months, unit="GB-months", unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
+            resource=stored, quantity=gb_months, unit="GB-months", unit_price=flat(rate),
             monthly=scenario_values({s: gb_months.get(s) * rate for s in SCENARIOS}),
             note=f"a month's samples at {BYTES_PER_SAMPLE} bytes each, kept for the retention; metadata not counted",
         ))
@@ -159,32 +146,40 @@ def grafana_costs(config: StackConfig, region: str, catalog: Catalog) -> tuple[l
          "active editors and admins; a workspace pays for one even when nobody signs in"),
         (f"{config.project}/Grafana viewers", grafana.viewers, "viewer_usd_per_user_month", "active viewers"),
     ]
-    prices, missing = lookup(catalog.grafana_prices, region)
-    lines, unpriced = [], []
-    for resource, users, field_name, note in wanted:
-        if not users:
+    return _flat_lines(
+        [(resource, users, "user-months", field_name, note) for resource, users, field_name, note in wanted],
+        lookup(catalog.grafana_prices, region),
+    )
+
+
+def _flat_lines(
+    wanted: list[tuple[str, float, str, str, str]], found: tuple[Any, str | None]
+) -> tuple[list[CostLine], list[UnpricedLine]]:
+    """Lines billed the same in every scenario, each (resource, quantity, unit, the price row's
+    field, note), priced from one catalog row or unpriced with the reason there is none; a
+    quantity of 0 is no line at all."""
+    prices, missing = found
+    lines: list[CostLine] = []
+    unpriced: list[UnpricedLine] = []
+    for resource, quantity, unit, field_name, note in wanted:
+        if not quantity:
             continue
-        quantity = ScenarioValues(min=users, desired=users, max=users)
         if prices is None:
-            unpriced.append(UnpricedLine(resource=resource, quantity=quantity, unit="user-months", reason=missing))
+            unpriced.append(UnpricedLine(resource=resource, quantity=flat(quantity), unit=unit, reason=missing))
             continue
         rate = getattr(prices, field_name)
-        lines.append(CostLine(
-            resource=resource, quantity=quantity, unit="user-months",
-            unit_price=ScenarioValues(min=rate, desired=rate, max=rate),
-            monthly=ScenarioValues(min=users * rate, desired=users * rate, max=users * rate),
-            note=note,
-        ))
+        lines.append(CostLine(resource=resource, quantity=flat(quantity), unit=unit, unit_price=flat(rate),
+                              monthly=flat(quantity * rate), note=note))
     return lines, unpriced
 
 
 def key_line(resource: str, usd_per_key_month: float) -> CostLine:
     return CostLine(
         resource=resource,
-        quantity=ScenarioValues(min=1, desired=1, max=1),
+        quantity=flat(1),
         unit="key-months",
-        unit_price=ScenarioValues(min=usd_per_key_month, desired=usd_per_key_month, max=usd_per_key_month),
-        monthly=ScenarioValues(min=usd_per_key_month, desired=usd_per_key_month, max=usd_per_key_month),
+        unit_price=flat(usd_per_key_month),
+        monthly=flat(usd_per_key_month),
         note=("one key per stack; rotation is on, and AWS adds $1/month for each rotated backing key, "
               "so from the second year the key costs more than shown"),
     )
