@@ -18,7 +18,7 @@ from gpucloud.node.remote_write import HEADERS
 from gpucloud.observability import rule_file_text
 from remote_write_checks import decode_body
 from support import ROOT
-from test_prometheus_integration import api, running_prometheus, wait_for
+from test_prometheus_integration import FAST, api, running_prometheus, wait_for
 from test_rules import GROUP, SETTINGS
 
 RECORDING = ROOT / "tests" / "fixtures" / "nvidia_smi" / "h100-watch" / "run-2026-11-25-collect"
@@ -71,11 +71,11 @@ def prometheus(tmp_path_factory):
     evaluated every second; the recorded group is relabelled to the stack's, whose rules name it."""
     folder = tmp_path_factory.mktemp("h100-prometheus")
     rules = folder / "gpu-cloud.rules.yml"
-    rules.write_text(rule_file_text(SETTINGS, interval="1s"))
+    rules.write_text(rule_file_text(SETTINGS, interval=FAST))
     exporter = serve_textfile(RECORDING / "metrics.prom", "127.0.0.1:0")
     try:
         with running_prometheus(folder, {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "global": {"scrape_interval": FAST, "evaluation_interval": FAST},
             "rule_files": [str(rules)],
             "scrape_configs": [{
                 "job_name": "gpucloud-node",

@@ -32,6 +32,9 @@ READINGS = (ROOT / "tests" / "fixtures" / "nvidia_smi" / "h100-watch" / "query-w
 XID_79 = "Nov 25 10:02:11 ip-10-64-1-20 kernel: [250.3] NVRM: Xid (PCI:0000:00:06): 79, GPU has fallen off the bus.\n"
 XID_74 = "Nov 25 10:03:11 ip-10-64-1-20 kernel: [310.3] NVRM: Xid (PCI:0000:00:06): 74, NVLink: fatal error detected\n"
 XID_13 = "Nov 25 10:02:12 ip-10-64-1-20 kernel: [251.3] NVRM: Xid (PCI:0000:00:06): 13, Graphics SM Warp Exception\n"
+FAST = "200ms"
+"""Scrape and rule evaluation interval: Prometheus takes milliseconds, and each step of a test waits
+for one or two of them (the stacks evaluate every minute)."""
 
 
 def free_port() -> int:
@@ -52,7 +55,7 @@ def wait_for(condition, timeout_s: float = 30.0):
         found = condition()
         if found:
             return found
-        time.sleep(0.5)
+        time.sleep(0.1)
     raise AssertionError(f"not seen within {timeout_s} s")
 
 
@@ -63,7 +66,7 @@ def node(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("node")
     kernel_log = tmp_path / "kern.log"
     kernel_log.write_text("boot\n")
-    settings = WatchSettings(interval_s=1, kernel_log=kernel_log, state_dir=tmp_path / "state",
+    settings = WatchSettings(interval_s=0.2, kernel_log=kernel_log, state_dir=tmp_path / "state",
                              textfile=tmp_path / "gpucloud.prom", replace=False)
     config = NodeConfig(project="llm", group_name=GROUP, expected_gpu_count=1, expected_gpu_model="H100")
     labels = {"project": "llm", "group": GROUP, "instance_id": "i-0abc", "instance_type": "g5.2xlarge"}
@@ -121,9 +124,9 @@ def prometheus(node, tmp_path_factory):
     kernel_log, exporter_port = node
     tmp_path = tmp_path_factory.mktemp("prometheus")
     rules = tmp_path / "gpu-cloud.rules.yml"
-    rules.write_text(yaml.safe_dump(rule_file(SETTINGS, interval="1s"), sort_keys=False))
+    rules.write_text(yaml.safe_dump(rule_file(SETTINGS, interval=FAST), sort_keys=False))
     with running_prometheus(tmp_path, {
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        "global": {"scrape_interval": FAST, "evaluation_interval": FAST},
         "rule_files": [str(rules)],
         "scrape_configs": [{"job_name": "gpucloud-node", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
     }) as port:
