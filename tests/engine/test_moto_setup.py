@@ -1,9 +1,11 @@
 """The engine's moto tuning answers as moto does: KMS keys work for every use, only their key
 material comes later, moto still finds every action its response classes implement, and what
 accounts share (a session per region, the service models, the published image) carries nothing
-of one account into the next."""
+of one account into the next. The collector's tuning gives back what it froze, and only that."""
 
 from __future__ import annotations
+
+import gc
 
 import boto3
 import botocore.loaders
@@ -21,7 +23,8 @@ from moto.core.utils import method_names_from_class
 
 from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER
 from gpucloud.testing import moto_account
-from gpucloud.testing.moto_setup import _no_parameter_under, models_parsed_once, moto_answers_sooner, service_models
+from gpucloud.testing.moto_setup import (
+    GC_THRESHOLDS, _no_parameter_under, collector_tuned, models_parsed_once, moto_answers_sooner, service_models)
 
 QUERY_PARSERS_OWN = QueryParser._gonna_recurse
 """moto's own answer, read when this module is imported: no account is open then, so nothing has
@@ -177,3 +180,36 @@ def test_a_launch_template_request_parses_as_moto_parses_it(monkeypatch):
 
     assert stored["LaunchTemplateData"] == as_moto_ships_it["LaunchTemplateData"]
     assert stored["LaunchTemplateData"]["NetworkInterfaces"][3]["NetworkCardIndex"] == 3
+
+
+@pytest.fixture
+def nothing_frozen():
+    """The collector as a plain `gpucloud plan` process finds it: the test session froze what its
+    collection loaded (tests/conftest.py), so that freeze is lifted here and put back after."""
+    gc.unfreeze()
+    try:
+        yield
+    finally:
+        gc.freeze()
+
+
+def test_an_account_freezes_what_exists_and_gives_it_all_back_on_exit(nothing_frozen):
+    thresholds = gc.get_threshold()
+    with collector_tuned():
+        assert gc.get_freeze_count() > 0 and gc.get_threshold() == GC_THRESHOLDS
+        with collector_tuned():
+            made_inside = [object() for _ in range(3)]
+        assert gc.get_freeze_count() > 0
+
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == thresholds
+    assert made_inside
+
+
+def test_an_account_leaves_what_someone_else_froze_frozen():
+    assert gc.get_freeze_count() > 0, "the test session's conftest froze what collection loaded"
+    frozen, thresholds = gc.get_freeze_count(), gc.get_threshold()
+
+    with collector_tuned():
+        assert gc.get_threshold() == GC_THRESHOLDS
+
+    assert gc.get_freeze_count() >= frozen and gc.get_threshold() == thresholds
