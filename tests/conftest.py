@@ -81,18 +81,19 @@ def pytest_configure(config):
     _SESSION.enter_context(models_parsed_once())
 
 
-def pytest_collection_finish(session):
-    """What collection loaded (about 280,000 objects per worker: the modules of pulumi_aws, moto,
-    botocore and the tests, the collected items) lives until the worker exits, so the collector
-    stops walking it (`gc.freeze`). Full collections get shorter, the worker's last one too, which
-    pytest runs at exit to find unraisable exceptions: the time from a worker's last test to its
-    exit went from 3 to 5 s to about 1 s (whole suite, 2026-11-27). An engine account finds
-    objects frozen and leaves them so (gpucloud.testing.moto_setup.collector_tuned).
+def pytest_sessionfinish(session):
+    """Leave what the session made to the process's exit: pytest runs a full collection after the
+    last test to find unraisable exceptions, and it walked a worker's whole heap (a million
+    objects and more) while xdist's controller waited. Frozen (`gc.freeze`), the heap is skipped:
+    the time from a worker's last test to its exit went from 3 to 5 s to about 1 s (whole suite,
+    2026-11-27). The objects are freed with the process either way; what is lost is the report of
+    an exception raised in `__del__` by a reference cycle still uncollected when the last test ends
+    (cycles collected during the run are reported, as before).
 
-    Only here: freezing again after later full collections saved 1.5 s more per worker, but
-    frozen objects are invisible to `gc.get_referrers`, and Hypothesis's `register_random` then
-    warns that its own generator could be collected."""
-    gc.collect()
+    Only at the end: frozen after collection instead, the objects keep the engine's accounts from
+    freezing their own (gpucloud.testing.moto_setup.collector_tuned leaves another's freeze
+    alone), and the engine tests' CPU time rose by a tenth (tests/components with test_plan_diff,
+    `-n 0`, three alternations: 63 to 74 s against 59 to 67 s)."""
     gc.freeze()
 
 
