@@ -34,7 +34,9 @@ XID_74 = "Nov 25 10:03:11 ip-10-64-1-20 kernel: [310.3] NVRM: Xid (PCI:0000:00:0
 XID_13 = "Nov 25 10:02:12 ip-10-64-1-20 kernel: [251.3] NVRM: Xid (PCI:0000:00:06): 13, Graphics SM Warp Exception\n"
 FAST = "200ms"
 """Scrape and rule evaluation interval: Prometheus takes milliseconds, and each step of a test waits
-for one or two of them (the stacks evaluate every minute)."""
+for one or two of them (the stacks evaluate every minute). What is left of a module's wait is
+Prometheus 2.42's first scrape, about 5 s after it is ready whatever the interval (its ready check
+passed at 0.29 s and the first `up` sample was stamped 5.45 s after start, 2026-11-27)."""
 
 
 def free_port() -> int:
