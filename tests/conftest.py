@@ -85,7 +85,7 @@ def pytest_sessionfinish(session):
     """Leave what the session made to the process's exit: pytest runs a full collection after the
     last test to find unraisable exceptions, and it walked a worker's whole heap (a million
     objects and more) while xdist's controller waited. Frozen (`gc.freeze`), the heap is skipped:
-    the time from a worker's last test to its exit went from 3 to 5 s to about 1 s (whole suite,
+    the time from a worker's last test to its exit went from 3 to 5 s to under 1 s (whole suite,
     2026-11-27). The objects are freed with the process either way; what is lost is the report of
     an exception raised in `__del__` by a reference cycle still uncollected when the last test ends
     (cycles collected during the run are reported, as before).

@@ -10,7 +10,6 @@ import gc
 import boto3
 import botocore.loaders
 import botocore.session
-import moto.core.parse
 import moto.core.responses
 import moto.kms.models
 import moto.kms.utils
