@@ -10,6 +10,7 @@ A resource type the engine lacks fails the run (UnsupportedResourceError). Teach
 own code with `register_resource` (and data sources with `register_invoke`); see their docstrings.
 """
 
+from gpucloud.testing.aws_packages import load_names_on_use
 from gpucloud.testing.account import Deployment, deprecate_image, moto_account, run_program, run_program_file
 from gpucloud.testing.engine import AppliedResource, MotoEngine
 from gpucloud.testing.handlers.budgets import budget_subscribers
@@ -23,6 +24,8 @@ from gpucloud.testing.registry import (
     register_resource,
     register_update,
 )
+
+load_names_on_use()  # a plan loads the pulumi-aws modules it uses, not whole service packages
 
 __all__ = [
     "Account",
