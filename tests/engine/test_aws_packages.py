@@ -54,7 +54,7 @@ def test_a_plan_loads_the_modules_it_uses_and_every_name_is_the_one_the_whole_pa
         assert placed > 100 and unplaced == [], service  # every name the real __init__ binds was placed
     assert "pulumi_aws.ec2.launch_template" in seen["ec2_loaded"]
     assert "pulumi_aws.ec2.vpn_connection" not in seen["ec2_loaded"]
-    assert len(seen["ec2_loaded"]) < 40  # of ec2's 180 modules
+    assert len(seen["ec2_loaded"]) < 40  # of ec2's 182 modules (20 for vision-train on 2026-11-27)
 
 
 @pytest.fixture

@@ -2,10 +2,10 @@
 
 `import pulumi_aws` defers each service package (`pulumi_aws.ec2`, ...) until its first use, and
 then runs its `__init__`, which star-imports every module of the service: the first
-`aws.ec2.LaunchTemplate` loads all 180 of ec2's modules, a resource or data source each. A plan
-uses a handful of them per service, and the rest were half of pulumi-aws's load time in a cold
-plan (10 services: 0.89 s for whole packages, 0.36 s for only their shared `_inputs` and
-`outputs` modules; 2026-11-27, pulumi-aws 7.51.1).
+`aws.ec2.LaunchTemplate` loads all 182 of ec2's modules, most of them one resource or data source
+each. A plan uses a handful of them per service (20 of ec2's for `vision-train`), and the rest
+were half of pulumi-aws's load time in a cold plan (the ten services a plan uses: 0.89 s whole,
+0.36 s for only their shared `_inputs` and `outputs` modules; 2026-11-27, pulumi-aws 7.51.1).
 
 `load_names_on_use` swaps each service package not yet loaded for one that resolves a name on
 first use from the module the package's `__init__` would have taken it from: same module, same
