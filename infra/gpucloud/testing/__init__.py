@@ -10,8 +10,8 @@ A resource type the engine lacks fails the run (UnsupportedResourceError). Teach
 own code with `register_resource` (and data sources with `register_invoke`); see their docstrings.
 """
 
-from gpucloud.testing.aws_packages import load_names_on_use
 from gpucloud.testing.account import Deployment, deprecate_image, moto_account, run_program, run_program_file
+from gpucloud.testing.aws_packages import load_names_on_use
 from gpucloud.testing.engine import AppliedResource, MotoEngine
 from gpucloud.testing.handlers.budgets import budget_subscribers
 from gpucloud.testing.registry import (
