@@ -65,7 +65,8 @@ def fake_service(tmp_path, monkeypatch) -> Path:
     (folder.parent / "__init__.py").write_text("")
     (folder / "__init__.py").write_text(
         "# coding=utf-8\nimport builtins as _builtins\nimport typing\n"
-        "from ._enums import *\nfrom .instance import *\nfrom .instance_v2 import *\nfrom . import outputs\n"
+        "from ._enums import *\nfrom .instance import *\nfrom .instance_v2 import *\nfrom .get_thing import *\n"
+        "from . import outputs\n"
     )
     (folder / "_enums.py").write_text("__all__ = ['Size']\nSize = 'enum'\n")
     (folder / "instance.py").write_text("__all__ = ['Instance', 'InstanceArgs']\nInstance = 'v1'\nInstanceArgs = 'v1 args'\n")
@@ -73,8 +74,6 @@ def fake_service(tmp_path, monkeypatch) -> Path:
     (folder / "outputs.py").write_text("__all__ = ['InstanceState']\nInstanceState = 'state'\n")
     (folder / "unlisted.py").write_text("Hidden = 'hidden'\n")
     (folder / "get_thing.py").write_text("__all__ = ['GetThingResult', 'get_thing']\nGetThingResult = 'result'\ndef get_thing():\n    return 'thing'\n")
-    init = folder / "__init__.py"
-    init.write_text(init.read_text().replace("from . import outputs", "from .get_thing import *\nfrom . import outputs"))
     monkeypatch.syspath_prepend(str(tmp_path))
     yield folder
     for name in [name for name in sys.modules if name == "fakeaws" or name.startswith("fakeaws.")]:

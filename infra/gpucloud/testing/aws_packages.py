@@ -85,7 +85,11 @@ def _sources(package: ServicePackage) -> dict[str, tuple[str, bool]]:
     loads the whole package)."""
     cached = package.__dict__.get("_gpucloud_sources")
     if cached is None:
-        cached = _read_sources(Path(package.__path__[0]))
+        folder = Path(package.__path__[0])
+        imports = package.__dict__.get("_gpucloud_imports")
+        if imports is None:
+            imports = _imports_only((folder / "__init__.py").read_text())
+        cached = _read_sources(folder, imports or [])
         package.__dict__["_gpucloud_sources"] = cached
     return cached
 
@@ -109,9 +113,9 @@ def _imports_only(init_text: str) -> list[tuple[str, bool]] | None:
     return imported
 
 
-def _read_sources(folder: Path) -> dict[str, tuple[str, bool]]:
+def _read_sources(folder: Path, imports: list[tuple[str, bool]]) -> dict[str, tuple[str, bool]]:
     sources: dict[str, tuple[str, bool]] = {}
-    for module, whole in _imports_only((folder / "__init__.py").read_text()) or []:
+    for module, whole in imports:
         if whole:
             sources[module] = (module, True)
             continue
@@ -144,13 +148,17 @@ def _exported_names(path: Path) -> list[str] | None:
                 return None
 
 
-def service_package(full_name: str, folder: Path) -> ServicePackage:
-    """A `ServicePackage` for the package in `folder`, not yet run, put in `sys.modules`."""
+def service_package(
+    full_name: str, folder: Path, imports: list[tuple[str, bool]] | None = None
+) -> ServicePackage:
+    """A `ServicePackage` for the package in `folder`, not yet run, put in `sys.modules`;
+    `imports` is what `_imports_only` read of its `__init__`, when the caller has it already."""
     init = folder / "__init__.py"
     spec = importlib.util.spec_from_file_location(full_name, init, submodule_search_locations=[str(folder)])
     assert spec is not None and spec.loader is not None, init
     package = importlib.util.module_from_spec(spec)
     package.__class__ = ServicePackage
+    package.__dict__["_gpucloud_imports"] = imports
     sys.modules[full_name] = package
     return package  # type: ignore[return-value]
 
@@ -167,7 +175,8 @@ def load_names_on_use() -> int:
         if parent != "pulumi_aws" or type(module).__name__ != "_LazyModule":
             continue
         init = root / short / "__init__.py"
-        if init.is_file() and _imports_only(init.read_text()):
-            setattr(pulumi_aws, short, service_package(full_name, root / short))
+        imports = _imports_only(init.read_text()) if init.is_file() else None
+        if imports:
+            setattr(pulumi_aws, short, service_package(full_name, root / short, imports))
             swapped += 1
     return swapped
