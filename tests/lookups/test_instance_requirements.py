@@ -7,7 +7,7 @@ import botocore.session
 import pytest
 
 from gpucloud.config import ConfigError
-from gpucloud.config.groups import ACCELERATOR_NAMES
+from gpucloud.config.requirements import ACCELERATOR_NAMES
 from gpucloud.plan import plan_stack
 from support import deploy, minimal_config, settings_for
 

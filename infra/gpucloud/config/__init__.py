@@ -8,18 +8,15 @@ one named validator each. Rules that need AWS facts (GPU types, EFA, subnets) ar
 from gpucloud.config.access import IAM_ROLE_POLICY_LIMIT, AccessConfig, DataConfig
 from gpucloud.config.network import NetworkConfig
 from gpucloud.config.errors import NAMESPACE, ConfigError
+from gpucloud.config.capacity import CapacityBlockConfig, CapacityBlockOffer, CapacityConfig, ReservationsConfig
 from gpucloud.config.groups import (
     CHECKPOINT_TIMEOUT_LIMIT_SECONDS,
-    CapacityBlockConfig,
-    CapacityBlockOffer,
-    CapacityConfig,
     CheckpointConfig,
     GroupConfig,
     HealthConfig,
-    InstanceRequirementsConfig,
-    ReservationsConfig,
     WarmPoolConfig,
 )
+from gpucloud.config.requirements import InstanceRequirementsConfig
 from gpucloud.config.operations import AccountConfig, BackupConfig, BudgetConfig, MonitoringConfig
 from gpucloud.config.scaling import (
     GpuIdleScaleIn,
