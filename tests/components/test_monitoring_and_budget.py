@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from gpucloud.testing import budget_subscribers
+from gpucloud.testing import budget_subscribers, run_program
 from support import deploy, minimal_config, settings_for
 
 
@@ -104,3 +104,27 @@ def test_idle_shutdown_needs_a_zero_minimum():
     values = minimal_config(groups=[{"name": "workers", "instanceTypes": ["g5.xlarge"], "minSize": 1, "maxSize": 2, "idleShutdown": {}}])
     with pytest.raises(ConfigError, match=r"gpu-cloud:groups\[0\]: idleShutdown scales the group to zero, which needs minSize: 0"):
         settings_for(values)
+
+
+@pytest.mark.parametrize("given, missing", [({}, "prometheus_rules"), ({"prometheus_rules": "groups: []\n"}, "grafana_dashboards")])
+def test_an_environment_missing_its_monitoring_files_declares_nothing(account, given, missing):
+    """An importing team's program that leaves out what Prometheus or Grafana need is stopped
+    before the environment declares any resource, not halfway through."""
+    from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
+    from gpucloud.lookups import resolve_stack
+    from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
+
+    settings = settings_for(minimal_config(monitoring={"prometheus": {"enabled": True}, "grafana": {"enabled": True}}))
+    refusals: list[str] = []
+
+    def program():
+        resolved = resolve_stack(settings, PulumiAwsLookups())
+        try:
+            ProjectEnvironment("demo", ProjectEnvironmentArgs(stack=resolved, **given))
+        except ValueError as error:
+            refusals.append(str(error))
+
+    deployment = run_program(program, account, stack="demo")
+
+    assert len(refusals) == 1 and f"pass {missing}" in refusals[0]
+    assert deployment.resources == []

@@ -8,41 +8,28 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from gpucloud.components.agent_artifacts import AgentArtifacts, AgentArtifactsArgs
+from gpucloud.components import _environment_parts as parts
+from gpucloud.components.agent_artifacts import AgentArtifacts
 from gpucloud.components.autoscaling import GpuAutoscaling, GpuAutoscalingArgs
-from gpucloud.components.cost_budget import CostBudget, CostBudgetArgs
+from gpucloud.components.cost_budget import CostBudget
 from gpucloud.components.encrypted_volume import EncryptedVolume, EncryptedVolumeArgs
-from gpucloud.components.encryption_key import EncryptionKey, EncryptionKeyArgs
+from gpucloud.components.encryption_key import EncryptionKey
 from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
-from gpucloud.components.job_runner import job_runner
+from gpucloud.components.grafana_workspace import GrafanaWorkspace
 from gpucloud.components.inference_endpoint import InferenceEndpoint, InferenceEndpointArgs, endpoint_placement
-from gpucloud.components.grafana_workspace import GrafanaWorkspace, GrafanaWorkspaceArgs
-from gpucloud.components.monitoring import GpuMonitoring, GpuMonitoringArgs
-from gpucloud.components.network import GpuNetwork, GpuNetworkArgs
+from gpucloud.components.job_runner import job_runner
+from gpucloud.components.monitoring import GpuMonitoring
+from gpucloud.components.network import GpuNetwork
 from gpucloud.components.node_services import node_services, node_services_document
-from gpucloud.components.prometheus_workspace import PrometheusWorkspace, PrometheusWorkspaceArgs
-from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
+from gpucloud.components.prometheus_workspace import PrometheusWorkspace
+from gpucloud.components.s3_access import S3PrefixAccess
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
 from gpucloud.components.shared_file_system import project_file_system
+from gpucloud.components.volume_backup import VolumeBackup
 from gpucloud.config.storage import s3_mount_entries
-from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
 from gpucloud.lookups import ResolvedGroup, ResolvedStack
 from gpucloud.lookups.requirements import aws_instance_requirements
-from gpucloud.userdata.bundle import build_agent_bundle
-from gpucloud.naming import (
-    AUTOSCALING_SERVICE,
-    GROUP_TAG,
-    access_logs_bucket_name,
-    artifacts_bucket_name,
-    autoscaling_group_name,
-    backup_role_name,
-    elb_name,
-    endpoint_logs_bucket_name,
-    flow_log_group_prefix,
-    instance_role_name,
-    job_log_group_name,
-    prometheus_log_group_prefix,
-)
+from gpucloud.naming import AUTOSCALING_SERVICE, GROUP_TAG, autoscaling_group_name, elb_name, endpoint_logs_bucket_name
 
 
 @dataclass(frozen=True)
@@ -54,6 +41,15 @@ class ProjectEnvironmentArgs:
     grafana_dashboards: Mapping[str, str] = field(default_factory=dict)
     """With `monitoring.grafana` on: dashboard file name -> Grafana JSON, as
     `gpucloud.observability.dashboards` builds them for the stack."""
+
+
+def _check_args(args: ProjectEnvironmentArgs) -> None:
+    """What the monitoring settings need from the caller, checked before any resource is declared."""
+    monitoring = args.stack.settings.config.monitoring
+    if monitoring.prometheus.enabled and args.prometheus_rules is None:
+        raise ValueError("monitoring.prometheus is on: pass prometheus_rules (gpucloud.observability.rule_file)")
+    if monitoring.grafana.enabled and not args.grafana_dashboards:
+        raise ValueError("monitoring.grafana is on: pass grafana_dashboards (gpucloud.observability.dashboards)")
 
 
 class ProjectEnvironment(pulumi.ComponentResource):
@@ -79,197 +75,67 @@ class ProjectEnvironment(pulumi.ComponentResource):
     """Per group: Auto Scaling group name and ARN, security group id, persistent volume id."""
 
     def __init__(self, name: str, args: ProjectEnvironmentArgs, opts: pulumi.ResourceOptions | None = None):
+        _check_args(args)
         super().__init__("gpu-cloud:index:ProjectEnvironment", name, None, opts)
         stack = args.stack
-        config = stack.settings.config
-        base = stack.settings.name_base
-        tags = stack.settings.tags
         child = pulumi.ResourceOptions(parent=self)
+        self._shared_resources(name, stack, child)
+        self._observability(name, args, child)
+        self.services = node_services(name, stack, self.access.role_name, self.key.key_arn, child)
+        self.instance_groups: dict[str, GpuInstanceGroup] = {}
+        group_outputs = {group.config.name: self._group(name, stack, group, child) for group in stack.groups}
+        self.jobs = job_runner(name, stack, self.key.key_arn, child)
+        self.backup = None
+        if parts.backs_up(stack):
+            self.backup = VolumeBackup(f"{name}-backup", parts.backup_args(stack, self.key.key_arn), opts=child)
+        self.budget = CostBudget(f"{name}-budget", parts.budget_args(stack, self.monitoring.topic_arn), opts=child)
+        self._register(group_outputs)
 
+    def _shared_resources(self, name: str, stack: ResolvedStack, child: pulumi.ResourceOptions) -> None:
+        """What every group uses: the service-linked role where it is created, the key, the network
+        where the stack makes its own, the node role, the shared file system and the agent's bucket."""
         self.service_linked_role = None
         if stack.create_service_linked_role:
             self.service_linked_role = aws.iam.ServiceLinkedRole(
                 f"{name}-autoscaling-service-role",
                 aws_service_name=AUTOSCALING_SERVICE,
                 description="Auto Scaling's service-linked role (created by gpu-cloud; shared by the account)",
-                tags=tags,
+                tags=stack.settings.tags,
                 opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
             )
-        prometheus = config.monitoring.prometheus
-        if prometheus.enabled and args.prometheus_rules is None:
-            raise ValueError("monitoring.prometheus is on: pass prometheus_rules (gpucloud.observability.rule_file)")
-        backs_up = any(group.persistent_volume_gib for group in config.groups)
-        log_groups = [job_log_group_name(base), *([flow_log_group_prefix(base)] if stack.network_zones else [])]
-        if prometheus.enabled and not prometheus.workspace_id:
-            log_groups.append(prometheus_log_group_prefix(base))
-        self.key = EncryptionKey(
-            f"{name}-key",
-            EncryptionKeyArgs(
-                project=base,
-                account_id=stack.account_id,
-                region=stack.settings.region,
-                partition=stack.partition,
-                # Only roles this stack creates: a role made later under a name the policy lists
-                # could decrypt with the key.
-                user_role_names=[instance_role_name(base), *([backup_role_name(base)] if backs_up else [])],
-                tags=tags,
-                log_groups=log_groups,
-                prometheus=prometheus.enabled,
-                file_system=bool(config.storage.lustre and config.storage.lustre.deployment_type == "PERSISTENT_2"),
-                waits_for=[self.service_linked_role] if self.service_linked_role else [],
-            ),
-            opts=child,
-        )
+        waits_for = [self.service_linked_role] if self.service_linked_role else []
+        self.key = EncryptionKey(f"{name}-key", parts.key_args(stack, waits_for), opts=child)
         self.network = None
         self.vpc_id: pulumi.Input[str] | None = stack.vpc_id
         if stack.network_zones:
-            network = config.network
-            self.network = GpuNetwork(
-                f"{name}-network",
-                GpuNetworkArgs(
-                    name_base=base,
-                    zones=stack.network_zones,
-                    region=stack.settings.region,
-                    account_id=stack.account_id,
-                    kms_key_arn=self.key.key_arn,
-                    cidr=network.cidr,
-                    nat_gateways=network.nat_gateways,
-                    egress=network.egress,
-                    interface_endpoints=network.interface_endpoints,
-                    flow_logs_retention_days=network.flow_logs_retention_days,
-                    s3_buckets=[artifacts_bucket_name(base, stack.account_id), *([config.data.bucket] if config.data else [])],
-                    partition=stack.partition,
-                    public_subnets_in_every_zone=any(g.endpoint and g.endpoint.internet_facing for g in config.groups),
-                    tags=tags,
-                ),
-                opts=child,
-            )
+            self.network = GpuNetwork(f"{name}-network", parts.network_args(stack, self.key.key_arn), opts=child)
             self.vpc_id = self.network.vpc_id
-        data = config.data
-        self.access = S3PrefixAccess(
-            f"{name}-access",
-            S3PrefixAccessArgs(
-                project=base,
-                account_id=stack.account_id,
-                region=stack.settings.region,
-                partition=stack.partition,
-                kms_key_arn=self.key.key_arn,
-                bucket=data.bucket if data else None,
-                read_prefixes=data.read_prefixes if data else (),
-                write_prefixes=data.write_prefixes if data else (),
-                session_manager=config.access.ssm,
-                group_names=[autoscaling_group_name(base, group.config.name) for group in stack.groups],
-                tags=tags,
-            ),
-            opts=child,
-        )
+        self.access = S3PrefixAccess(f"{name}-access", parts.access_args(stack, self.key.key_arn), opts=child)
         self.shared_file_system = project_file_system(
             name, stack, self.vpc_id, self.network.private_subnet_ids if self.network else None, self.key.key_arn, child)
         self.artifacts = AgentArtifacts(
-            f"{name}-artifacts",
-            AgentArtifactsArgs(
-                bucket_name=artifacts_bucket_name(base, stack.account_id),
-                kms_key_arn=self.key.key_arn,
-                reader_role_arns=[self.access.role_arn],
-                bundle=build_agent_bundle(),
-                log_bucket_name=access_logs_bucket_name(base, stack.account_id),
-                account_id=stack.account_id,
-                partition=stack.partition,
-                tags=tags,
-            ),
-            opts=child,
-        )
+            f"{name}-artifacts", parts.artifacts_args(stack, self.key.key_arn, self.access.role_arn), opts=child)
+
+    def _observability(self, name: str, args: ProjectEnvironmentArgs, child: pulumi.ResourceOptions) -> None:
+        """The Prometheus workspace (with `monitoring.prometheus`), the alarms and their topic, and
+        the Grafana workspace (with `monitoring.grafana`)."""
+        stack = args.stack
+        monitoring = stack.settings.config.monitoring
         self.prometheus = None
-        if prometheus.enabled:
-            existing = stack.prometheus_workspace
+        if monitoring.prometheus.enabled:
             self.prometheus = PrometheusWorkspace(
                 f"{name}-prometheus",
-                PrometheusWorkspaceArgs(
-                    name_base=base,
-                    region=stack.settings.region,
-                    kms_key_arn=self.key.key_arn,
-                    node_role_name=self.access.role_name,
-                    rules=args.prometheus_rules,
-                    existing_workspace_id=existing.id if existing else None,
-                    existing_workspace_arn=existing.arn if existing else None,
-                    log_retention_days=prometheus.log_retention_days,
-                    tags=tags,
-                ),
+                parts.prometheus_args(stack, self.key.key_arn, self.access.role_name, args.prometheus_rules),
                 opts=child,
             )
-        monitoring = config.monitoring
         self.monitoring = GpuMonitoring(
-            f"{name}-monitoring",
-            GpuMonitoringArgs(
-                project=base,
-                account_id=stack.account_id,
-                region=stack.settings.region,
-                owner_email=config.owner,
-                kms_key_arn=self.key.key_arn,
-                group_names=[autoscaling_group_name(base, group.config.name) for group in stack.groups],
-                temperature_threshold_c=monitoring.temperature_threshold_c,
-                memory_saturation_percent=monitoring.memory_saturation_percent,
-                idle_utilization_percent=monitoring.idle_utilization_percent,
-                idle_minutes=monitoring.idle_minutes,
-                dashboard=monitoring.dashboard,
-                prometheus_workspace_id=self.prometheus.workspace_id if self.prometheus else None,
-                prometheus_workspace_arn=self.prometheus.workspace_arn if self.prometheus else None,
-                manage_alert_manager=prometheus.manage_alert_manager,
-                tags=tags,
-            ),
-            opts=child,
-        )
+            f"{name}-monitoring", parts.monitoring_args(stack, self.key.key_arn, self.prometheus), opts=child)
         self.grafana = None
-        if config.monitoring.grafana.enabled:
-            if not args.grafana_dashboards:
-                raise ValueError("monitoring.grafana is on: pass grafana_dashboards (gpucloud.observability.dashboards)")
+        if monitoring.grafana.enabled:
             self.grafana = GrafanaWorkspace(
-                f"{name}-grafana",
-                GrafanaWorkspaceArgs(
-                    name_base=base,
-                    account_id=stack.account_id,
-                    region=stack.settings.region,
-                    prometheus_workspace_arn=self.prometheus.workspace_arn,
-                    prometheus_endpoint=self.prometheus.query_url,
-                    dashboards=args.grafana_dashboards,
-                    authentication=config.monitoring.grafana.authentication,
-                    saml=config.monitoring.grafana.saml.model_dump() if config.monitoring.grafana.saml else None,
-                    partition=stack.partition,
-                    tags=tags,
-                ),
-                opts=child,
-            )
-        self.services = node_services(name, stack, self.access.role_name, self.key.key_arn, child)
-        group_outputs = {}
-        self.instance_groups: dict[str, GpuInstanceGroup] = {}
-        for group in stack.groups:
-            group_outputs[group.config.name] = self._group(name, stack, group, child)
-        self.jobs = job_runner(name, stack, self.key.key_arn, child)
-        self.backup = None
-        if backs_up:
-            self.backup = VolumeBackup(
-                f"{name}-backup",
-                VolumeBackupArgs(
-                    project=base,
-                    kms_key_arn=self.key.key_arn,
-                    retention_days=config.backup.retention_days,
-                    partition=stack.partition,
-                    tags=tags,
-                ),
-                opts=child,
-            )
-        self.budget = CostBudget(
-            f"{name}-budget",
-            CostBudgetArgs(
-                project=config.project,
-                monthly_usd=config.budget.monthly_usd,
-                owner_email=config.owner,
-                topic_arn=self.monitoring.topic_arn,
-                tags=tags,
-                name_base=base,
-            ),
-            opts=child,
-        )
+                f"{name}-grafana", parts.grafana_args(stack, self.prometheus, args.grafana_dashboards), opts=child)
+
+    def _register(self, group_outputs: dict[str, dict]) -> None:
         self.kms_key_arn = self.key.key_arn
         self.instance_role_arn = self.access.role_arn
         self.alerts_topic_arn = self.monitoring.topic_arn
@@ -332,7 +198,6 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 opts=child,
             )
             outputs["persistentVolumeId"] = volume.volume_id
-        capacity = settings.capacity
         # The program never buys a Capacity Block (an offering in the stack file is a failure that
         # stops `pulumi up`): `gpucloud capacity buy` does, once, and the group runs in the block held.
         block_id = group.capacity_block.id if group.capacity_block else None
@@ -340,61 +205,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
             outputs["capacityBlockId"] = block_id
         instances = GpuInstanceGroup(
             f"{prefix}-nodes",
-            GpuInstanceGroupArgs(
-                group_name=asg_name,
-                instance_types=group.instance_types,
-                subnet_ids=(
-                    [self.network.private_subnet_ids[zone] for zone in group.zones]
-                    if self.network
-                    else [subnet.id for subnet in group.subnets]
-                ),
-                ami_id=group.ami.id,
-                root_device_name=group.ami.root_device_name,
-                instance_profile_arn=self.access.instance_profile_arn,
-                kms_key_arn=self.key.key_arn,
-                security_group_id=security_group.security_group_id,
-                min_size=settings.min_size,
-                max_size=settings.max_size,
-                desired_capacity=settings.initial_capacity,
-                on_demand_base_capacity=settings.on_demand_base_capacity,
-                spot_percent=settings.spot_percent,
-                multi_node=settings.multi_node,
-                root_volume_gib=settings.root_volume_gib,
-                data_volume_gib=settings.data_volume_gib,
-                health_check_grace_period_seconds=settings.health_check_grace_period_seconds,
-                project=config.project,
-                region=stack.settings.region,
-                max_temperature_c=config.monitoring.temperature_threshold_c,
-                persistent_volume_attach_to=asg_name if settings.persistent_volume_gib else None,
-                checkpoint_bucket=config.data.bucket if config.data and config.data.write_prefixes else None,
-                checkpoint_prefix=config.data.write_prefixes[0] if config.data and config.data.write_prefixes else None,
-                checkpoint_command=settings.checkpoint.command,
-                checkpoint_directory=settings.checkpoint.directory,
-                checkpoint_timeout_seconds=settings.checkpoint.timeout_seconds,
-                agent_bucket=self.artifacts.args.bucket_name,
-                agent_key=self.artifacts.args.bundle.key,
-                agent_sha256=self.artifacts.args.bundle.sha256,
-                health_interval_seconds=settings.health.interval_seconds,
-                throttle_minutes=settings.health.throttle_minutes,
-                max_replacements_per_hour=settings.health.max_replacements_per_hour,
-                replace_faulty_nodes=settings.health.replace,
-                prometheus_remote_write_url=self.prometheus.remote_write_url if self.prometheus else None,
-                prometheus_scrape_interval_seconds=config.monitoring.prometheus.scrape_interval_seconds,
-                capacity_reservation_ids=capacity.reservations.ids if capacity.reservations else (),
-                capacity_reservation_group_arns=capacity.reservations.resource_group_arns if capacity.reservations else (),
-                capacity_reservation_preference=capacity.reservations.preference if capacity.reservations else None,
-                capacity_block_id=block_id,
-                capacity_block_window=group.block_window,
-                warm_pool=settings.warm_pool.model_dump() if settings.warm_pool else None,
-                services=node_services_document(config, settings, base, stack.settings.region),
-                shared_file_system=self.shared_file_system.mount if self.shared_file_system else None,
-                s3_mounts=s3_mount_entries(config),
-                s3_mount_install=config.storage.s3_mount.install if config.storage.s3_mount else "ami",
-                instance_requirements=(
-                    aws_instance_requirements(settings.instance_requirements, []) if settings.instance_requirements else None
-                ),
-                tags=tags,
-            ),
+            self._instance_group_args(stack, group, security_group.security_group_id, block_id),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=[self.access, self.artifacts, *(self.network.egress_dependencies if self.network else []),
@@ -425,3 +236,67 @@ class ProjectEnvironment(pulumi.ComponentResource):
         outputs.update(autoScalingGroupName=instances.group_name, autoScalingGroupArn=instances.group_arn,
                        instanceTypes=[facts.name for facts in group.instance_types])
         return outputs
+
+    def _instance_group_args(self, stack: ResolvedStack, group: ResolvedGroup, security_group_id: pulumi.Input[str],
+                             block_id: str | None) -> GpuInstanceGroupArgs:
+        """The group's nodes as the stack's settings and the shared resources describe them."""
+        config = stack.settings.config
+        settings = group.config
+        base = stack.settings.name_base
+        asg_name = autoscaling_group_name(base, settings.name)
+        capacity = settings.capacity
+        return GpuInstanceGroupArgs(
+            group_name=asg_name,
+            instance_types=group.instance_types,
+            subnet_ids=(
+                [self.network.private_subnet_ids[zone] for zone in group.zones]
+                if self.network
+                else [subnet.id for subnet in group.subnets]
+            ),
+            ami_id=group.ami.id,
+            root_device_name=group.ami.root_device_name,
+            instance_profile_arn=self.access.instance_profile_arn,
+            kms_key_arn=self.key.key_arn,
+            security_group_id=security_group_id,
+            min_size=settings.min_size,
+            max_size=settings.max_size,
+            desired_capacity=settings.initial_capacity,
+            on_demand_base_capacity=settings.on_demand_base_capacity,
+            spot_percent=settings.spot_percent,
+            multi_node=settings.multi_node,
+            root_volume_gib=settings.root_volume_gib,
+            data_volume_gib=settings.data_volume_gib,
+            health_check_grace_period_seconds=settings.health_check_grace_period_seconds,
+            project=config.project,
+            region=stack.settings.region,
+            max_temperature_c=config.monitoring.temperature_threshold_c,
+            persistent_volume_attach_to=asg_name if settings.persistent_volume_gib else None,
+            checkpoint_bucket=config.data.bucket if config.data and config.data.write_prefixes else None,
+            checkpoint_prefix=config.data.write_prefixes[0] if config.data and config.data.write_prefixes else None,
+            checkpoint_command=settings.checkpoint.command,
+            checkpoint_directory=settings.checkpoint.directory,
+            checkpoint_timeout_seconds=settings.checkpoint.timeout_seconds,
+            agent_bucket=self.artifacts.args.bucket_name,
+            agent_key=self.artifacts.args.bundle.key,
+            agent_sha256=self.artifacts.args.bundle.sha256,
+            health_interval_seconds=settings.health.interval_seconds,
+            throttle_minutes=settings.health.throttle_minutes,
+            max_replacements_per_hour=settings.health.max_replacements_per_hour,
+            replace_faulty_nodes=settings.health.replace,
+            prometheus_remote_write_url=self.prometheus.remote_write_url if self.prometheus else None,
+            prometheus_scrape_interval_seconds=config.monitoring.prometheus.scrape_interval_seconds,
+            capacity_reservation_ids=capacity.reservations.ids if capacity.reservations else (),
+            capacity_reservation_group_arns=capacity.reservations.resource_group_arns if capacity.reservations else (),
+            capacity_reservation_preference=capacity.reservations.preference if capacity.reservations else None,
+            capacity_block_id=block_id,
+            capacity_block_window=group.block_window,
+            warm_pool=settings.warm_pool.model_dump() if settings.warm_pool else None,
+            services=node_services_document(config, settings, base, stack.settings.region),
+            shared_file_system=self.shared_file_system.mount if self.shared_file_system else None,
+            s3_mounts=s3_mount_entries(config),
+            s3_mount_install=config.storage.s3_mount.install if config.storage.s3_mount else "ami",
+            instance_requirements=(
+                aws_instance_requirements(settings.instance_requirements, []) if settings.instance_requirements else None
+            ),
+            tags={**stack.settings.tags, GROUP_TAG: settings.name},
+        )
