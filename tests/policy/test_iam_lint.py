@@ -184,3 +184,23 @@ def test_findings_of_one_issue_read_as_one_line_with_their_count_and_actions():
         "[s3:action0, s3:action1, s3:action2, s3:action3, s3:action4, s3:action5, and 2 more]"
     )
     assert iam_lint.summarize(groups[1]) == "MALFORMED (CRITICAL) Malformed: bad json"
+
+
+def test_parliament_finds_each_privilege_through_its_index_as_its_own_scan_does():
+    """Every action in parliament's database, those whose prefix two services share included,
+    resolves to the very privilege entry (and service) that parliament's scan returns."""
+    parliament = iam_lint._parliament()
+    indexed = parliament.statement.get_privilege_info
+    scan = indexed.scan
+    checked = 0
+    for service in parliament.iam_definition:
+        for privilege in service["privileges"]:
+            found = indexed(service["prefix"], privilege["privilege"])
+            resources = found["service_resources"]
+            assert scan(service["prefix"], privilege["privilege"]) is found
+            assert found["service_resources"] is resources
+            checked += 1
+    assert checked > 19000
+    with pytest.raises(parliament.UnknownActionException, match="Unknown action s3:NoSuchAction"):
+        indexed("s3", "NoSuchAction")
+

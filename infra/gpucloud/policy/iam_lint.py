@@ -20,6 +20,9 @@ Parliament quirks worth knowing (parliament 1.6.4):
   touching parliament's global config.
 * It imports ``pkg_resources`` (gone from setuptools 82) just to find its data
   files; ``_parliament`` answers that from importlib.resources while it imports.
+* ``statement.get_privilege_info`` scans every service's privileges for each
+  action it checks, and a statement on ``"*"`` checks all 19,050 of them;
+  ``_parliament`` puts a lookup through an index, built once, in its place.
 * Resource policies (KMS key policies) are not linted here: the default key
   policy's ``kms:*`` for the account root is a PERMISSIONS_MANAGEMENT finding by
   design.  ``iam_documents.key_policy_problems`` checks those.
@@ -118,11 +121,48 @@ def _parliament() -> Any:
         with warnings.catch_warnings(), _resource_files_for_parliament():
             warnings.simplefilter("ignore")  # parliament leaves its data files open
             import parliament
+            import parliament.statement
     except ImportError as error:
         raise LinterUnavailableError(
             f"parliament is not importable ({error}); install gpucloud's policy extra: pip install 'gpucloud[policy]'"
         ) from error
+    scan = getattr(parliament.statement, "get_privilege_info", None)
+    if scan is not None and not hasattr(scan, "scan"):
+        parliament.statement.get_privilege_info = _indexed_privilege_info(parliament.iam_definition, scan)
     return parliament
+
+
+def _indexed_privilege_info(iam_definition: list[dict], scan: Any) -> Any:
+    """parliament's `get_privilege_info(service, action)`, answered from an index of its IAM
+    database instead of a scan of it: a policy with a statement on `"*"` (a Deny on everything
+    over plain HTTP, say) made 73,594 scans and took 2.6 s to lint. It returns the same object
+    the scan finds, the first in the database's order (some prefixes have two services, and 631
+    privileges appear under both), with the same two keys added; an unknown action goes to the
+    scan, which raises parliament's own error. A prefix is indexed when first asked for: the
+    whole database takes 20 to 60 ms, a plan's documents name a handful of services."""
+    by_prefix: dict[str, dict[str, tuple[dict, dict]]] = {}
+
+    def privileges_of(prefix: str) -> dict[str, tuple[dict, dict]]:
+        if prefix not in by_prefix:
+            index: dict[str, tuple[dict, dict]] = {}
+            for service in iam_definition:
+                if service["prefix"] == prefix:
+                    for privilege in service["privileges"]:
+                        index.setdefault(privilege["privilege"], (service, privilege))
+            by_prefix[prefix] = index
+        return by_prefix[prefix]
+
+    def get_privilege_info(service: str, action: str) -> dict:
+        found = privileges_of(service).get(action)
+        if found is None:
+            return scan(service, action)
+        service_info, privilege_info = found
+        privilege_info["service_resources"] = service_info["resources"]
+        privilege_info["service_conditions"] = service_info["conditions"]
+        return privilege_info
+
+    get_privilege_info.scan = scan  # type: ignore[attr-defined]
+    return get_privilege_info
 
 
 @contextlib.contextmanager
