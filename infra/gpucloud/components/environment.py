@@ -205,7 +205,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
             outputs["capacityBlockId"] = block_id
         instances = GpuInstanceGroup(
             f"{prefix}-nodes",
-            self._instance_group_args(stack, group, security_group.security_group_id, block_id),
+            self._instance_group_args(stack, group, security_group.security_group_id, block_id, tags),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=[self.access, self.artifacts, *(self.network.egress_dependencies if self.network else []),
@@ -238,7 +238,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
         return outputs
 
     def _instance_group_args(self, stack: ResolvedStack, group: ResolvedGroup, security_group_id: pulumi.Input[str],
-                             block_id: str | None) -> GpuInstanceGroupArgs:
+                             block_id: str | None, tags: dict[str, str]) -> GpuInstanceGroupArgs:
         """The group's nodes as the stack's settings and the shared resources describe them."""
         config = stack.settings.config
         settings = group.config
@@ -298,5 +298,5 @@ class ProjectEnvironment(pulumi.ComponentResource):
             instance_requirements=(
                 aws_instance_requirements(settings.instance_requirements, []) if settings.instance_requirements else None
             ),
-            tags={**stack.settings.tags, GROUP_TAG: settings.name},
+            tags=tags,
         )
