@@ -6,6 +6,9 @@ import json
 
 import pytest
 
+from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
+from gpucloud.lookups import resolve_stack
+from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
 from gpucloud.testing import budget_subscribers, run_program
 from support import deploy, minimal_config, settings_for
 
@@ -110,10 +113,6 @@ def test_idle_shutdown_needs_a_zero_minimum():
 def test_an_environment_missing_its_monitoring_files_declares_nothing(account, given, missing):
     """An importing team's program that leaves out what Prometheus or Grafana need is stopped
     before the environment declares any resource, not halfway through."""
-    from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
-    from gpucloud.lookups import resolve_stack
-    from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
-
     settings = settings_for(minimal_config(monitoring={"prometheus": {"enabled": True}, "grafana": {"enabled": True}}))
     refusals: list[str] = []
 
