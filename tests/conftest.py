@@ -1,4 +1,8 @@
-"""Shared fixtures: a fresh moto account per test, and example stacks deployed on the engine."""
+"""Shared fixtures: a fresh moto account per test, and example stacks deployed on the engine.
+
+The package is imported where a test needs it, not at the top: xdist's controller loads this file
+too, before it starts the workers, and runs no test. Loading the engine here (moto, pulumi and
+pulumi-aws, 1.4 s of CPU) held every worker back by that much."""
 
 from __future__ import annotations
 
@@ -7,10 +11,7 @@ import gc
 
 import pytest
 
-from gpucloud.config import load_stack_file
-from gpucloud.testing import moto_account
-from gpucloud.testing.moto_setup import models_parsed_once, moto_answers_sooner
-from support import EXAMPLE_STACKS, STACKS, ExampleStack, deploy
+from paths import EXAMPLE_STACKS, STACKS
 
 
 LONGEST_FILES = (
@@ -71,12 +72,21 @@ own thresholds and puts these back."""
 _SESSION = contextlib.ExitStack()
 
 
+def runs_tests(config) -> bool:
+    """Whether this process runs tests: an xdist worker, or pytest without xdist (`-n 0`)."""
+    return hasattr(config, "workerinput") or config.option.dist == "no"
+
+
 def pytest_configure(config):
     """For the whole session, collection included: every botocore session reads AWS's service
     models through one loader, the one the engine's accounts share (gpucloud.testing.moto_setup).
     A new session parsed the large JSON models again: the state backend's tests spent a third of
     their CPU time on it, and moto, imported while the tests are collected, makes three sessions
     to list EC2's regions (0.9 s of every worker's collection)."""
+    if not runs_tests(config):
+        return
+    from gpucloud.testing.moto_setup import models_parsed_once
+
     gc.set_threshold(*SESSION_GC_THRESHOLDS)
     _SESSION.enter_context(models_parsed_once())
 
@@ -105,12 +115,16 @@ def pytest_unconfigure(config):
 def moto_answers_sooner_everywhere():
     """The engine's moto tuning (lazy KMS key material, response classes inspected once) for the
     tests that start moto themselves too (`mock_aws`), not only inside `moto_account`."""
+    from gpucloud.testing.moto_setup import moto_answers_sooner
+
     with moto_answers_sooner():
         yield
 
 
 @pytest.fixture
 def account():
+    from gpucloud.testing import moto_account
+
     with moto_account("us-east-1") as fresh:
         yield fresh
 
@@ -118,6 +132,10 @@ def account():
 @pytest.fixture(scope="module", params=EXAMPLE_STACKS)
 def example(request):
     """Each example stack deployed once on its own fresh account."""
+    from gpucloud.config import load_stack_file
+    from gpucloud.testing import moto_account
+    from support import ExampleStack, deploy
+
     settings = load_stack_file(STACKS / f"Pulumi.{request.param}.yaml")
     with moto_account(settings.region) as fresh:
         yield ExampleStack(settings, deploy(settings, fresh))

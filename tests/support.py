@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 from gpucloud.config import StackSettings, parse_stack_config
 from gpucloud.program import build
 from gpucloud.testing import Deployment, run_program
-
-ROOT = Path(__file__).resolve().parent.parent
-STACKS = ROOT / "stacks"
-EXAMPLE_STACKS = sorted(path.name.removeprefix("Pulumi.").removesuffix(".yaml") for path in STACKS.glob("Pulumi.*.yaml"))
+from paths import EXAMPLE_STACKS, ROOT, STACKS  # noqa: F401 - the tests import them from here
 
 MINIMAL_CONFIG: dict[str, Any] = {
     "project": "demo",
