@@ -6,15 +6,13 @@ import json
 
 import pytest
 
-from gpucloud.components.environment import ProjectEnvironment, ProjectEnvironmentArgs
-from gpucloud.lookups import resolve_stack
-from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
-from gpucloud.testing import budget_subscribers, run_program
+from gpucloud.testing import budget_subscribers, moto_account
 from support import deploy, minimal_config, settings_for
 
 
-@pytest.fixture
-def demo(account):
+@pytest.fixture(scope="module")
+def demo():
+    """Deployed once for the module on its own account: every test here only reads it."""
     values = minimal_config(
         monitoring={"temperatureThresholdC": 80, "idleUtilizationPercent": 3, "idleMinutes": 30},
         budget={"monthlyUsd": 2500},
@@ -23,7 +21,8 @@ def demo(account):
             {"name": "trainers", "instanceTypes": ["p4d.24xlarge"], "maxSize": 2},
         ],
     )
-    return deploy(settings_for(values), account)
+    with moto_account() as account:
+        yield deploy(settings_for(values), account)
 
 
 def alarms_of(deployment, group: str) -> dict[str, dict]:
@@ -107,23 +106,3 @@ def test_idle_shutdown_needs_a_zero_minimum():
     values = minimal_config(groups=[{"name": "workers", "instanceTypes": ["g5.xlarge"], "minSize": 1, "maxSize": 2, "idleShutdown": {}}])
     with pytest.raises(ConfigError, match=r"gpu-cloud:groups\[0\]: idleShutdown scales the group to zero, which needs minSize: 0"):
         settings_for(values)
-
-
-@pytest.mark.parametrize("given, missing", [({}, "prometheus_rules"), ({"prometheus_rules": "groups: []\n"}, "grafana_dashboards")])
-def test_an_environment_missing_its_monitoring_files_declares_nothing(account, given, missing):
-    """An importing team's program that leaves out what Prometheus or Grafana need is stopped
-    before the environment declares any resource, not halfway through."""
-    settings = settings_for(minimal_config(monitoring={"prometheus": {"enabled": True}, "grafana": {"enabled": True}}))
-    refusals: list[str] = []
-
-    def program():
-        resolved = resolve_stack(settings, PulumiAwsLookups())
-        try:
-            ProjectEnvironment("demo", ProjectEnvironmentArgs(stack=resolved, **given))
-        except ValueError as error:
-            refusals.append(str(error))
-
-    deployment = run_program(program, account, stack="demo")
-
-    assert len(refusals) == 1 and f"pass {missing}" in refusals[0]
-    assert deployment.resources == []

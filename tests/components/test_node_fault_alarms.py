@@ -5,19 +5,28 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from support import deploy, minimal_config, settings_for
 from gpucloud.naming import NODE_METRICS_NAMESPACE
 from gpucloud.node.replace import NAMESPACE as AGENT_NAMESPACE
+from gpucloud.testing import moto_account
+
+
+@pytest.fixture(scope="module")
+def demo():
+    """The minimal stack, deployed once for the module on its own account: the tests only read it."""
+    with moto_account() as account:
+        yield deploy(settings_for(minimal_config()), account)
 
 
 def test_the_agent_and_the_stack_name_the_same_namespace():
     assert AGENT_NAMESPACE == NODE_METRICS_NAMESPACE == "gpu-cloud/Node"
 
 
-def test_each_group_alarms_on_node_faults_and_on_the_open_breaker(account):
-    deployment = deploy(settings_for(minimal_config()), account)
-    topic = deployment.outputs["alertsTopicArn"]
-    alarms = {alarm["MetricName"]: alarm for alarm in account.client("cloudwatch").describe_alarms()["MetricAlarms"]
+def test_each_group_alarms_on_node_faults_and_on_the_open_breaker(demo):
+    topic = demo.outputs["alertsTopicArn"]
+    alarms = {alarm["MetricName"]: alarm for alarm in demo.client("cloudwatch").describe_alarms()["MetricAlarms"]
               if alarm.get("Namespace") == NODE_METRICS_NAMESPACE}
 
     assert set(alarms) == {"NodeFaults", "ReplacementsHeld", "ThrottledGpus"}
@@ -28,9 +37,8 @@ def test_each_group_alarms_on_node_faults_and_on_the_open_breaker(account):
         assert alarm["AlarmActions"] == [topic] and alarm["TreatMissingData"] == "notBreaching"
 
 
-def test_the_node_may_put_metrics_only_in_its_namespaces(account):
-    deploy(settings_for(minimal_config()), account)
-    iam = account.client("iam")
+def test_the_node_may_put_metrics_only_in_its_namespaces(demo):
+    iam = demo.client("iam")
     document = iam.get_role_policy(RoleName="gpu-cloud-demo-node", PolicyName="gpu-cloud-node-access")["PolicyDocument"]
     document = json.loads(document) if isinstance(document, str) else document
     [put] = [statement for statement in document["Statement"] if "cloudwatch:PutMetricData" in statement["Action"]]

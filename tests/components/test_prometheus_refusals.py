@@ -1,5 +1,6 @@
 """What AMP refuses or cannot deliver, which moto accepts, refused by the engine; a stack with an
-existing workspace, or none; and the workspace component on its own in a team's program."""
+existing workspace, or none; the workspace component on its own in a team's program; and a team's
+program that leaves out the Prometheus rules or the Grafana dashboards."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ import yaml
 from botocore.exceptions import ClientError
 
 from support import deploy, minimal_config, node_configs, settings_for
-from gpucloud.components import PrometheusWorkspace, PrometheusWorkspaceArgs
+from gpucloud.components import ProjectEnvironment, ProjectEnvironmentArgs, PrometheusWorkspace, PrometheusWorkspaceArgs
 from gpucloud.config import ConfigError
 from gpucloud.documents import alerts_topic_policy, key_policy
+from gpucloud.lookups import resolve_stack
+from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
 from gpucloud.testing import moto_account, run_program
 
 
@@ -113,3 +116,23 @@ def test_managed_grafana_in_a_region_without_it_is_a_config_error_before_any_res
     [reason] = [reason for key, reason in error.value.problems if key.startswith("gpu-cloud:monitoring")]
     assert dict(error.value.problems)["gpu-cloud:monitoring.grafana.enabled"] == reason
     assert reason.startswith("Amazon Managed Grafana has no endpoint in us-west-1 (botocore ") and "us-east-1" in reason
+
+
+@pytest.mark.parametrize("given, missing", [({}, "prometheus_rules"), ({"prometheus_rules": "groups: []\n"}, "grafana_dashboards")])
+def test_an_environment_missing_its_monitoring_files_declares_nothing(account, given, missing):
+    """An importing team's program that leaves out what Prometheus or Grafana need is stopped
+    before the environment declares any resource, not halfway through."""
+    settings = settings_for(minimal_config(monitoring={"prometheus": {"enabled": True}, "grafana": {"enabled": True}}))
+    refusals: list[str] = []
+
+    def program():
+        resolved = resolve_stack(settings, PulumiAwsLookups())
+        try:
+            ProjectEnvironment("demo", ProjectEnvironmentArgs(stack=resolved, **given))
+        except ValueError as error:
+            refusals.append(str(error))
+
+    deployment = run_program(program, account, stack="demo")
+
+    assert len(refusals) == 1 and f"pass {missing}" in refusals[0]
+    assert deployment.resources == []
