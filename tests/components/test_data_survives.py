@@ -60,17 +60,49 @@ def baseline_inputs():
         return keeper_inputs(deploy(settings_for(values_with({})), account))
 
 
-@pytest.fixture
-def baseline(account):
-    return deploy(settings_for(values_with({})), account)
+@pytest.fixture(scope="class")
+def baseline():
+    """The baseline stack for the tests of a class that only read it: one deployment, on an account
+    of its own that closes when the class ends, before the tests below open theirs."""
+    from gpucloud.testing import moto_account
+
+    with moto_account() as account:
+        yield deploy(settings_for(values_with({})), account)
 
 
-def test_keepers_are_protected_and_retained_on_delete(baseline):
-    kept = [resource for resource in baseline.resources if resource.type in KEEPERS]
-    assert {resource.type for resource in kept} == set(KEEPERS)
-    for resource in kept:
-        assert resource.protect and resource.retain_on_delete, resource.urn
-        assert not resource.replace_on_changes, resource.urn
+class TestTheBaselineStack:
+    def test_keepers_are_protected_and_retained_on_delete(self, baseline):
+        kept = [resource for resource in baseline.resources if resource.type in KEEPERS]
+        assert {resource.type for resource in kept} == set(KEEPERS)
+        for resource in kept:
+            assert resource.protect and resource.retain_on_delete, resource.urn
+            assert not resource.replace_on_changes, resource.urn
+
+    def test_persistent_volume_is_backed_up_daily_into_a_vault_under_the_project_key(self, baseline):
+        backup = baseline.client("backup")
+        key_arn = baseline.outputs["kmsKeyArn"]
+        vault = backup.describe_backup_vault(BackupVaultName="gpu-cloud-demo")
+        assert vault["EncryptionKeyArn"] == key_arn
+        [plan_summary] = backup.list_backup_plans()["BackupPlansList"]
+        [rule] = backup.get_backup_plan(BackupPlanId=plan_summary["BackupPlanId"])["BackupPlan"]["Rules"]
+        assert rule["ScheduleExpression"] == "cron(0 3 * * ? *)"
+        assert rule["Lifecycle"]["DeleteAfterDays"] == 14
+        assert rule["TargetBackupVaultName"] == "gpu-cloud-demo"
+        [selection] = baseline.of_type("aws:backup/selection:Selection")
+        assert not selection.validated and "CreateBackupSelection" in selection.note
+        assert selection.inputs["selectionTags"] == [{"type": "STRINGEQUALS", "key": "gpu-cloud:backup", "value": "demo"}]
+        volume_id = baseline.outputs["groups"]["workbench"]["persistentVolumeId"]
+        [volume] = baseline.client("ec2").describe_volumes(VolumeIds=[volume_id])["Volumes"]
+        assert {"Key": "gpu-cloud:backup", "Value": "demo"} in volume["Tags"]
+
+    def test_backup_role_may_use_the_project_key(self, baseline):
+        import json
+
+        policy = json.loads(baseline.client("kms").get_key_policy(KeyId=baseline.outputs["kmsKeyArn"], PolicyName="default")["Policy"])
+        [use] = [s for s in policy["Statement"] if s["Sid"] == "ProjectInstanceRolesUseKey"]
+        assert "arn:aws:iam::123456789012:role/gpu-cloud-demo-backup" in use["Condition"]["ArnEquals"]["aws:PrincipalArn"]
+        attached = baseline.client("iam").list_attached_role_policies(RoleName="gpu-cloud-demo-backup")["AttachedPolicies"]
+        assert [p["PolicyName"] for p in attached] == ["AWSBackupServiceRolePolicyForBackup"]
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
@@ -85,24 +117,6 @@ def test_fleet_changes_leave_key_volume_and_vault_inputs_unchanged(baseline_inpu
     assert keeper_inputs(changed) == baseline_inputs
 
 
-def test_persistent_volume_is_backed_up_daily_into_a_vault_under_the_project_key(baseline):
-    backup = baseline.client("backup")
-    key_arn = baseline.outputs["kmsKeyArn"]
-    vault = backup.describe_backup_vault(BackupVaultName="gpu-cloud-demo")
-    assert vault["EncryptionKeyArn"] == key_arn
-    [plan_summary] = backup.list_backup_plans()["BackupPlansList"]
-    [rule] = backup.get_backup_plan(BackupPlanId=plan_summary["BackupPlanId"])["BackupPlan"]["Rules"]
-    assert rule["ScheduleExpression"] == "cron(0 3 * * ? *)"
-    assert rule["Lifecycle"]["DeleteAfterDays"] == 14
-    assert rule["TargetBackupVaultName"] == "gpu-cloud-demo"
-    [selection] = baseline.of_type("aws:backup/selection:Selection")
-    assert not selection.validated and "CreateBackupSelection" in selection.note
-    assert selection.inputs["selectionTags"] == [{"type": "STRINGEQUALS", "key": "gpu-cloud:backup", "value": "demo"}]
-    volume_id = baseline.outputs["groups"]["workbench"]["persistentVolumeId"]
-    [volume] = baseline.client("ec2").describe_volumes(VolumeIds=[volume_id])["Volumes"]
-    assert {"Key": "gpu-cloud:backup", "Value": "demo"} in volume["Tags"]
-
-
 def test_backups_are_kept_seven_days_unless_configured(account):
     values = minimal_config(groups=[copy.deepcopy(BASE_GROUP)])
     assert "backup" not in values
@@ -113,16 +127,6 @@ def test_backups_are_kept_seven_days_unless_configured(account):
     [plan_summary] = backup.list_backup_plans()["BackupPlansList"]
     [rule] = backup.get_backup_plan(BackupPlanId=plan_summary["BackupPlanId"])["BackupPlan"]["Rules"]
     assert rule["Lifecycle"]["DeleteAfterDays"] == 7
-
-
-def test_backup_role_may_use_the_project_key(baseline):
-    import json
-
-    policy = json.loads(baseline.client("kms").get_key_policy(KeyId=baseline.outputs["kmsKeyArn"], PolicyName="default")["Policy"])
-    [use] = [s for s in policy["Statement"] if s["Sid"] == "ProjectInstanceRolesUseKey"]
-    assert "arn:aws:iam::123456789012:role/gpu-cloud-demo-backup" in use["Condition"]["ArnEquals"]["aws:PrincipalArn"]
-    attached = baseline.client("iam").list_attached_role_policies(RoleName="gpu-cloud-demo-backup")["AttachedPolicies"]
-    assert [p["PolicyName"] for p in attached] == ["AWSBackupServiceRolePolicyForBackup"]
 
 
 def test_stacks_without_persistent_volumes_get_no_backup(account):
