@@ -204,3 +204,57 @@ def test_parliament_finds_each_privilege_through_its_index_as_its_own_scan_does(
     with pytest.raises(parliament.UnknownActionException, match="Unknown action s3:NoSuchAction"):
         indexed("s3", "NoSuchAction")
 
+
+
+REMEMBERING_CASES = {
+    "node policy": NODE_POLICY,
+    "service wildcards": SERVICE_WILDCARD_POLICY,
+    "deny beside allow": document(
+        {"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "iam:PassRole"], "Resource": "*"},
+        {"Effect": "Deny", "Action": "s3:*", "Resource": "*"},
+        {"Effect": "Deny", "Action": "iam:PassRole", "Resource": "*", "Condition": {"StringNotEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}},
+    ),
+    "one privilege of a service denied": document(
+        {"Effect": "Allow", "Action": ["iam:CreateAccessKey", "iam:PutUserPolicy"], "Resource": "*"},
+        {"Effect": "Deny", "Action": "iam:CreateAccessKey", "Resource": "*"},
+    ),
+    "not action": document({"Effect": "Allow", "NotAction": ["iam:*", "organizations:*"], "Resource": "*"}),
+    "not resource": document({"Effect": "Allow", "Action": ["iam:CreateAccessKey", "s3:GetObject"], "NotResource": "arn:aws:s3:::b/*"}),
+    "the same privilege elsewhere": document(
+        {"Effect": "Allow", "Action": ["iam:CreateAccessKey", "s3:GetObject"], "Resource": f"arn:aws:iam::{ACCOUNT}:user/ops"}),
+}
+
+
+def test_remembered_references_give_every_finding_parliaments_own_walk_gives(monkeypatch):
+    """Linted one after the other in one process (so an answer remembered across policies would
+    show), each document's findings are the ones parliament finds walking its statements anew."""
+    policy_class = iam_lint._parliament().policy.Policy
+    remembered = policy_class.get_references
+
+    def findings() -> dict[str, list[tuple]]:
+        return {name: [(finding.issue, finding.severity, finding.detail, sorted(finding.actions))
+                       for finding in iam_lint._lint_text.__wrapped__(json.dumps(policy))]
+                for name, policy in REMEMBERING_CASES.items()}
+
+    with_memory = findings()
+    monkeypatch.setattr(policy_class, "get_references", remembered.walk)
+    walked = findings()
+
+    assert with_memory == walked
+    assert any(with_memory.values()) and with_memory["service wildcards"] != with_memory["the same privilege elsewhere"]
+
+
+def test_a_policy_walks_its_statements_once_per_privilege(monkeypatch):
+    policy_class = iam_lint._parliament().policy.Policy
+    walk = policy_class.get_references.walk
+    asked: list[tuple[int, str, str]] = []
+
+    def counted(self, prefix, name):
+        asked.append((id(self), prefix, name))
+        return walk(self, prefix, name)
+
+    monkeypatch.setattr(policy_class, "get_references", iam_lint._remembered_references(counted))
+    iam_lint._lint_text.__wrapped__(json.dumps(SERVICE_WILDCARD_POLICY))
+
+    assert len(asked) > 100
+    assert len(asked) == len(set(asked))

@@ -24,6 +24,9 @@ Parliament quirks worth knowing (parliament 1.6.4):
   action it checks, and a statement on ``"*"`` checks all 19,050 of them;
   ``_parliament`` puts a lookup through an index of it, built a service prefix
   at a time, in its place.
+* ``Policy.get_references`` walks every statement for each privilege it is asked
+  about, and the auditors ask about every allowed privilege again, four times
+  per lint; ``_parliament`` has each policy remember its answers.
 * Resource policies (KMS key policies) are not linted here: the default key
   policy's ``kms:*`` for the account root is a PERMISSIONS_MANAGEMENT finding by
   design.  ``iam_documents.key_policy_problems`` checks those.
@@ -122,6 +125,7 @@ def _parliament() -> Any:
         with warnings.catch_warnings(), _resource_files_for_parliament():
             warnings.simplefilter("ignore")  # parliament leaves its data files open
             import parliament
+            import parliament.policy
             import parliament.statement
     except ImportError as error:
         raise LinterUnavailableError(
@@ -130,7 +134,33 @@ def _parliament() -> Any:
     scan = getattr(parliament.statement, "get_privilege_info", None)
     if scan is not None and not hasattr(scan, "scan"):
         parliament.statement.get_privilege_info = _indexed_privilege_info(parliament.iam_definition, scan)
+    policy_class = getattr(getattr(parliament, "policy", None), "Policy", None)
+    walk = getattr(policy_class, "get_references", None)
+    if walk is not None and not hasattr(walk, "walk"):
+        policy_class.get_references = _remembered_references(walk)
     return parliament
+
+
+def _remembered_references(walk: Any) -> Any:
+    """parliament's `Policy.get_references(prefix, privilege)`, remembered by each policy for as
+    long as its statements are the same objects. The statements that name a privilege, and on which
+    resources, depend on nothing else, and parliament only reads the answer. Its auditors ask for
+    every privilege the policy allows, one pass each (`get_allowed_actions`): the instance role's
+    policy of an example stack took 24 to 39 ms to lint, 11 to 17 ms remembered; a Deny on `"*"`
+    beside `s3:*`, `ec2:*` and `iam:PassRole` on `"*"`, 3.9 to 4.8 s, 1.2 s remembered (2026-11-27)."""
+
+    def get_references(self: Any, privilege_prefix: str, privilege_name: str) -> dict:
+        statements = tuple(map(id, self.statements))
+        remembered = self.__dict__.get("_gpucloud_references")
+        if remembered is None or remembered[0] != statements:
+            remembered = self._gpucloud_references = (statements, {})
+        key = (privilege_prefix, privilege_name)
+        if key not in remembered[1]:
+            remembered[1][key] = walk(self, privilege_prefix, privilege_name)
+        return remembered[1][key]
+
+    get_references.walk = walk  # type: ignore[attr-defined]
+    return get_references
 
 
 def _indexed_privilege_info(iam_definition: list[dict], scan: Any) -> Any:
