@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 from moto.core.parse import QueryParser
 from moto.core.responses import BaseResponse
 from moto.core.utils import method_names_from_class
+from moto.ec2.models import ec2_backends
+from moto.ec2.models.instance_types import InstanceTypeOfferingBackend
 
 from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER
 from gpucloud.testing import moto_account
@@ -157,6 +159,50 @@ def test_a_request_has_parameters_under_a_prefix_exactly_when_moto_says_so(names
     parser = QueryParser(None)
 
     assert _no_parameter_under(parser, params, prefix) == QUERY_PARSERS_OWN(parser, params, prefix)
+
+
+OFFERING_FILTERS = [
+    {"instance-type": ["g5.2xlarge"]},
+    {"instance-type": ["g5.xlarge", "p4d.24xlarge", "g5.xlarge", "no.such"]},
+    {"instance-type": ["g6.2xlarge"], "location": ["us-east-1b", "us-east-1d"]},
+    {"instance-type": ["p5.48xlarge"]},
+    {"instance-type": ["no.such"]},
+    {"instance-type": []},
+    {"location": ["us-east-1a"]},
+    {},
+    None,
+]
+
+
+@pytest.mark.parametrize("location_type", ["availability-zone", "availability-zone-id", "region", None])
+@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1"])
+def test_an_instance_types_offerings_are_the_ones_moto_scans_for_in_its_order(location_type, region):
+    with moto_account(region) as account:
+        backend = ec2_backends[account.account_id][region]
+        offered = InstanceTypeOfferingBackend.describe_instance_type_offerings
+        found = {str(filters): offered(backend, location_type, filters) for filters in OFFERING_FILTERS}
+        scanned = {str(filters): offered.scan(backend, location_type, filters) for filters in OFFERING_FILTERS}
+
+    assert found == scanned
+    assert found[str(OFFERING_FILTERS[0])] and found[str(OFFERING_FILTERS[1])]
+
+
+def offerings_seen_by_the_engine() -> list[dict]:
+    with moto_account() as account:
+        return account.client("ec2").describe_instance_type_offerings(
+            LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": ["p4d.24xlarge", "g5.xlarge"]}],
+        )["InstanceTypeOfferings"]
+
+
+def test_offerings_reach_the_engines_client_as_moto_answers_them(monkeypatch):
+    found = offerings_seen_by_the_engine()
+    scan = InstanceTypeOfferingBackend.describe_instance_type_offerings.scan
+    monkeypatch.setattr(InstanceTypeOfferingBackend, "describe_instance_type_offerings", scan)
+    monkeypatch.setattr("gpucloud.testing.moto_setup._offerings_of_types", lambda scan: scan)
+    as_moto_ships_it = offerings_seen_by_the_engine()
+
+    assert found == as_moto_ships_it
+    assert {offering["InstanceType"] for offering in found} == {"p4d.24xlarge", "g5.xlarge"}
 
 
 def launch_template_as_stored(data: dict) -> dict:
