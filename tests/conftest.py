@@ -20,7 +20,6 @@ LONGEST_FILES = (
     "test_data_survives.py",
     "test_launcher_recording.py",
     "test_example_user_data.py",
-    "test_h100_readings.py",
     "test_prometheus_integration.py",
     "test_benchmarks.py",
     "test_plan_comment_workflow.py",

@@ -1,27 +1,20 @@
 """What `watch` and `collect` produced on a real H100 (tests/fixtures/nvidia_smi/h100-watch/
 run-2026-11-25-collect, recorded by record_collect.py from the agent bundle): the /metrics text
-parses with the collector's own parser and holds the GPU's readings; a real Prometheus (Debian's
-package) scraping that text with the llm-infer stack's rules counts the GPU in its group and raises
-nothing for it; and the remote-write requests the collector sent carry the node's labels and its
-own readings."""
+parses with the collector's own parser and holds the GPU's readings, and the remote-write requests
+the collector sent carry the node's labels and its own readings. A real Prometheus scraping that
+text with the llm-infer stack's rules is in test_prometheus_integration.py, started together with
+the one that scrapes `watch`."""
 
 from __future__ import annotations
 
 import base64
 import json
 
-import pytest
-
 from gpucloud.node.collector import parse_exposition
-from gpucloud.node.exporter import serve_textfile
 from gpucloud.node.remote_write import HEADERS
-from gpucloud.observability import rule_file_text
 from remote_write_checks import decode_body
-from support import ROOT
-from test_prometheus_integration import FAST, api, running_prometheus, wait_for
-from test_rules import GROUP, SETTINGS
+from test_prometheus_integration import RECORDING
 
-RECORDING = ROOT / "tests" / "fixtures" / "nvidia_smi" / "h100-watch" / "run-2026-11-25-collect"
 NODE_LABELS = {"project": "device", "group": "gpu-cloud-device-collect", "instance_id": "i-device",
                "instance_type": "device"}
 UUID = "GPU-a802e77e-aea9-1a0d-6152-22dc551f004b"
@@ -63,47 +56,6 @@ def test_the_recorded_text_parses_and_holds_the_h100s_readings():
     assert [value for _, value in samples["gpucloud_gpus_visible"]] == [1.0]
     assert {labels["outcome"]: value for labels, value in samples["gpucloud_node_fault_actions_total"]} == {
         "replaced": 0.0, "held": 0.0, "reported": 0.0}
-
-
-@pytest.fixture(scope="module")
-def prometheus(tmp_path_factory):
-    """Prometheus scraping the recorded text every second, with the llm-infer stack's rules
-    evaluated every second; the recorded group is relabelled to the stack's, whose rules name it."""
-    folder = tmp_path_factory.mktemp("h100-prometheus")
-    rules = folder / "gpu-cloud.rules.yml"
-    rules.write_text(rule_file_text(SETTINGS, interval=FAST))
-    exporter = serve_textfile(RECORDING / "metrics.prom", "127.0.0.1:0")
-    try:
-        with running_prometheus(folder, {
-            "global": {"scrape_interval": FAST, "evaluation_interval": FAST},
-            "rule_files": [str(rules)],
-            "scrape_configs": [{
-                "job_name": "gpucloud-node",
-                "static_configs": [{"targets": [f"127.0.0.1:{exporter.server_address[1]}"]}],
-                "metric_relabel_configs": [{"action": "replace", "target_label": "group", "replacement": GROUP}],
-            }],
-        }) as port:
-            yield port
-    finally:
-        exporter.shutdown()
-        exporter.server_close()
-
-
-def test_a_real_prometheus_counts_the_h100_in_its_group_and_raises_nothing_but_the_idle_warning(prometheus):
-    port = prometheus
-    [count] = wait_for(lambda: api(port, "query", query="gpucloud:group_gpus:count")["result"], timeout_s=8)
-    # The recorded GPU idled (0 % utilisation), so the stack's GpusIdle goes pending: it proves the
-    # alert rules were evaluated over the readings, and it is the only alert they raise.
-    idle = wait_for(lambda: [alert for alert in api(port, "alerts")["alerts"]
-                             if alert["labels"]["alertname"] == "GpusIdle"], timeout_s=8)
-
-    assert count["metric"] == {"__name__": "gpucloud:group_gpus:count", "group": GROUP}
-    assert count["value"][1] == "1"
-    assert [(alert["state"], alert["labels"]["group"]) for alert in idle] == [("pending", GROUP)]
-    alerts = api(port, "alerts")["alerts"]
-    assert [(alert["labels"]["alertname"], alert["state"]) for alert in alerts] == [("GpusIdle", "pending")]
-    [slowdown] = api(port, "query", query=f'count(gpucloud_gpu_slowdown{{group="{GROUP}"}} == 0)')["result"]
-    assert slowdown["value"][1] == "3"
 
 
 def test_the_remote_write_requests_carry_the_node_labels_and_the_collectors_own_readings():

@@ -1,7 +1,12 @@
 """A real Prometheus (Debian's package) on 127.0.0.1 scrapes the node agent's `watch` running on the
 H100's recorded nvidia-smi readings and a fixture kernel log, evaluates the stack's rules, and its
 HTTP API shows what an operator would see: the Xid 79 alert firing, the application's Xid 13
-raising nothing, the recording rules answering."""
+raising nothing, the recording rules answering. A second one scrapes the /metrics text `watch` and
+`collect` produced on a real H100 (tests/fixtures/nvidia_smi/h100-watch/run-2026-11-25-collect,
+whose other checks are in test_h100_readings.py) and counts the GPU in its group.
+
+Both start together: Prometheus 2.42 scrapes first about 5 s after it starts whatever the interval,
+and started one after the other, in two modules, each kept a test worker waiting that long."""
 
 from __future__ import annotations
 
@@ -22,13 +27,14 @@ from gpucloud.node.commands import CommandResult
 from gpucloud.node.config import NodeConfig
 from gpucloud.node.exporter import serve_textfile
 from gpucloud.node.watch import WatchSettings, watch
-from gpucloud.observability import rule_file
+from gpucloud.observability import rule_file_text
 from gpucloud.observability.dashboards import dashboards
 from support import ROOT
 from test_rules import GROUP, SETTINGS
 from userdata_checks import require_tool
 
 READINGS = (ROOT / "tests" / "fixtures" / "nvidia_smi" / "h100-watch" / "query-watch.csv").read_text()
+RECORDING = ROOT / "tests" / "fixtures" / "nvidia_smi" / "h100-watch" / "run-2026-11-25-collect"
 XID_79 = "Nov 25 10:02:11 ip-10-64-1-20 kernel: [250.3] NVRM: Xid (PCI:0000:00:06): 79, GPU has fallen off the bus.\n"
 XID_74 = "Nov 25 10:03:11 ip-10-64-1-20 kernel: [310.3] NVRM: Xid (PCI:0000:00:06): 74, NVLink: fatal error detected\n"
 XID_13 = "Nov 25 10:02:12 ip-10-64-1-20 kernel: [251.3] NVRM: Xid (PCI:0000:00:06): 13, Graphics SM Warp Exception\n"
@@ -122,17 +128,41 @@ def running_prometheus(folder: Path, config: dict, *flags: str, port: int | None
 
 
 @pytest.fixture(scope="module")
-def prometheus(node, tmp_path_factory):
+def prometheus_servers(node, tmp_path_factory):
+    """Both servers, started together: the one scraping `watch` with the stack's rules, and the one
+    scraping the recorded H100 text, whose group is relabelled to the stack's so its rules name it."""
     kernel_log, exporter_port = node
-    tmp_path = tmp_path_factory.mktemp("prometheus")
-    rules = tmp_path / "gpu-cloud.rules.yml"
-    rules.write_text(yaml.safe_dump(rule_file(SETTINGS, interval=FAST), sort_keys=False))
-    with running_prometheus(tmp_path, {
-        "global": {"scrape_interval": FAST, "evaluation_interval": FAST},
-        "rule_files": [str(rules)],
-        "scrape_configs": [{"job_name": "gpucloud-node", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}],
-    }) as port:
-        yield kernel_log, port
+    with contextlib.ExitStack() as servers:
+        watched = servers.enter_context(running_prometheus(*_scraping(
+            tmp_path_factory.mktemp("prometheus"), exporter_port)))
+        recorded_exporter = serve_textfile(RECORDING / "metrics.prom", "127.0.0.1:0")
+        servers.callback(recorded_exporter.server_close)
+        servers.callback(recorded_exporter.shutdown)
+        recorded = servers.enter_context(running_prometheus(*_scraping(
+            tmp_path_factory.mktemp("h100-prometheus"), recorded_exporter.server_address[1],
+            [{"action": "replace", "target_label": "group", "replacement": GROUP}])))
+        yield {"watch": (kernel_log, watched), "recorded": recorded}
+
+
+def _scraping(folder: Path, exporter_port: int, relabel: list[dict] | None = None) -> tuple[Path, dict]:
+    """A folder and a config: one exporter scraped, the stack's rules evaluated, both every 200 ms."""
+    rules = folder / "gpu-cloud.rules.yml"
+    rules.write_text(rule_file_text(SETTINGS, interval=FAST))
+    job = {"job_name": "gpucloud-node", "static_configs": [{"targets": [f"127.0.0.1:{exporter_port}"]}]}
+    if relabel:
+        job["metric_relabel_configs"] = relabel
+    return folder, {"global": {"scrape_interval": FAST, "evaluation_interval": FAST},
+                    "rule_files": [str(rules)], "scrape_configs": [job]}
+
+
+@pytest.fixture(scope="module")
+def prometheus(prometheus_servers):
+    return prometheus_servers["watch"]
+
+
+@pytest.fixture(scope="module")
+def recorded_prometheus(prometheus_servers):
+    return prometheus_servers["recorded"]
 
 
 def _ready(port: int) -> bool:
@@ -184,3 +214,20 @@ def test_every_dashboard_panel_query_returns_series(prometheus):
     assert len(queries) >= 15
     empty = [(name, title, expr) for name, title, expr in queries if not api(port, "query", query=expr)["result"]]
     assert empty == []
+
+
+def test_a_real_prometheus_counts_the_h100_in_its_group_and_raises_nothing_but_the_idle_warning(recorded_prometheus):
+    port = recorded_prometheus
+    [count] = wait_for(lambda: api(port, "query", query="gpucloud:group_gpus:count")["result"], timeout_s=8)
+    # The recorded GPU idled (0 % utilisation), so the stack's GpusIdle goes pending: it proves the
+    # alert rules were evaluated over the readings, and it is the only alert they raise.
+    idle = wait_for(lambda: [alert for alert in api(port, "alerts")["alerts"]
+                             if alert["labels"]["alertname"] == "GpusIdle"], timeout_s=8)
+
+    assert count["metric"] == {"__name__": "gpucloud:group_gpus:count", "group": GROUP}
+    assert count["value"][1] == "1"
+    assert [(alert["state"], alert["labels"]["group"]) for alert in idle] == [("pending", GROUP)]
+    alerts = api(port, "alerts")["alerts"]
+    assert [(alert["labels"]["alertname"], alert["state"]) for alert in alerts] == [("GpusIdle", "pending")]
+    [slowdown] = api(port, "query", query=f'count(gpucloud_gpu_slowdown{{group="{GROUP}"}} == 0)')["result"]
+    assert slowdown["value"][1] == "3"
