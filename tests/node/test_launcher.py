@@ -365,10 +365,17 @@ def test_stop_ends_the_job_with_sigterm_and_the_launcher_reports_143(node):
 def test_stop_kills_a_job_that_ignores_sigterm_after_the_grace(node):
     process = start_job(node, sleeper(node, ignore_term=True))
     started = time.monotonic()
+    pauses: list[float] = []
 
-    assert stop(JOB, run=None, grace_s=0.5) == 0
+    def pause(seconds: float) -> None:
+        pauses.append(seconds)
+        time.sleep(seconds)
+
+    assert stop(JOB, run=None, grace_s=0.5, sleep=pause) == 0
     assert process.wait(timeout=10) == 137
     assert time.monotonic() - started < 5
+    assert len(pauses) >= 4 and all(0 <= seconds <= 0.1 for seconds in pauses), (
+        f"looked for the job's end after {pauses}: a job that ends sooner must be seen sooner")
 
 
 def test_sigterm_to_the_launcher_reaches_the_job(node):

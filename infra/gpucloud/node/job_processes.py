@@ -27,6 +27,9 @@ DRAINED = "drained"
 """Written in the job's directory by the drain before it stops the job: the node is going."""
 JOB_ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 STOP_GRACE_S = 30.0
+STOP_POLL_S = 0.1
+"""How often `launch-stop` looks whether the job has ended after SIGTERM: a job that exits at once is
+reported within a tenth of a second, not half of one."""
 EXIT_USAGE = 64
 """sysexits.h EX_USAGE: the launch cannot start as asked (this node is not in the list, a bad value)."""
 
@@ -94,7 +97,7 @@ def stop(job_id: str, run: CommandRunner, root: Path | None = None, grace_s: flo
         if not signal_group(pid, 0):
             log.info("job %s ended", job_id)
             return 0
-        sleep(0.5)
+        sleep(min(STOP_POLL_S, max(0.0, deadline - clock())))
     log.warning("job %s still running after %g s: killing it", job_id, grace_s)
     kill(directory, pid, run)
     return 0
