@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from gpucloud.config import StackSettings, parse_stack_config
@@ -25,6 +28,26 @@ def minimal_config(**changes: Any) -> dict[str, Any]:
     config = copy.deepcopy(MINIMAL_CONFIG)
     config.update(changes)
     return config
+
+
+@contextlib.contextmanager
+def moto_over_http() -> Iterator[str]:
+    """moto's server on 127.0.0.1, answering from this process's moto accounts; yields its URL.
+
+    What `moto.server.ThreadedMotoServer` runs, but polled every 10 ms: that one serves with
+    werkzeug's default poll of 0.5 s, so stopping it kept each test waiting half a second."""
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", 0, DomainDispatcherApplication(create_backend_app), threaded=True,
+                         request_handler=MotoRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join()
 
 
 def settings_for(values: dict[str, Any], stack: str = "demo", region: str = "us-east-1") -> StackSettings:

@@ -17,7 +17,7 @@ from gpucloud.userdata import render as render_module
 from gpucloud.userdata.bundle import BOOT_STEPS
 from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE
 from gpucloud.userdata.render import NodeBootstrap, bootstrap_stub_source, cloudwatch_agent_config
-from support import user_data_documents
+from support import moto_over_http, user_data_documents
 from userdata_samples import BUNDLE
 
 DATA_FILES = {layout.NODE_CONFIG_PATH, layout.BOOTSTRAP_ENV_PATH, layout.SERVICES_CONFIG_PATH}
@@ -75,16 +75,11 @@ def test_stack_values_appear_only_in_the_data_files(example):
         assert [value for value in values if value in elsewhere] == []
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def moto_server():
-    """moto over HTTP on 127.0.0.1, sharing the example's in-process account."""
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    """moto over HTTP on 127.0.0.1, answering from the in-process account of whichever example is deployed."""
+    with moto_over_http() as url:
+        yield url
 
 
 def node_root(document: dict, root: Path) -> Path:

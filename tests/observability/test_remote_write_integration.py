@@ -34,13 +34,13 @@ def workspace(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def collector(node, workspace, tmp_path_factory):  # noqa: F811 - node: the imported fixture
-    """`collect`'s loop in a thread, twice a second, with no pause between retries."""
+    """`collect`'s loop in a thread, five times a second, with no pause between retries."""
     _, exporter_port = node
     port, _ = workspace
     writer = RemoteWriter(f"http://127.0.0.1:{port}/api/v1/write", "us-east-1",
                           lambda: Credentials("ASIAEXAMPLE", "secret", "token"),
                           backoff=Backoff(attempts=2, initial_s=0.05), timeout_s=2.0)
-    settings = CollectorSettings(interval_s=0.5, scrape_url=f"http://127.0.0.1:{exporter_port}/metrics",
+    settings = CollectorSettings(interval_s=0.2, scrape_url=f"http://127.0.0.1:{exporter_port}/metrics",
                                  textfile=tmp_path_factory.mktemp("collector") / "collector.prom")
     running = Collector(settings, NODE_LABELS, writer)
     stop = threading.Event()

@@ -15,7 +15,7 @@ from gpucloud.config import ConfigError, parse_stack_config
 from gpucloud.plan import plan_stack
 from gpucloud.plan.snapshot import dump_facts, snapshot_account
 from gpucloud.testing.facts import load_facts
-from support import minimal_config, private_subnets
+from support import minimal_config, moto_over_http, private_subnets
 
 QUOTA_CODES = ["L-417A185B", "L-DB2E81BA", "L-1216C47A", "L-7212CCBC", "L-3819A6DF", "L-34B43A08"]
 
@@ -64,16 +64,8 @@ def test_the_snapshot_of_an_account_plans_like_the_account(credentials, tmp_path
 
 
 def test_the_snapshot_reads_a_moto_server_over_http_like_a_real_endpoint(credentials, tmp_path):
-    from moto.server import ThreadedMotoServer
-
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        written, settings, subnets = take_snapshot(boto3.Session(region_name="us-east-1"), tmp_path,
-                                                   endpoint_url=f"http://{host}:{port}")
-    finally:
-        server.stop()
+    with moto_over_http() as url:
+        written, settings, subnets = take_snapshot(boto3.Session(region_name="us-east-1"), tmp_path, endpoint_url=url)
     [vpc] = written.vpcs
     assert set(subnets) <= {subnet.id for subnet in vpc.subnets}
     assert written.quotas == {"L-DB2E81BA": 64.0, "L-3819A6DF": 0.0}
