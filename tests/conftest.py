@@ -132,9 +132,8 @@ def account():
 def example(request):
     """Each example stack deployed once on its own fresh account."""
     from gpucloud.config import load_stack_file
-    from gpucloud.testing import moto_account
-    from support import ExampleStack, deploy
+    from support import ExampleStack, deployed_alone
 
     settings = load_stack_file(STACKS / f"Pulumi.{request.param}.yaml")
-    with moto_account(settings.region) as fresh:
-        yield ExampleStack(settings, deploy(settings, fresh))
+    with deployed_alone(settings) as deployment:
+        yield ExampleStack(settings, deployment)

@@ -10,7 +10,7 @@ from typing import Any
 
 from gpucloud.config import StackSettings, parse_stack_config
 from gpucloud.program import build
-from gpucloud.testing import Deployment, run_program
+from gpucloud.testing import Deployment, moto_account, run_program
 from paths import EXAMPLE_STACKS, ROOT, STACKS  # noqa: F401 - the tests import them from here
 
 MINIMAL_CONFIG: dict[str, Any] = {
@@ -56,6 +56,15 @@ def settings_for(values: dict[str, Any], stack: str = "demo", region: str = "us-
 
 def deploy(settings: StackSettings, account) -> Deployment:
     return run_program(lambda: build(settings), account, stack=settings.stack)
+
+
+@contextlib.contextmanager
+def deployed_alone(settings: StackSettings) -> Iterator[Deployment]:
+    """`settings` deployed on a fresh account of its own, open until the block ends: what a module
+    or class fixture gives tests that only read the deployment. It closes when the fixture's scope
+    does, before any later test opens its own account."""
+    with moto_account(settings.region) as account:
+        yield deploy(settings, account)
 
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from gpucloud.plan import plan_program
 from gpucloud.program import build
-from support import deploy, minimal_config, private_subnets, settings_for
+from support import deploy, deployed_alone, minimal_config, private_subnets, settings_for
 
 BASE_GROUP = {
     "name": "workbench",
@@ -54,20 +54,16 @@ def keeper_inputs(deployment) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def baseline_inputs():
     """The keepers' inputs before any change, taken on an account of their own."""
-    from gpucloud.testing import moto_account
-
-    with moto_account() as account:
-        return keeper_inputs(deploy(settings_for(values_with({})), account))
+    with deployed_alone(settings_for(values_with({}))) as deployment:
+        return keeper_inputs(deployment)
 
 
 @pytest.fixture(scope="class")
 def baseline():
     """The baseline stack for the tests of a class that only read it: one deployment, on an account
     of its own that closes when the class ends, before the tests below open theirs."""
-    from gpucloud.testing import moto_account
-
-    with moto_account() as account:
-        yield deploy(settings_for(values_with({})), account)
+    with deployed_alone(settings_for(values_with({}))) as deployment:
+        yield deployment
 
 
 class TestTheBaselineStack:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gpucloud.testing import budget_subscribers, moto_account
-from support import deploy, minimal_config, settings_for
+from gpucloud.testing import budget_subscribers
+from support import deployed_alone, minimal_config, settings_for
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +21,8 @@ def demo():
             {"name": "trainers", "instanceTypes": ["p4d.24xlarge"], "maxSize": 2},
         ],
     )
-    with moto_account() as account:
-        yield deploy(settings_for(values), account)
+    with deployed_alone(settings_for(values)) as deployment:
+        yield deployment
 
 
 def alarms_of(deployment, group: str) -> dict[str, dict]:

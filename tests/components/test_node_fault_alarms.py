@@ -7,17 +7,16 @@ import json
 
 import pytest
 
-from support import deploy, minimal_config, settings_for
+from support import deployed_alone, minimal_config, settings_for
 from gpucloud.naming import NODE_METRICS_NAMESPACE
 from gpucloud.node.replace import NAMESPACE as AGENT_NAMESPACE
-from gpucloud.testing import moto_account
 
 
 @pytest.fixture(scope="module")
 def demo():
     """The minimal stack, deployed once for the module on its own account: the tests only read it."""
-    with moto_account() as account:
-        yield deploy(settings_for(minimal_config()), account)
+    with deployed_alone(settings_for(minimal_config())) as deployment:
+        yield deployment
 
 
 def test_the_agent_and_the_stack_name_the_same_namespace():

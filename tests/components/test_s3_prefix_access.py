@@ -10,8 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.core import set_initial_no_auth_action_count
 
-from gpucloud.testing import moto_account
-from support import deploy, minimal_config, settings_for
+from support import deploy, deployed_alone, minimal_config, settings_for
 
 BUCKET = "demo-data"
 
@@ -20,9 +19,8 @@ BUCKET = "demo-data"
 def generated_policy() -> dict:
     """The node role's policy as the stack leaves it in IAM: deployed once for the module, on an
     account of its own; a test that exercises it does so in its own fresh account."""
-    with moto_account() as account:
-        deploy(settings_for(minimal_config()), account)
-        iam = account.client("iam")
+    with deployed_alone(settings_for(minimal_config())) as deployment:
+        iam = deployment.client("iam")
         role = "gpu-cloud-demo-node"
         [policy_name] = iam.list_role_policies(RoleName=role)["PolicyNames"]
         return iam.get_role_policy(RoleName=role, PolicyName=policy_name)["PolicyDocument"]

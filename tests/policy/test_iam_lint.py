@@ -205,7 +205,6 @@ def test_parliament_finds_each_privilege_through_its_index_as_its_own_scan_does(
         indexed("s3", "NoSuchAction")
 
 
-
 REMEMBERING_CASES = {
     "node policy": NODE_POLICY,
     "service wildcards": SERVICE_WILDCARD_POLICY,
