@@ -63,6 +63,23 @@ def test_lustre_ports_open_only_to_the_file_system_and_the_node_groups(deployed)
             assert {pair["GroupId"] for pair in permission["UserIdGroupPairs"]} == {fs_group_id, *node_group_ids}
 
 
+def test_node_groups_admit_lustre_from_the_file_servers_and_nothing_else_from_them(deployed):
+    ec2 = deployed.client("ec2")
+    [resource] = of_type(deployed, LUSTRE)
+    [fs_group_id] = resource.inputs["securityGroupIds"]
+    for name, outputs in deployed.outputs["groups"].items():
+        rules = ec2.describe_security_group_rules(
+            Filters=[{"Name": "group-id", "Values": [outputs["securityGroupId"]]}])["SecurityGroupRules"]
+        from_servers = [rule for rule in rules if rule.get("ReferencedGroupInfo", {}).get("GroupId") == fs_group_id]
+        assert {(rule["IsEgress"], rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) for rule in from_servers} == {
+            (False, "tcp", 988, 988), (False, "tcp", 1018, 1023)}, name
+        [group] = ec2.describe_security_groups(GroupIds=[outputs["securityGroupId"]])["SecurityGroups"]
+        for permission in group["IpPermissions"]:
+            if any(pair["GroupId"] == fs_group_id for pair in permission["UserIdGroupPairs"]):
+                assert [pair["GroupId"] for pair in permission["UserIdGroupPairs"]] == [fs_group_id], name
+                assert not permission["IpRanges"] and not permission["Ipv6Ranges"], name
+
+
 def test_associations_link_each_prefix_and_export_only_write_prefixes(deployed):
     associations = of_type(deployed, ASSOCIATION)
     assert all(not resource.validated and "moto has no FSx data repository associations" in resource.note for resource in associations)

@@ -177,6 +177,8 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 jupyter_cidrs=access.jupyter_cidrs,
                 tensorboard_cidrs=access.tensorboard_cidrs,
                 allow_within_group=settings.multi_node,
+                lustre_servers_security_group_id=(
+                    self.shared_file_system.security_group_id if self.shared_file_system else None),
                 tags=tags,
             ),
             opts=child,

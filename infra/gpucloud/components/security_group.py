@@ -1,4 +1,14 @@
-"""GpuSecurityGroup: ingress only from listed CIDRs; node-to-node traffic only for multi-node groups."""
+"""GpuSecurityGroup: ingress only from listed CIDRs; node-to-node traffic only for multi-node groups;
+Lustre from the project's file servers only where the stack has one.
+
+A Lustre client's security group must admit TCP 988 and 1018-1023 from the file system's security
+group: the file servers open LNet connections to their clients too (FSx for Lustre user guide, "File
+system access control with Amazon VPC", section "Lustre client VPC security group rules",
+https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html, read
+2026-11-28). The guide's rows for traffic between clients are left out: the nodes mount the file
+system and talk Lustre only to its servers, and a multi-node group's members already reach each
+other on every port.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +17,8 @@ from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
+
+from gpucloud.components.shared_file_system import LUSTRE_PORTS
 
 SSH_PORT = 22
 JUPYTER_PORT = 8888
@@ -22,6 +34,9 @@ class GpuSecurityGroupArgs:
     tensorboard_cidrs: Sequence[str] = ()
     allow_within_group: bool = False
     """All traffic between members (NCCL over EFA needs it); only for multi-node groups."""
+    lustre_servers_security_group_id: pulumi.Input[str] | None = None
+    """The project file system's security group, when the stack has one: its servers may reach the
+    nodes on Lustre's ports."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -68,6 +83,19 @@ class GpuSecurityGroup(pulumi.ComponentResource):
                         **family,
                     )
                 )
+        if args.lustre_servers_security_group_id is not None:
+            for low, high in LUSTRE_PORTS:
+                self.ingress_rules.append(aws.vpc.SecurityGroupIngressRule(
+                    f"{name}-lustre-{low}",
+                    security_group_id=group_id,
+                    description=f"Lustre TCP {low}-{high} from the project's file servers",
+                    ip_protocol="tcp",
+                    from_port=low,
+                    to_port=high,
+                    referenced_security_group_id=args.lustre_servers_security_group_id,
+                    tags={**args.tags, "Name": f"{name}-lustre-{low}"},
+                    opts=child,
+                ))
         if args.allow_within_group:
             self.ingress_rules.append(
                 aws.vpc.SecurityGroupIngressRule(
