@@ -316,9 +316,24 @@ def test_stop_cancels_the_last_attempt_and_stops_its_processes(aws):
     assert said and "launch-stop sent to" in said[0]
 
 
-def test_an_unknown_job_is_one_clear_error(aws):
-    with pytest.raises(JobError, match=r"no job 'trainers-x' on stack 'vision-train' \(nothing at s3://"):
-        stop(clients_with(aws), SETTINGS, "trainers-x")
+@pytest.mark.parametrize("command", [stop, logs])
+def test_an_unknown_job_is_one_clear_error(aws, command):
+    with pytest.raises(JobError, match=r"^no job trainers-x in stack vision-train \(nothing at s3://"):
+        command(clients_with(aws), SETTINGS, "trainers-x")
+
+
+def test_a_record_s3_refuses_to_show_says_it_may_be_missing_or_unreadable(aws):
+    from botocore.exceptions import ClientError
+
+    class Refusing:
+        def get_object(self, **request):
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "GetObject")
+
+    clients = clients_with(aws)
+    clients.s3 = Refusing()
+    with pytest.raises(JobError, match=r"^no job trainers-x in stack vision-train, or your credentials may not read "
+                                       r"s3://example-vision-data/runs/vision-train/jobs/trainers-x/job.json"):
+        stop(clients, SETTINGS, "trainers-x")
 
 
 def test_nodes_are_ordered_by_address_as_numbers_not_text():

@@ -122,15 +122,21 @@ def job_runner_policy(
     Manager": SendCommand takes `document*` and `instance`, both with `ssm:resourceTag/${TagKey}`;
     read 2026-11-25): the stack's job document and instances, each held by the stack's
     `gpu-cloud:stack` tag, which the stack puts on both. One statement, since parliament flags a
-    SendCommand statement without the document as RESOURCE_MISMATCH. CancelCommand,
-    GetCommandInvocation, ListCommands and ListCommandInvocations, DescribeAutoScalingGroups,
-    DescribeInstances and DescribeLogGroups take no resource (same reference), so they stand on
-    `*`: a holder may see and cancel other commands of the account, never start one.
-    SetDesiredCapacity is held to the stack's groups by name and tag; logs are read from the
-    job log group only; job records are read and written under `<write prefix>/jobs/` only,
-    through S3 with the project key."""
+    SendCommand statement without the document as RESOURCE_MISMATCH. SetDesiredCapacity is held to
+    the stack's groups by name and tag; logs are read from the job log group only; job records are
+    read and written under `<write prefix>jobs/` only, through S3 with the project key.
+
+    What it exposes in an account shared by teams: CancelCommand, GetCommandInvocation,
+    ListCommands and ListCommandInvocations list no resource type in the same reference (read
+    2026-11-28), so they stand on `*`, and a holder may list, read the parameters of, and cancel
+    every Run Command command of the account, other teams' included, though never start one. A
+    command's output in CloudWatch Logs stays behind the job log group's ARN; what the command
+    was sent with (its parameters: the job's argv) does not. The scoping rests on the
+    `gpu-cloud:stack` tag: whoever may set that tag on an instance may have this policy's holders
+    run commands on it (docs/guides/training-jobs.md gives an SCP that keeps the tag to deployers)."""
     instances = f"arn:{partition}:ec2:{region}:{account_id}:instance/*"
     log_group = f"arn:{partition}:logs:{region}:{account_id}:log-group:{log_group_name}"
+    bucket_arn = f"arn:{partition}:s3:::{bucket}"
     statements: list[Document] = [
         {
             "Sid": "SendJobDocumentToStackInstances",
@@ -162,7 +168,7 @@ def job_runner_policy(
             "Sid": "ReadJobLogs",
             "Effect": "Allow",
             "Action": ["logs:DescribeLogStreams", "logs:FilterLogEvents", "logs:GetLogEvents"],
-            "Resource": [log_group, f"{log_group}:log-stream:*"],
+            "Resource": log_group_read_resource(log_group),
         },
     ]
     if bucket and jobs_prefix:
@@ -171,7 +177,18 @@ def job_runner_policy(
                 "Sid": "JobRecordsUnderWritePrefix",
                 "Effect": "Allow",
                 "Action": ["s3:GetObject", "s3:PutObject"],
-                "Resource": f"arn:{partition}:s3:::{bucket}/{jobs_prefix}*",
+                "Resource": f"{bucket_arn}/{jobs_prefix}*",
+            },
+            {
+                # Without s3:ListBucket S3 answers a GetObject of a missing key with 403 AccessDenied,
+                # with it 404 NoSuchKey (S3 API reference, GetObject, "Permissions"; read 2026-11-28).
+                # For that check S3 puts the requested key in s3:prefix (ceph/ceph#68577 matches
+                # AWS so), so a listing held to the jobs prefix is enough for "no job".
+                "Sid": "ListJobRecordsOnly",
+                "Effect": "Allow",
+                "Action": "s3:ListBucket",
+                "Resource": bucket_arn,
+                "Condition": {"StringLike": {"s3:prefix": f"{jobs_prefix}*"}},
             },
             {
                 "Sid": "JobRecordsThroughS3WithProjectKey",
@@ -182,6 +199,18 @@ def job_runner_policy(
             },
         ]
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def log_group_read_resource(log_group_arn: str) -> str:
+    """The one resource that lets the log reads reach a log group and its streams: `<group ARN>:*`.
+    CloudWatch Logs authorizes DescribeLogStreams and FilterLogEvents on the log group as
+    `arn:...:log-group:<name>:*`, the form DescribeLogGroups returns, and GetLogEvents on
+    `arn:...:log-group:<name>:log-stream:<stream>` (CloudWatch Logs user guide, "Overview of managing
+    access permissions to your CloudWatch Logs resources": the ARN without `:*` serves only the tag
+    actions and a few others; Service Authorization Reference for CloudWatch Logs lists the first two
+    on `log-group*` and GetLogEvents on `log-stream*`; aws/aws-cli#3578; all read 2026-11-28). A log
+    group name holds no `:`, so the pattern reaches no other group."""
+    return f"{log_group_arn}:*"
 
 
 def jobs_prefix(write_prefixes: Sequence[str]) -> str | None:

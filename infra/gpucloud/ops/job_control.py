@@ -31,8 +31,13 @@ def find_job(clients: Clients, settings: StackSettings, job_id: str) -> Job:
         try:
             body = clients.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         except ClientError as error:
-            if error.response["Error"]["Code"] in ("NoSuchKey", "404"):
-                raise JobError(f"no job {job_id!r} on stack {settings.stack!r} (nothing at {uri}job.json)") from None
+            code = error.response["Error"]["Code"]
+            if code in ("NoSuchKey", "404"):
+                raise JobError(f"no job {job_id} in stack {settings.stack} (nothing at {uri}job.json)") from None
+            if code in ("AccessDenied", "403"):
+                raise JobError(f"no job {job_id} in stack {settings.stack}, or your credentials may not read {uri}job.json: "
+                               "S3 answers AccessDenied for a missing key to a caller without s3:ListBucket there "
+                               "(the stack's job-runner policy grants it)") from None
             raise
         return Job.from_json(body.decode("utf-8"))
     return _job_from_commands(clients, settings, job_id)
@@ -44,7 +49,7 @@ def _job_from_commands(clients: Clients, settings: StackSettings, job_id: str) -
     for page in clients.ssm.get_paginator("list_commands").paginate():
         commands += [command for command in page["Commands"] if (command.get("Comment") or "").startswith(marker)]
     if not commands:
-        raise JobError(f"no job {job_id!r} on stack {settings.stack!r}: Run Command has no command for it "
+        raise JobError(f"no job {job_id} in stack {settings.stack}: Run Command has no command for it "
                        "(it keeps commands 30 days)")
     group = job_id.rsplit("-", 2)[0]
     job = Job(job_id=job_id, stack=settings.stack, group=group,
