@@ -72,8 +72,9 @@ _SESSION = contextlib.ExitStack()
 
 
 def runs_tests(config) -> bool:
-    """Whether this process runs tests: an xdist worker, or pytest without xdist (`-n 0`)."""
-    return hasattr(config, "workerinput") or config.option.dist == "no"
+    """Whether this process runs tests: an xdist worker, or pytest without xdist (`-n 0`, or the
+    plugin not loaded: `-p no:xdist`, as the mutation runner starts it, leaves no `dist` option)."""
+    return hasattr(config, "workerinput") or getattr(config.option, "dist", "no") == "no"
 
 
 def pytest_configure(config):

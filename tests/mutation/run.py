@@ -5,7 +5,7 @@ a seeded sample of them is drawn, and each sampled mutant runs against that modu
 files. The mutated module lives in a temporary copy of the package that shadows the installed
 one through PYTHONPATH, so the working tree is never written. See README.md beside this file.
 
-    python tests/mutation/run.py [--sample 40 | --all] [--seed 1] [--jobs 2] [module ...]
+    python tests/mutation/run.py [--sample 40 | --all | --mutant ID ...] [--seed 1] [--jobs 2] [module ...]
 """
 
 from __future__ import annotations
@@ -110,6 +110,11 @@ class Mutant:
     occurrence: int
     line: int
 
+    @property
+    def id(self) -> str:
+        """How `--mutant` names it: the operator and which of its points in the module."""
+        return f"{self.operator}#{self.occurrence}"
+
     def code(self) -> str:
         source = (PACKAGE / self.module).read_text(encoding="utf-8")
         return mutate_code(source, dict(OPERATORS)[self.operator], self.occurrence)
@@ -150,8 +155,8 @@ def mutants(module: str) -> list[Mutant]:
     return found
 
 
-def run_tests(tests: list[str], timeout: float, mutant: Mutant | None = None) -> tuple[str, float]:
-    """'killed', 'survived' or 'timeout', and the seconds the tests took."""
+def run_tests(tests: list[str], timeout: float, mutant: Mutant | None = None) -> tuple[str, float, str]:
+    """'killed', 'survived' or 'timeout', the seconds the tests took, and the end of pytest's output."""
     with tempfile.TemporaryDirectory(prefix="gpucloud-mutant-") as copy:
         shutil.copytree(PACKAGE, Path(copy) / "gpucloud", ignore=shutil.ignore_patterns("__pycache__"))
         if mutant is not None:
@@ -161,10 +166,20 @@ def run_tests(tests: list[str], timeout: float, mutant: Mutant | None = None) ->
         started = time.monotonic()
         try:
             result = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests], cwd=ROOT, env=env,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=timeout)
+                                    capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
-            return "timeout", time.monotonic() - started
-        return ("survived" if result.returncode == 0 else "killed"), time.monotonic() - started
+            return "timeout", time.monotonic() - started, ""
+        tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
+        return ("survived" if result.returncode == 0 else "killed"), time.monotonic() - started, tail
+
+
+def chosen(module: str, ids: list[str]) -> list[Mutant]:
+    """The mutants of one module that `--mutant` names, in the order given."""
+    by_id = {mutant.id: mutant for mutant in mutants(module)}
+    unknown = [name for name in ids if name not in by_id]
+    if unknown:
+        raise SystemExit(f"{module} has no mutant {', '.join(unknown)} (ids are printed with each survivor)")
+    return [by_id[name] for name in ids]
 
 
 def main() -> int:
@@ -172,6 +187,8 @@ def main() -> int:
     parser.add_argument("modules", nargs="*", help="paths under infra/gpucloud/ (default: all of modules.toml)")
     parser.add_argument("--sample", type=int, default=40, help="mutants per module (all when fewer)")
     parser.add_argument("--all", action="store_true", help="every mutant of each module, not a sample")
+    parser.add_argument("--mutant", action="append", default=[], metavar="ID",
+                        help="only this mutant of the one module given (OPERATOR#N, as printed with a survivor); repeatable")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
@@ -184,21 +201,28 @@ def main() -> int:
     unknown = [module for module in selected if module not in table]
     if unknown:
         parser.error(f"not in {MODULES.name}: {', '.join(unknown)}")
+    if args.mutant and len(args.modules) != 1:
+        parser.error("--mutant names mutants of exactly one module")
+    named = chosen(selected[0], args.mutant) if args.mutant else None
 
     started = time.monotonic()
     rows, survivors = [], []
-    drawn = "every mutant" if args.all else f"seed {args.seed}, up to {args.sample} mutants per module"
+    drawn = ("the mutants named" if args.mutant else "every mutant" if args.all
+             else f"seed {args.seed}, up to {args.sample} mutants per module")
     print(f"{drawn}, {args.jobs} jobs", flush=True)
     for module in selected:
         tests = table[module]
-        outcome, baseline = run_tests(tests, timeout=600)
+        outcome, baseline, output = run_tests(tests, timeout=600)
         if outcome != "survived":
-            print(f"{module}: its tests fail without any mutant ({' '.join(tests)})", file=sys.stderr)
+            print(f"{module}: its tests fail without any mutant ({' '.join(tests)}):\n{output}", file=sys.stderr)
             return 2
         everything = mutants(module)
-        size = len(everything) if args.all else min(args.sample, len(everything))
-        sample = sorted(random.Random(f"{args.seed}:{module}").sample(everything, size),
-                        key=lambda mutant: (mutant.line, mutant.operator))
+        if named:
+            sample = named
+        else:
+            size = len(everything) if args.all else min(args.sample, len(everything))
+            sample = sorted(random.Random(f"{args.seed}:{module}").sample(everything, size),
+                            key=lambda mutant: (mutant.line, mutant.operator))
         timeout = 4 * baseline + 30
         with ThreadPoolExecutor(args.jobs) as pool:
             outcomes = list(pool.map(lambda mutant: run_tests(tests, timeout, mutant)[0], sample))
@@ -215,7 +239,7 @@ def main() -> int:
                         for i, (cell, width) in enumerate(zip(row, widths))))
     for mutant in survivors:
         before, after = mutant.change()
-        print(f"\nsurvived: infra/gpucloud/{mutant.module}:{mutant.line}  {mutant.operator}\n  - {before}\n  + {after}")
+        print(f"\nsurvived: infra/gpucloud/{mutant.module}:{mutant.line}  {mutant.id}\n  - {before}\n  + {after}")
     print(f"\n{len(survivors)} survived; {time.monotonic() - started:.0f} s")
     return 0
 
