@@ -7,7 +7,7 @@ import botocore.session
 import pytest
 
 from gpucloud.config import ConfigError
-from gpucloud.config.requirements import ACCELERATOR_NAMES
+from gpucloud.config.requirements import ACCELERATOR_MANUFACTURERS, ACCELERATOR_NAMES
 from gpucloud.plan import plan_stack
 from support import deploy, minimal_config, settings_for
 
@@ -25,6 +25,12 @@ def test_accelerator_names_are_the_ones_the_installed_auto_scaling_model_takes()
     assert not {"h100", "h200", "l4", "a10g"} & set(ACCELERATOR_NAMES), "the README's advice for these GPUs still holds"
 
 
+def test_accelerator_manufacturers_are_the_ones_the_installed_auto_scaling_model_takes():
+    model = botocore.session.get_session().get_service_model("autoscaling")
+
+    assert sorted(ACCELERATOR_MANUFACTURERS) == sorted(model.shape_for("AcceleratorManufacturer").enum)
+
+
 @pytest.mark.parametrize(
     "group, key, reason",
     [
@@ -32,6 +38,8 @@ def test_accelerator_names_are_the_ones_the_installed_auto_scaling_model_takes()
         ({"name": "gg", "maxSize": 2, "instanceTypes": ["g5.xlarge"], "instanceRequirements": {}}, "groups[0]", "one of them"),
         (spot_group({"gpuNames": ["h200"]}), "groups[0].instanceRequirements.gpuNames[0]", "Input should be"),
         (spot_group({"gpuNames": ["t4", "h100"]}), "groups[0].instanceRequirements.gpuNames[1]", "Input should be"),
+        (spot_group({"gpuManufacturers": ["nvidia", "habana"]}), "groups[0].instanceRequirements.gpuManufacturers[1]",
+         "Input should be 'nvidia', 'amd', 'amazon-web-services' or 'xilinx'"),
         (spot_group({"allowedInstanceTypes": ["g6.*"], "excludedInstanceTypes": ["g6.xlarge"]}),
          "groups[0].instanceRequirements", "not both"),
         (spot_group({"gpuCount": {"min": 4, "max": 2}}), "groups[0].instanceRequirements.gpuCount", "min 4 is above max 2"),

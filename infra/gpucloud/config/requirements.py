@@ -16,6 +16,11 @@ which terraform-provider-aws validates `accelerator_names` with (internal/servic
 model. EC2's own enum is longer (h100, a10g, l4, l40s, ...), but no evidence says Auto Scaling takes
 those, and the provider refuses them at `pulumi preview`. Select other GPUs by totalGpuMemoryMiB and
 allowedInstanceTypes (e.g. `g6.*` for L4, `p5.*` for H100)."""
+ACCELERATOR_MANUFACTURERS = ("nvidia", "amd", "amazon-web-services", "xilinx")
+"""The manufacturers an Auto Scaling group's InstanceRequirements take: the AcceleratorManufacturer
+enum of the same model (botocore 1.44.8), which the provider validates `accelerator_manufacturers`
+with in the same file (`enum.Validate[awstypes.AcceleratorManufacturer]`, read 2026-11-28). EC2's
+enum adds `habana`, which Auto Scaling refuses; a test holds this list to the installed model."""
 
 
 class CountRange(ConfigModel):
@@ -39,9 +44,9 @@ class InstanceRequirementsConfig(ConfigModel):
 
     gpu_count: CountRange = Field(default_factory=lambda: CountRange(min=1))
     """GPUs per instance, as {min, max}; by default at least one."""
-    gpu_manufacturers: list[Literal["nvidia", "amd", "amazon-web-services", "xilinx", "habana"]] = Field(
+    gpu_manufacturers: list[Literal[ACCELERATOR_MANUFACTURERS]] = Field(  # type: ignore[valid-type]
         default_factory=lambda: ["nvidia"])
-    """The GPU manufacturers a type may have."""
+    """The GPU manufacturers a type may have, of those Auto Scaling takes (not habana, which only EC2 knows)."""
     gpu_names: list[Literal[ACCELERATOR_NAMES]] = Field(default_factory=list)  # type: ignore[valid-type]
     """GPU names to match, of the few Auto Scaling takes (a100, v100, k80, t4, m60, radeon-pro-v520, vu9p); select
     others (H100, L4, A10G) by totalGpuMemoryMiB and allowedInstanceTypes. Empty: any."""
