@@ -9,7 +9,7 @@ from support import deploy, minimal_config, settings_for
 from gpucloud.components.network import subnet_plan
 from gpucloud.config import ConfigError
 
-NODE_ENDPOINTS = ["autoscaling", "ec2", "monitoring", "ssm", "ssmmessages", "ec2messages"]
+NODE_ENDPOINTS = ["autoscaling", "ec2", "monitoring", "ssm", "ssmmessages", "ec2messages", "logs"]
 
 
 def node_subnets(account):

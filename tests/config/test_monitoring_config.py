@@ -41,7 +41,7 @@ def test_scrape_interval_and_log_retention_outside_what_works_are_refused(key, v
 
 
 def test_endpoints_only_with_prometheus_needs_the_aps_workspaces_endpoint():
-    endpoints = ["autoscaling", "ec2", "monitoring", "ssm", "ssmmessages", "ec2messages"]
+    endpoints = ["autoscaling", "ec2", "monitoring", "ssm", "ssmmessages", "ec2messages", "logs"]
     network = {"egress": "endpointsOnly", "interfaceEndpoints": endpoints}
     settings_for(minimal_config(network=network))
 

@@ -17,7 +17,7 @@ GROUPS = [
     {"name": "notebook", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1, "persistentVolumeGiB": 100,
      "idleShutdown": IDLE},
 ]
-EVERY_ENDPOINT = ["ec2", "autoscaling", "monitoring", "ssm", "ssmmessages", "ec2messages", "aps-workspaces"]
+EVERY_ENDPOINT = ["ec2", "autoscaling", "monitoring", "ssm", "ssmmessages", "ec2messages", "logs", "aps-workspaces"]
 
 
 def endpoints_only(endpoints, **changes):
@@ -44,7 +44,20 @@ def test_what_the_nodes_need_follows_the_features_the_stack_turns_on():
 
     assert sorted(needed_endpoints(plain.config)) == ["autoscaling", "ec2", "monitoring", "s3"]
     assert sorted(needed_endpoints(full.config)) == sorted([*EVERY_ENDPOINT, "s3"])
-    assert "logs" not in needed_endpoints(full.config), "nothing on the node writes CloudWatch Logs"
+    assert "logs" not in needed_endpoints(plain.config), "without access.ssm no job runs, so nothing ships output"
+
+
+def test_job_output_needs_the_logs_endpoint_on_every_group_that_can_run_jobs():
+    """`gpucloud run` asks Run Command for CloudWatch output; the SSM agent on the node puts it
+    into the job log group through the `logs` endpoint, so without it no job output arrives."""
+    with pytest.raises(ConfigError) as error:
+        settings_for(endpoints_only([endpoint for endpoint in EVERY_ENDPOINT if endpoint != "logs"]))
+
+    [(key, why)] = error.value.problems
+    assert key == "gpu-cloud:network.interfaceEndpoints"
+    assert why.startswith("lacks logs (")
+    assert "groups[0] job output (access.ssm): CreateLogStream, DescribeLogGroups, PutLogEvents" in why
+    assert "groups[1] job output (access.ssm)" in why
 
 
 def test_an_endpoints_only_stack_with_every_endpoint_its_nodes_call_plans_with_no_violation():

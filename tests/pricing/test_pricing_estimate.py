@@ -358,7 +358,7 @@ def test_gpu_share_of_a_stack_with_no_priced_cost_is_zero(stack_config):
     ({"zones": 3, "natGateways": "perZone"}, 3, 0),
     ({"zones": 2, "interfaceEndpoints": ["logs", "monitoring", "autoscaling"]}, 1, 6),
     ({"zones": 2, "egress": "endpointsOnly", "interfaceEndpoints": [
-        "ec2", "monitoring", "autoscaling", "ssm", "ssmmessages", "ec2messages"]}, 0, 12),
+        "ec2", "monitoring", "autoscaling", "ssm", "ssmmessages", "ec2messages", "logs"]}, 0, 14),
 ])
 def test_a_created_network_adds_its_nat_and_endpoint_hours_all_month(stack_config, rows, network, nat_gateways, endpoint_zones):
     group = {"name": "train", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1}

@@ -39,6 +39,7 @@ AGENT_CALLS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "ec2messages": ("GetMessages",),
     },
     "dockerPullsFromEcr": {"ecr.dkr": ("registry API /v2/ (docker pull)",)},
+    "jobOutput": {"logs": ("CreateLogStream", "DescribeLogGroups", "PutLogEvents")},
 }
 """AWS's own agents, not measured here. The CloudWatch agent puts the node's metrics, and before
 its first put looks up the instance's aws:autoscaling:groupName tag with EC2 DescribeTags for the
@@ -50,7 +51,12 @@ ssmmessages and ec2messages (Systems Manager user guide, "Use VPC endpoints to i
 of EC2 instances", read 2026-11-24). Docker pulls a private ECR image's manifest from the registry
 endpoint (ecr.dkr) and its layers from S3 (the gateway endpoint), after the node's own
 GetAuthorizationToken on ecr.api (ECR user guide, "Amazon ECR interface VPC endpoints", read
-2026-11-25)."""
+2026-11-25). A job's output reaches its log group the same way: `gpucloud run` sends Run Command
+with CloudWatch output on, and the SSM agent on the node, not Systems Manager, puts it into
+CloudWatch Logs through the `logs` endpoint after looking the group up (Systems Manager user guide,
+"Configuring Amazon CloudWatch Logs for Run Command": the instance profile needs the logs actions
+and the node a route to CloudWatch Logs; aws/amazon-ssm-agent cloudwatchlogspublisher:
+IsLogGroupPresent, CreateLogStream, PutLogEvents; read 2026-11-28)."""
 
 ENDPOINT_SERVICES = {"api.ecr": "ecr.api"}
 """Where botocore's endpoint prefix is not the VPC endpoint service's name (ECR's API: `api.ecr` in
@@ -95,6 +101,8 @@ def group_features(config: StackConfig, group: GroupConfig) -> list[str]:
         features.append("jupyterToken")
     if group.services.ecr_images:
         features += ["ecrImage", "dockerPullsFromEcr"]
+    if config.access.ssm:
+        features.append("jobOutput")
     return features
 
 
@@ -135,5 +143,6 @@ _KEYS = {
     "jupyterToken": "groups[{}].services.jupyter",
     "ecrImage": "groups[{}].services.containers",
     "dockerPullsFromEcr": "groups[{}].services.containers",
+    "jobOutput": "groups[{}] job output (access.ssm)",
 }
 
