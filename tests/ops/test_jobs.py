@@ -16,6 +16,7 @@ from collections.abc import Callable
 import time
 
 import pytest
+from botocore.exceptions import ClientError
 
 from gpucloud.config import load_stack_file
 from gpucloud.documents.jobs import job_document_content
@@ -23,7 +24,7 @@ from gpucloud.naming import job_document_name, job_log_group_name
 from gpucloud.ops.job_control import logs, stop
 from gpucloud.ops.jobs import Clients, Clock, JobError, new_job, run
 from gpucloud.ops.nodes import ordered_nodes
-from gpucloud.testing import moto_account
+from gpucloud.testing import moto_account, service_model
 from support import STACKS
 
 REGION = "us-east-1"
@@ -56,8 +57,9 @@ class ScriptedSsm:
         self.calls: dict[str, int] = {}
 
     def send_command(self, **request):
-        self.sent.append(request)
-        return self.client.send_command(**request)
+        answer = self.client.send_command(**request)
+        self.sent.append({**request, "CommandId": answer["Command"]["CommandId"]})
+        return answer
 
     def get_command_invocation(self, CommandId, InstanceId):
         self.calls[CommandId] = self.calls.get(CommandId, 0) + 1
@@ -148,6 +150,84 @@ def test_a_node_exit_status_is_reported_and_becomes_the_exit_code(aws):
 
     assert sorted((result.status, result.exit_code) for result in outcome.results) == [("Failed", 3), ("Success", 0)]
     assert outcome.exit_code == 3
+
+
+def large_group(session, nodes: int):
+    """The trainers group grown to `nodes` in service, and stack settings whose trainers allow that many."""
+    session.client("autoscaling").update_auto_scaling_group(AutoScalingGroupName=GROUP, MaxSize=nodes, DesiredCapacity=nodes)
+    groups = [group.model_copy(update={"max_size": nodes}) if group.name == "trainers" else group
+              for group in SETTINGS.config.groups]
+    return SETTINGS.model_copy(update={"config": SETTINGS.config.model_copy(update={"groups": groups})})
+
+
+def test_a_job_on_more_than_50_nodes_goes_out_50_instances_a_command_and_stops_the_same_way(aws):
+    settings = large_group(aws, 60)
+    clients = clients_with(aws, lambda command, instance, calls: ("InProgress", -1) if calls <= 60 else ("Success", 0))
+    service_model.install(clients.ssm.client)  # AWS's model: SendCommand takes at most 50 InstanceIds
+    job = new_job(settings, "trainers", COMMAND, nodes=60, job_id="trainers-20261125190000-0060")
+
+    outcome = run(clients, settings, job, say=lambda line: None, clock=FakeClock())
+
+    ordered = sorted(private_ips(aws).items(), key=lambda item: ipaddress.IPv4Address(item[1]))
+    assert [len(request["InstanceIds"]) for request in clients.ssm.sent] == [50, 10]
+    assert [instance for request in clients.ssm.sent for instance in request["InstanceIds"]] == [iid for iid, _ in ordered]
+    assert {request["Parameters"]["nodes"][0] for request in clients.ssm.sent} == {",".join(ip for _, ip in ordered)}
+    assert outcome.exit_code == 0 and len(outcome.results) == 60
+    [attempt] = job.attempts
+    assert [len(instances) for instances in attempt.commands.values()] == [50, 10]
+
+    clients.ssm.status = lambda command, instance, calls: ("InProgress", -1)
+    stop(clients, settings, job.job_id, say=lambda line: None)
+
+    assert clients.ssm.cancelled == list(attempt.commands)
+    assert [len(request["InstanceIds"]) for request in clients.ssm.sent[2:]] == [50, 10]
+    assert all(request["Parameters"]["action"] == ["launch-stop"] for request in clients.ssm.sent[2:])
+
+
+def test_a_send_that_fails_stops_what_was_sent_and_lowers_the_group_back(aws):
+    settings = large_group(aws, 60)
+    aws.client("autoscaling").set_desired_capacity(AutoScalingGroupName=GROUP, DesiredCapacity=2)
+    clients = clients_with(aws)
+    sent = clients.ssm.send_command
+
+    def second_batch_refused(**request):
+        if clients.ssm.sent:
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "SendCommand")
+        return sent(**request)
+
+    clients.ssm.send_command = second_batch_refused
+    said: list[str] = []
+    with pytest.raises(ClientError, match="Rate exceeded"):
+        run(clients, settings, new_job(settings, "trainers", COMMAND, nodes=60), say=said.append, clock=FakeClock())
+
+    group = aws.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+    assert group["DesiredCapacity"] == 2
+    assert "lowering gpu-cloud-vision-train-trainers back from 60 to 2 nodes: the job did not start" in said
+    assert clients.ssm.cancelled == [clients.ssm.sent[0]["CommandId"]]
+
+
+def test_a_group_that_never_reaches_n_nodes_is_lowered_back(aws):
+    class NeverInService:
+        def __init__(self, client):
+            self.client = client
+
+        def describe_auto_scaling_groups(self, **request):
+            answer = self.client.describe_auto_scaling_groups(**request)
+            for group in answer["AutoScalingGroups"]:
+                group["Instances"] = [dict(instance, LifecycleState="Pending") for instance in group["Instances"]]
+            return answer
+
+        def __getattr__(self, name):
+            return getattr(self.client, name)
+
+    clients = clients_with(aws)
+    clients.autoscaling = NeverInService(clients.autoscaling)
+    with pytest.raises(JobError, match="did not reach 3 nodes in service within 60 s"):
+        run(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=3), say=lambda line: None,
+            clock=FakeClock(), node_timeout=60)
+
+    group = aws.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+    assert group["DesiredCapacity"] == 1 and clients.ssm.sent == []
 
 
 def test_nodes_beyond_the_group_are_refused_before_any_call():
@@ -268,7 +348,7 @@ def test_logs_print_each_node_s_output_labelled_and_follow_until_the_end(aws):
     group = job_log_group_name(SETTINGS.name_base)
 
     def write(node, text, at):
-        stream = f"{attempt.command_id}/{node.instance_id}/launch/stdout"
+        stream = f"{attempt.command_of(node.instance_id)}/{node.instance_id}/launch/stdout"
         if stream not in {item["logStreamName"] for item in log.describe_log_streams(logGroupName=group)["logStreams"]}:
             log.create_log_stream(logGroupName=group, logStreamName=stream)
         log.put_log_events(logGroupName=group, logStreamName=stream, logEvents=[{"timestamp": at, "message": text}])
@@ -309,7 +389,7 @@ def test_stop_cancels_the_last_attempt_and_stops_its_processes(aws):
 
     stop(clients, SETTINGS, job.job_id, say=said.append)
 
-    assert clients.ssm.cancelled == [job.attempts[0].command_id]
+    assert clients.ssm.cancelled == list(job.attempts[0].commands)
     stopping = clients.ssm.sent[-1]
     assert stopping["Parameters"] == {"action": ["launch-stop"], "job": [job.job_id]}
     assert stopping["InstanceIds"] == [job.attempts[0].nodes[0].instance_id]

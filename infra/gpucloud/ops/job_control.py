@@ -2,7 +2,8 @@
 
 A job is found by its record (`<write prefix>jobs/<job id>/job.json`, written by `run`); a stack
 without a write prefix keeps no record, and the job is found by its commands' comment instead
-(`gpucloud job <id> attempt <n>`, which `run` sets; Run Command keeps commands 30 days).
+(`gpucloud job <id> attempt <n>`, which `run` sets on each of an attempt's commands, one per 50
+nodes; Run Command keeps commands 30 days).
 Run Command writes each node's output to the job log group as the streams
 `<command id>/<instance id>/<step>/stdout` and `.../stderr`.
 """
@@ -54,16 +55,23 @@ def _job_from_commands(clients: Clients, settings: StackSettings, job_id: str) -
     group = job_id.rsplit("-", 2)[0]
     job = Job(job_id=job_id, stack=settings.stack, group=group,
               group_name=autoscaling_group_name(settings.name_base, group), nodes=0, command=[])
-    for command in sorted(commands, key=lambda item: int(item["Comment"][len(marker):] or 0)):
-        nodes = ordered_nodes(clients.ec2, list(command["InstanceIds"]))
-        job.attempts.append(Attempt(int(command["Comment"][len(marker):]), command["CommandId"], nodes))
-        job.nodes = len(command["InstanceIds"])
+    attempts: dict[int, dict[str, list[str]]] = {}
+    for command in commands:
+        attempts.setdefault(int(command["Comment"][len(marker):] or 0), {})[command["CommandId"]] = list(command["InstanceIds"])
+    for number, batches in sorted(attempts.items()):
+        instance_ids = [instance for instances in batches.values() for instance in instances]
+        job.attempts.append(Attempt(number, batches, ordered_nodes(clients.ec2, instance_ids)))
+        job.nodes = len(instance_ids)
     return job
 
 
-def _command_running(clients: Clients, command_id: str) -> bool:
-    commands = clients.ssm.list_commands(CommandId=command_id)["Commands"]
-    return bool(commands) and commands[0]["Status"] in RUNNING_COMMAND
+def _command_running(clients: Clients, attempt: Attempt) -> bool:
+    """Whether any of the attempt's commands may still write output."""
+    for command_id in attempt.commands:
+        commands = clients.ssm.list_commands(CommandId=command_id)["Commands"]
+        if commands and commands[0]["Status"] in RUNNING_COMMAND:
+            return True
+    return False
 
 
 def _label(attempt: Attempt, stream: str) -> str:
@@ -87,8 +95,8 @@ def logs(clients: Clients, settings: StackSettings, job_id: str, follow: bool = 
         last = index == len(job.attempts) - 1
         seen: set[str] = set()
         while True:
-            running = follow and last and _command_running(clients, attempt.command_id)
-            for event in _events(clients, group, attempt.command_id):
+            running = follow and last and _command_running(clients, attempt)
+            for event in _attempt_events(clients, group, attempt):
                 if event["eventId"] not in seen:
                     seen.add(event["eventId"])
                     say(f"[{_label(attempt, event['logStreamName'])}] {event['message'].rstrip()}")
@@ -96,6 +104,12 @@ def logs(clients: Clients, settings: StackSettings, job_id: str, follow: bool = 
                 break
             clock.sleep(poll)
     return job
+
+
+def _attempt_events(clients: Clients, group: str, attempt: Attempt) -> list[dict[str, Any]]:
+    """Every node's output of the attempt, all its commands, in time order."""
+    events = [event for command_id in attempt.commands for event in _events(clients, group, command_id)]
+    return sorted(events, key=lambda event: (event["timestamp"], event["logStreamName"]))
 
 
 def _events(clients: Clients, group: str, command_id: str) -> list[dict[str, Any]]:
@@ -123,12 +137,12 @@ def stop(clients: Clients, settings: StackSettings, job_id: str, say: Callable[[
     if not job.attempts:
         raise JobError(f"job {job_id!r} never started on a node")
     last = job.attempts[-1]
-    statuses = {node.instance_id: _status(clients, last.command_id, node) for node in last.nodes}
+    statuses = {node.instance_id: _status(clients, last.command_of(node.instance_id), node) for node in last.nodes}
     if all(status in TERMINAL for status in statuses.values()):
         say(f"job {job_id} already ended (" + ", ".join(f"{iid}: {status}" for iid, status in statuses.items()) + ")")
         return job
     stopped = stop_attempt(clients, settings, job, last)
-    say(f"job {job_id}: cancelled command {last.command_id}; launch-stop sent to "
+    say(f"job {job_id}: cancelled command {', '.join(last.commands)}; launch-stop sent to "
         + (", ".join(f"{node.instance_id} ({node.private_ip})" for node in stopped) or "no node still in service"))
     return job
 

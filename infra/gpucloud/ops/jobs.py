@@ -4,17 +4,20 @@ rendezvous every launcher expects, resumed on a new set of nodes when one is rep
 What happens, in order: the group is raised to N nodes (within its maxSize) and `run` waits until
 N are InService (past the health gate); the first N by private IPv4 address are the job's nodes,
 the first the rendezvous master; the stack's job document goes to all of them at once, with its
-output to the job log group; `run` stays attached and reports each node's exit status. When one of
+output to the job log group (one command per 50 nodes, the most SendCommand takes); `run` stays attached and reports each node's exit status. When one of
 the job's nodes leaves service before the command ends (spot interruption, an Xid fault the agent
 replaced), the other nodes' command is cancelled and stopped, `run` waits for N nodes again and
 sends the job with the next attempt number and the same checkpoint URI, up to `max_restarts`
 times; the launcher restores the last checkpoint from that URI. Without a write prefix there is no
 checkpoint URI and the job stops instead, as it does when the group does not get back to N nodes.
+When the job never starts (no N nodes in time, a send AWS refused, an interrupt), `run` lowers the
+group back to where it found it.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import json
 import secrets
@@ -35,6 +38,10 @@ TERMINAL = frozenset({"Success", "Failed", "Cancelled", "TimedOut"})
 GetCommandInvocation, `Status`; read 2026-11-25)."""
 DELIVERY_TIMEOUT_SECONDS = 600
 """How long SSM tries to reach a node before the invocation times out undelivered."""
+SEND_COMMAND_MAX_INSTANCES = 50
+"""SendCommand takes at most 50 instance ids (botocore's ssm model, `InstanceIdList` max 50; SSM API
+reference, SendCommand `InstanceIds`; read 2026-11-28): a job on more nodes goes out as one command
+per 50 of them, in rank order."""
 
 
 class JobError(Exception):
@@ -67,8 +74,25 @@ class Clock:
 @dataclass
 class Attempt:
     attempt: int
-    command_id: str
+    commands: dict[str, list[str]]
+    """Command id -> the instance ids it went to: one command per batch of at most 50 nodes."""
     nodes: list[Node]
+
+    def command_of(self, instance_id: str) -> str:
+        return next(command for command, instances in self.commands.items() if instance_id in instances)
+
+    @classmethod
+    def from_record(cls, item: dict[str, Any]) -> Attempt:
+        """An attempt as `Job.to_json` wrote it; a record from before batches names one `command_id`."""
+        nodes = [Node(**node) for node in item["nodes"]]
+        commands = item.get("commands") or {item["command_id"]: [node.instance_id for node in nodes]}
+        return cls(item["attempt"], commands, nodes)
+
+
+def batches(nodes: Sequence[Node]) -> list[list[Node]]:
+    """The nodes in rank order, SEND_COMMAND_MAX_INSTANCES at a time."""
+    return [list(nodes[start:start + SEND_COMMAND_MAX_INSTANCES])
+            for start in range(0, len(nodes), SEND_COMMAND_MAX_INSTANCES)]
 
 
 @dataclass
@@ -93,8 +117,7 @@ class Job:
     @classmethod
     def from_json(cls, text: str) -> Job:
         data = json.loads(text)
-        data["attempts"] = [Attempt(item["attempt"], item["command_id"], [Node(**node) for node in item["nodes"]])
-                            for item in data.get("attempts", [])]
+        data["attempts"] = [Attempt.from_record(item) for item in data.get("attempts", [])]
         return cls(**data)
 
     def parameters(self, attempt: int, nodes: Sequence[Node]) -> dict[str, list[str]]:
@@ -171,8 +194,9 @@ def new_job(settings: StackSettings, group: str, command: Sequence[str], nodes: 
                port=port, gpus_per_node=gpus_per_node, image=image, checkpoint_uri=checkpoint_uri(settings, job_id))
 
 
-def raise_capacity(clients: Clients, job: Job, say: Callable[[str], None]) -> None:
-    """Raise the group's desired capacity to the job's node count (never lower it), within maxSize."""
+def raise_capacity(clients: Clients, job: Job, say: Callable[[str], None]) -> int | None:
+    """Raise the group's desired capacity to the job's node count (never lower it), within maxSize.
+    Returns the desired capacity it found when it raised it, None when it left it alone."""
     found = clients.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[job.group_name])["AutoScalingGroups"]
     if not found:
         raise JobError(f"Auto Scaling group {job.group_name} does not exist: deploy the stack first (pulumi up)")
@@ -184,6 +208,26 @@ def raise_capacity(clients: Clients, job: Job, say: Callable[[str], None]) -> No
         say(f"raising {job.group_name} from {group['DesiredCapacity']} to {job.nodes} nodes")
         clients.autoscaling.set_desired_capacity(AutoScalingGroupName=job.group_name, DesiredCapacity=job.nodes,
                                                  HonorCooldown=False)
+        return group["DesiredCapacity"]
+    return None
+
+
+def lower_capacity(clients: Clients, job: Job, found: int, say: Callable[[str], None]) -> None:
+    """Undo `raise_capacity` for a job that never started: back to the desired capacity it found,
+    unless someone has changed it since (another run raised it further)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        [group] = clients.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[job.group_name])["AutoScalingGroups"]
+        if group["DesiredCapacity"] != job.nodes:
+            say(f"leaving {job.group_name} at {group['DesiredCapacity']} nodes: it changed since run raised it to {job.nodes}")
+            return
+        say(f"lowering {job.group_name} back from {job.nodes} to {found} nodes: the job did not start")
+        clients.autoscaling.set_desired_capacity(AutoScalingGroupName=job.group_name, DesiredCapacity=found,
+                                                 HonorCooldown=False)
+    except (BotoCoreError, ClientError, ValueError) as error:
+        say(f"could not lower {job.group_name} back to {found} nodes ({error}): lower it yourself "
+            f"(aws autoscaling set-desired-capacity --auto-scaling-group-name {job.group_name} --desired-capacity {found})")
 
 
 def wait_for_nodes(clients: Clients, job: Job, timeout: float, clock: Clock, poll: float = 15.0) -> list[Node] | None:
@@ -198,19 +242,36 @@ def wait_for_nodes(clients: Clients, job: Job, timeout: float, clock: Clock, pol
         clock.sleep(poll)
 
 
-def send(clients: Clients, settings: StackSettings, job: Job, attempt: int, nodes: list[Node]) -> Attempt:
-    """Start one attempt of the job on `nodes`, output to the job log group."""
-    parameters = job.parameters(attempt, nodes)
-    command = clients.ssm.send_command(
+def _send_document(clients: Clients, settings: StackSettings, nodes: Sequence[Node], parameters: dict[str, list[str]],
+                   comment: str) -> str:
+    return clients.ssm.send_command(
         InstanceIds=[node.instance_id for node in nodes],
         DocumentName=job_document_name(settings.name_base),
         Parameters=parameters,
-        Comment=f"gpucloud job {job.job_id} attempt {attempt}",
+        Comment=comment,
         TimeoutSeconds=DELIVERY_TIMEOUT_SECONDS,
         CloudWatchOutputConfig={"CloudWatchLogGroupName": job_log_group_name(settings.name_base),
                                 "CloudWatchOutputEnabled": True},
-    )["Command"]
-    started = Attempt(attempt, command["CommandId"], list(nodes))
+    )["Command"]["CommandId"]
+
+
+def send(clients: Clients, settings: StackSettings, job: Job, attempt: int, nodes: list[Node]) -> Attempt:
+    """Start one attempt of the job on `nodes`, output to the job log group. Should a batch fail,
+    the batches already sent are stopped (their ranks would wait for the others forever) and the
+    error goes on."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    parameters = job.parameters(attempt, nodes)
+    started = Attempt(attempt, {}, [])
+    try:
+        for batch in batches(nodes):
+            command_id = _send_document(clients, settings, batch, parameters, f"gpucloud job {job.job_id} attempt {attempt}")
+            started.commands[command_id] = [node.instance_id for node in batch]
+            started.nodes += batch
+    except BaseException:
+        with contextlib.suppress(BotoCoreError, ClientError):  # the send's own error is the one to report
+            stop_attempt(clients, settings, job, started)
+        raise
     job.attempts.append(started)
     record(clients, job)
     return started
@@ -244,7 +305,7 @@ def watch(clients: Clients, job: Job, started: Attempt, clock: Clock, poll: floa
     while True:
         results = []
         for rank, node in enumerate(started.nodes):
-            invocation = _invocation(clients, started.command_id, node.instance_id)
+            invocation = _invocation(clients, started.command_of(node.instance_id), node.instance_id)
             code = invocation.get("ResponseCode")
             results.append(NodeResult(rank, node, invocation["Status"],
                                       code if invocation["Status"] in TERMINAL and code is not None and code >= 0 else None))
@@ -260,21 +321,15 @@ def watch(clients: Clients, job: Job, started: Attempt, clock: Clock, poll: floa
 
 
 def stop_attempt(clients: Clients, settings: StackSettings, job: Job, started: Attempt) -> list[Node]:
-    """Cancel the attempt's command and stop the job's processes on the nodes still in service
+    """Cancel the attempt's commands and stop the job's processes on the nodes still in service
     (CancelCommand ends the SSM step; `launch-stop` also ends a container the step started)."""
-    clients.ssm.cancel_command(CommandId=started.command_id)
+    for command_id in started.commands:
+        clients.ssm.cancel_command(CommandId=command_id)
     in_service = set(in_service_instance_ids(clients.autoscaling, job.group_name))
     remaining = [node for node in started.nodes if node.instance_id in in_service]
-    if remaining:
-        clients.ssm.send_command(
-            InstanceIds=[node.instance_id for node in remaining],
-            DocumentName=job_document_name(settings.name_base),
-            Parameters={"action": ["launch-stop"], "job": [job.job_id]},
-            Comment=f"gpucloud job {job.job_id} stop",
-            TimeoutSeconds=DELIVERY_TIMEOUT_SECONDS,
-            CloudWatchOutputConfig={"CloudWatchLogGroupName": job_log_group_name(settings.name_base),
-                                    "CloudWatchOutputEnabled": True},
-        )
+    for batch in batches(remaining):
+        _send_document(clients, settings, batch, {"action": ["launch-stop"], "job": [job.job_id]},
+                       f"gpucloud job {job.job_id} stop")
     return remaining
 
 
@@ -299,17 +354,9 @@ def run(clients: Clients, settings: StackSettings, job: Job, say: Callable[[str]
         clock: Clock | None = None, max_restarts: int = 3, node_timeout: float = 1800.0, poll: float = 15.0) -> Outcome:
     """Run the job to its end on every node, resuming it on replaced nodes (see the module doc)."""
     clock = clock or Clock()
-    raise_capacity(clients, job, say)
-    nodes = wait_for_nodes(clients, job, node_timeout, clock, poll)
-    if nodes is None:
-        raise JobError(f"group {job.group} did not reach {job.nodes} nodes in service within {node_timeout:.0f} s: "
-                       f"check its activity (aws autoscaling describe-scaling-activities --auto-scaling-group-name {job.group_name})")
+    started = start(clients, settings, job, say, clock, node_timeout, poll)
     attempt = 0
     while True:
-        started = send(clients, settings, job, attempt, nodes)
-        say(f"job {job.job_id} attempt {attempt}: command {started.command_id} on " + ", ".join(
-            f"node {rank} {node.private_ip} ({node.instance_id})" for rank, node in enumerate(nodes))
-            + f"; MASTER_ADDR={nodes[0].private_ip} MASTER_PORT={job.port}")
         results, lost = watch(clients, job, started, clock, poll)
         if not lost:
             return Outcome(job, results)
@@ -330,3 +377,31 @@ def run(clients: Clients, settings: StackSettings, job: Job, say: Callable[[str]
                 f"job {job.job_id} stopped: group {job.group} did not get back to {job.nodes} nodes in service within "
                 f"{node_timeout:.0f} s after node {gone} was replaced; its checkpoints stay at {job.checkpoint_uri}"))
         attempt += 1
+        started = send(clients, settings, job, attempt, nodes)
+        _say_started(say, job, started)
+
+
+def start(clients: Clients, settings: StackSettings, job: Job, say: Callable[[str], None], clock: Clock,
+          node_timeout: float, poll: float) -> Attempt:
+    """Raise the group, wait for N nodes and send attempt 0; if the job does not get that far,
+    lower the group back to where `raise_capacity` found it."""
+    found = raise_capacity(clients, job, say)
+    try:
+        nodes = wait_for_nodes(clients, job, node_timeout, clock, poll)
+        if nodes is None:
+            raise JobError(f"group {job.group} did not reach {job.nodes} nodes in service within {node_timeout:.0f} s: "
+                           f"check its activity (aws autoscaling describe-scaling-activities --auto-scaling-group-name {job.group_name})")
+        started = send(clients, settings, job, 0, nodes)
+    except BaseException:
+        if found is not None:
+            lower_capacity(clients, job, found, say)
+        raise
+    _say_started(say, job, started)
+    return started
+
+
+def _say_started(say: Callable[[str], None], job: Job, started: Attempt) -> None:
+    nodes = started.nodes
+    say(f"job {job.job_id} attempt {started.attempt}: command {', '.join(started.commands)} on " + ", ".join(
+        f"node {rank} {node.private_ip} ({node.instance_id})" for rank, node in enumerate(nodes))
+        + f"; MASTER_ADDR={nodes[0].private_ip} MASTER_PORT={job.port}")
