@@ -128,3 +128,20 @@ def test_read_only_access_has_no_write_statement():
     statements = s3_prefix_statements("aws", "ml-data", ["datasets/"], [])
 
     assert [statement["Sid"] for statement in statements] == ["ListOnlyGrantedPrefixes", "ReadGrantedPrefixes"]
+
+
+def test_parameter_store_may_use_the_key_for_the_named_parameters_only():
+    """A standard SecureString is encrypted and decrypted under the key with the caller's
+    credentials, through ssm.<region>, the parameter's ARN as encryption context."""
+    token = f"arn:aws:ssm:eu-west-1:{ACCOUNT}:parameter/gpu-cloud/ml/notebook/jupyter-token"
+    plain = statements_by_sid(key_policy("aws", ACCOUNT, "eu-west-1", ["gpu-cloud-ml-node"]))
+    with_token = statements_by_sid(key_policy("aws", ACCOUNT, "eu-west-1", ["gpu-cloud-ml-node"], parameter_arns=[token]))
+
+    assert "AccountUsesKeyForStackParametersOnlyThroughParameterStore" not in plain
+    statement = with_token["AccountUsesKeyForStackParametersOnlyThroughParameterStore"]
+    assert statement["Principal"] == {"AWS": ROOT} and actions(statement) == {"kms:Decrypt", "kms:Encrypt"}
+    assert statement["Condition"] == {"StringEquals": {
+        "kms:CallerAccount": ACCOUNT,
+        "kms:ViaService": "ssm.eu-west-1.amazonaws.com",
+        "kms:EncryptionContext:PARAMETER_ARN": [token],
+    }}

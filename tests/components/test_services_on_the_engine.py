@@ -5,6 +5,7 @@ containers run, and the node role may touch only its own token and the named ECR
 from __future__ import annotations
 
 import base64
+import fnmatch
 import gzip
 import json
 
@@ -92,3 +93,46 @@ def test_the_node_role_touches_only_its_token_and_the_named_repository(stack):
     assert statements["PullServiceImagesFromNamedRepositories"]["Resource"] == [
         "arn:aws:ecr:us-east-1:123456789012:repository/team/vllm"]
     assert statements["EcrLoginHasNoResourceLevelPermissions"]["Action"] == "ecr:GetAuthorizationToken"
+
+
+def listed(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def key_policy_allows(policy: dict, action: str, context: dict[str, str]) -> bool:
+    """Whether an Allow of the key policy to the account (`Principal` its root) covers a request of
+    an account principal with this request context; every condition must match, a key missing from
+    the context fails it (IAM user guide, "Condition operators"). The policy uses no Deny."""
+    for statement in listed(policy["Statement"]):
+        if not str(statement["Principal"].get("AWS", "")).endswith(":root"):
+            continue
+        if not any(fnmatch.fnmatchcase(action, pattern) for pattern in listed(statement["Action"])):
+            continue
+        conditions = statement.get("Condition", {})
+        if all(key in context and any(fnmatch.fnmatchcase(context[key], value) if operator in ("ArnLike", "StringLike")
+                                      else context[key] == value for value in listed(values))
+               for operator, keys in conditions.items() for key, values in keys.items()):
+            return True
+    return False
+
+
+def test_the_deployer_and_a_person_may_use_the_key_through_parameter_store_for_the_token_only(stack):
+    """Parameter Store calls kms:Encrypt (PutParameter: `pulumi up`) and kms:Decrypt (GetParameter
+    with decryption: the provider's read after create, and the command `gpucloud connect` prints)
+    with the caller's credentials, through ssm.<region>, with the parameter's ARN as encryption
+    context (KMS developer guide, "How AWS Systems Manager Parameter Store uses AWS KMS")."""
+    kms = stack.client("kms")
+    [alias] = [alias for alias in kms.list_aliases()["Aliases"] if alias["AliasName"] == "alias/gpu-cloud/demo"]
+    policy = json.loads(kms.get_key_policy(KeyId=alias["TargetKeyId"], PolicyName="default")["Policy"])
+    token = f"arn:aws:ssm:us-east-1:{stack.account_id}:parameter/gpu-cloud/demo/notebook/jupyter-token"
+    through_ssm = {"kms:CallerAccount": stack.account_id, "kms:ViaService": "ssm.us-east-1.amazonaws.com",
+                   "kms:EncryptionContext:PARAMETER_ARN": token, "aws:PrincipalArn": f"arn:aws:iam::{stack.account_id}:role/deployer"}
+
+    assert key_policy_allows(policy, "kms:Encrypt", through_ssm), "pulumi up cannot create the SecureString"
+    assert key_policy_allows(policy, "kms:Decrypt", through_ssm), "nobody can read the token"
+    other_parameter = {**through_ssm, "kms:EncryptionContext:PARAMETER_ARN": token.replace("notebook", "other")}
+    assert not key_policy_allows(policy, "kms:Decrypt", other_parameter)
+    assert not key_policy_allows(policy, "kms:Decrypt", {**through_ssm, "kms:ViaService": "ssm.us-west-2.amazonaws.com"})
+    assert not key_policy_allows(policy, "kms:Decrypt", {**through_ssm, "kms:CallerAccount": "999988887777"})
+    assert not key_policy_allows(policy, "kms:Decrypt", {key: value for key, value in through_ssm.items()
+                                                        if key != "kms:ViaService"}), "directly, not through ssm"

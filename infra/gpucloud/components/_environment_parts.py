@@ -19,6 +19,7 @@ from gpucloud.components.network import GpuNetworkArgs
 from gpucloud.components.prometheus_workspace import PrometheusWorkspace, PrometheusWorkspaceArgs
 from gpucloud.components.s3_access import S3PrefixAccessArgs
 from gpucloud.components.volume_backup import VolumeBackupArgs
+from gpucloud.config.services import node_services_grants
 from gpucloud.lookups import ResolvedStack
 from gpucloud.naming import (
     access_logs_bucket_name,
@@ -60,6 +61,8 @@ def key_args(stack: ResolvedStack, waits_for: Sequence[pulumi.Resource]) -> Encr
         log_groups=log_groups,
         prometheus=prometheus.enabled,
         file_system=bool(config.storage.lustre and config.storage.lustre.deployment_type == "PERSISTENT_2"),
+        parameter_arns=node_services_grants(config, stack.partition, stack.settings.region, stack.account_id,
+                                            base)["token_parameter_arns"],
         waits_for=list(waits_for),
     )
 

@@ -31,6 +31,9 @@ class EncryptionKeyArgs:
     file_system: bool = False
     """A persistent FSx for Lustre file system is encrypted with the key (FSx uses it through grants)."""
     """The project has a Prometheus workspace: AMP may use the key for it and for alerts to the topic."""
+    parameter_arns: Sequence[str] = ()
+    """SecureString parameters under the key (the JupyterLab tokens): the account may use the key
+    through Parameter Store for those only."""
     waits_for: Sequence[pulumi.Resource] = ()
     """What the key policy names that the same program creates (the Auto Scaling service-linked
     role): KMS refuses a policy naming a principal that does not exist yet."""
@@ -54,7 +57,8 @@ class EncryptionKey(pulumi.ComponentResource):
             enable_key_rotation=True,
             deletion_window_in_days=args.deletion_window_days,
             policy=json.dumps(
-                key_policy(args.partition, args.account_id, args.region, args.user_role_names, args.log_groups, args.prometheus, args.file_system)
+                key_policy(args.partition, args.account_id, args.region, args.user_role_names, args.log_groups, args.prometheus,
+                           args.file_system, args.parameter_arns)
             ),
             tags={**args.tags, "Name": f"gpu-cloud-{args.project}"},
             opts=pulumi.ResourceOptions(

@@ -66,6 +66,7 @@ def key_policy(
     log_groups: Sequence[str] = (),
     prometheus: bool = False,
     file_system: bool = False,
+    parameter_arns: Sequence[str] = (),
 ) -> Document:
     """Key policy: the account administers the key; only the named roles and Auto Scaling use it
     directly, and the account's principals use it only through EC2, AWS Backup and S3.
@@ -89,6 +90,10 @@ def key_policy(
     With `file_system` (a persistent `storage.lustre`), FSx joins those services: it encrypts the
     file system under grants its creator makes through fsx.<region> (FSx for Lustre user guide,
     "Encrypting data at rest", read 2026-11-25).
+
+    With `parameter_arns` (the JupyterLab token parameters), the account's principals may also
+    encrypt and decrypt through Parameter Store, for those parameters only
+    (`parameter_store_statement`).
     """
     root = f"arn:{partition}:iam::{account_id}:root"
     user_arns = [role_arn(partition, account_id, name) for name in user_role_names]
@@ -176,6 +181,7 @@ def key_policy(
                 "Resource": "*",
                 "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
             },
+            *([parameter_store_statement(root, account_id, region, parameter_arns)] if parameter_arns else []),
             *([{
                 "Sid": "CloudWatchLogsEncryptsProjectLogGroups",
                 "Effect": "Allow",
@@ -187,4 +193,37 @@ def key_policy(
                 ]}},
             }] if log_groups else []),
         ],
+    }
+
+
+PARAMETER_STORE_ACTIONS = ["kms:Decrypt", "kms:Encrypt"]
+"""What Parameter Store asks KMS for a standard SecureString, with the caller's credentials: Encrypt
+when the value is put (`pulumi up` creating the parameter, the node writing its token), Decrypt
+when it is read with decryption (the provider reads it back right after creating it,
+terraform-provider-aws `internal/service/ssm/parameter.go`; a person runs the `aws ssm
+get-parameter --with-decryption` that `gpucloud connect` prints). Standard parameters are
+encrypted directly under the key, no data key (KMS developer guide, "How AWS Systems Manager
+Parameter Store uses AWS KMS", read 2026-11-28)."""
+
+
+def parameter_store_statement(root: str, account_id: str, region: str, parameter_arns: Sequence[str]) -> Document:
+    """The account's principals use the key through Parameter Store in this region, and only for
+    the named parameters: Parameter Store passes the parameter's ARN as the encryption context
+    `PARAMETER_ARN` on every Encrypt and Decrypt (same KMS page, "Encryption context"), so
+    `kms:EncryptionContext:PARAMETER_ARN` holds the statement to them. A caller still needs an
+    identity policy allowing ssm:PutParameter or ssm:GetParameter on the parameter and the KMS
+    action on the key."""
+    return {
+        "Sid": "AccountUsesKeyForStackParametersOnlyThroughParameterStore",
+        "Effect": "Allow",
+        "Principal": {"AWS": root},
+        "Action": PARAMETER_STORE_ACTIONS,
+        "Resource": "*",
+        "Condition": {
+            "StringEquals": {
+                "kms:CallerAccount": account_id,
+                "kms:ViaService": f"ssm.{region}.amazonaws.com",
+                "kms:EncryptionContext:PARAMETER_ARN": sorted(parameter_arns),
+            }
+        },
     }
