@@ -1,0 +1,368 @@
+"""Would AWS allow this call? One call (actor, action, resource, request context, the VPC endpoint it
+passes) evaluated against the identity, resource, key and endpoint policies the plan holds, as AWS
+documents it (IAM user guide "Policy evaluation logic", "IAM JSON policy elements: Condition
+operators", "Single-valued vs. multivalued context keys"; KMS developer guide "Key policies in AWS
+KMS" and "Determining access to an AWS KMS key"; VPC user guide "Control access to VPC endpoints
+using endpoint policies"; all read 2026-11-28):
+
+- an explicit Deny in any policy that applies wins;
+- a call that passes a VPC endpoint with a policy must also be allowed by that policy;
+- on a KMS key the key policy must allow the call: naming the principal (or everyone) is enough,
+  naming the account root delegates to IAM, so an identity policy must allow it too;
+- on anything else in the account an identity-policy allow or a resource-policy allow that names
+  the principal (or everyone) is enough; one naming only the account root needs the identity allow;
+- an AWS service principal has no identity policy: only a resource policy can allow it;
+- the deployer's identity policy is not the stack's: it is taken as allowing (each reason says
+  so), and only the resource side (key and resource policies) is evaluated.
+
+Kept libraries were read and not used: principalmapper's local_policy_simulation is AGPL-3.0 and
+makes StringNotLike false on a missing key (AWS makes a negated operator true there); moto's IAM
+access control checks StringEquals only and turns an unmet condition into a deny.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import lru_cache
+
+from .iam_documents import InvalidPolicyDocument, Statement, parse_document
+
+DEPLOYER = "deployer"
+
+
+@dataclass(frozen=True)
+class Call:
+    """One AWS call, placeholders filled."""
+
+    actor: str
+    principal: str
+    """A role ARN, a service principal (`fsx.amazonaws.com`), or `deployer`."""
+    action: str
+    resource: str
+    context: Mapping[str, str | Sequence[str]]
+    endpoint: str | None
+
+
+@dataclass(frozen=True)
+class Documents:
+    """The policies a plan holds. A document's `Id`, when it has one, names it in reasons."""
+
+    identity: Mapping[str, Sequence[dict]]
+    """Principal ARN -> its identity policies (inline and attached managed)."""
+    resource: Sequence[tuple[str, dict]]
+    """(ARN or ARN pattern the policy sits on, policy): key, bucket, topic policies. A policy on a
+    bucket also covers its objects (`<bucket ARN>/...`)."""
+    endpoints: Mapping[str, dict]
+    """VPC endpoint service (`s3`, `ssm`) -> its policy; a service absent has AWS's full-access default."""
+    account: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class _Policy:
+    kind: str
+    """identity, resource, key or endpoint."""
+    name: str
+    statements: tuple[Statement, ...]
+
+
+class _Unsupported(Exception):
+    """A condition operator AWS does not have (a policy AWS would refuse)."""
+
+
+_KMS_KEY = re.compile(r"^arn:[^:]+:kms:[^:]*:[^:]*:key/")
+_ACCOUNT_ROOT = re.compile(r"^(?:arn:[^:]+:iam::(\d{12}):root|(\d{12}))$")
+_ARN_ACCOUNT = re.compile(r"^arn:[^:]+:[^:]*:[^:]*:(\d{12}):")
+
+
+def evaluate(call: Call, documents: Documents) -> Decision:
+    """Whether AWS allows the call, and the statement that decides it (or what lacks one)."""
+    try:
+        return _evaluate(call, documents)
+    except InvalidPolicyDocument as error:
+        return Decision(False, f"cannot evaluate: a policy is {error}")
+    except _Unsupported as error:
+        return Decision(False, f"cannot evaluate: {error}")
+
+
+def _evaluate(call: Call, documents: Documents) -> Decision:
+    context = request_context(call, documents.account)
+    is_key = call.action.lower().startswith("kms:") and bool(_KMS_KEY.match(call.resource))
+    identity = [_policy("identity", f"identity policy {index} of {call.principal}", document)
+                for index, document in enumerate(documents.identity.get(call.principal, ()))]
+    on_resource = [_policy("key" if is_key else "resource", f"policy on {pattern}", document)
+                   for pattern, document in documents.resource if _covers(pattern, call.resource)]
+    endpoint = documents.endpoints.get(call.endpoint) if call.endpoint else None
+    filters = [_policy("endpoint", f"{call.endpoint} endpoint policy", endpoint)] if endpoint is not None else []
+    for policy in identity + on_resource + filters:
+        for statement in policy.statements:
+            if not statement.allow and _applies(statement, policy.kind, call, context, documents.account):
+                return Decision(False, f"denied by {policy.name}:{statement.sid}")
+    for policy in filters:
+        if not _allows(policy, call, context, documents.account):
+            return Decision(False, f"no statement of the {policy.name} allows {call.action} on {call.resource}")
+    identity_allow = _first_allow(identity, call, context, documents.account)
+    if call.principal == DEPLOYER:
+        identity_allow = "the deployer's own identity policy (not in the plan, taken as allowing)"
+    if is_key:
+        return _key_decision(call, on_resource, identity_allow, context, documents.account)
+    direct = [name for name, grant in _resource_grants(on_resource, call, context, documents.account) if grant == "direct"]
+    if identity_allow or direct:
+        return Decision(True, f"allowed by {identity_allow or direct[0]}")
+    if _is_service(call.principal):
+        return Decision(False, f"no resource policy allows {call.principal} {call.action} on {call.resource}"
+                               + ("" if on_resource else " (the resource has none in the plan)"))
+    looked = ", ".join(policy.name for policy in identity + on_resource) or f"no policy of {call.principal}"
+    return Decision(False, f"no statement allows {call.action} on {call.resource} in {looked}")
+
+
+def _key_decision(call: Call, key_policies: list[_Policy], identity_allow: str | None,
+                  context: Mapping[str, list[str]], account: str) -> Decision:
+    """KMS: without a key policy allowing it, no identity policy can give access to a key."""
+    if not key_policies:
+        return Decision(False, f"no key policy for {call.resource} in the plan")
+    grants = _resource_grants(key_policies, call, context, account)
+    direct = [name for name, grant in grants if grant == "direct"]
+    if direct:
+        return Decision(True, f"allowed by {direct[0]}")
+    delegated = [name for name, grant in grants if grant == "account"]
+    if delegated and identity_allow:
+        return Decision(True, f"allowed by {identity_allow}, as {delegated[0]} delegates to IAM")
+    if delegated:
+        return Decision(False, f"{delegated[0]} lets IAM policies grant {call.action}, and no identity policy "
+                               f"of {call.principal} allows it on {call.resource}")
+    return Decision(False, f"no statement of the {key_policies[0].name} (the key policy) allows "
+                           f"{call.principal} {call.action}")
+
+
+def _policy(kind: str, name: str, document: dict) -> _Policy:
+    named = document.get("Id") if isinstance(document, Mapping) else None
+    return _Policy(kind, str(named or name), tuple(parse_document(document)))
+
+
+def _first_allow(policies: list[_Policy], call: Call, context: Mapping[str, list[str]], account: str) -> str | None:
+    for policy in policies:
+        for statement in policy.statements:
+            if statement.allow and _applies(statement, policy.kind, call, context, account):
+                return f"{policy.name}:{statement.sid}"
+    return None
+
+
+def _allows(policy: _Policy, call: Call, context: Mapping[str, list[str]], account: str) -> bool:
+    return _first_allow([policy], call, context, account) is not None
+
+
+def _resource_grants(policies: list[_Policy], call: Call, context: Mapping[str, list[str]],
+                     account: str) -> list[tuple[str, str]]:
+    """(policy:Sid, "direct" or "account") for each allow statement of a resource policy that applies."""
+    return [
+        (f"{policy.name}:{statement.sid}", grant)
+        for policy in policies
+        for statement in policy.statements
+        if statement.allow and _applies(statement, policy.kind, call, context, account)
+        and (grant := _principal_grant(statement, call.principal, account)) is not None
+    ]
+
+
+def _applies(statement: Statement, kind: str, call: Call, context: Mapping[str, list[str]], account: str) -> bool:
+    """The statement's principal (outside identity policies), action, resource and conditions all match."""
+    if kind != "identity" and _principal_grant(statement, call.principal, account) is None:
+        return False
+    return (_listed(statement.actions, statement.not_actions, lambda pattern: action_matches(pattern, call.action))
+            and _listed(statement.resources, statement.not_resources, lambda pattern: _glob(pattern, call.resource))
+            and all(_condition(operator, key, values, context) for operator, key, values in statement.conditions))
+
+
+def _listed(patterns: tuple[str, ...], negated: bool, matches) -> bool:
+    found = any(matches(pattern) for pattern in patterns)
+    return not found if negated else found
+
+
+def action_matches(pattern: str, action: str) -> bool:
+    """Action names are not case-sensitive ("IAM JSON policy elements: Action")."""
+    return _glob(pattern.lower(), action.lower())
+
+
+def _principal_grant(statement: Statement, principal: str, account: str) -> str | None:
+    """How a resource-side statement names the principal: "direct" (the principal itself, or
+    everyone), "account" (its account's root, which delegates to IAM), or None."""
+    grant = None
+    for named in statement.principals:
+        found = _names(named, principal, account)
+        if found == "direct":
+            grant = "direct"
+            break
+        grant = grant or found
+    if statement.not_principal:
+        return None if grant else "direct"
+    return grant
+
+
+def _names(named: str, principal: str, account: str) -> str | None:
+    if named == "*" or named == principal:
+        return "direct"
+    if _is_service(principal):
+        return "direct" if named == f"Service:{principal}" else None
+    root = _ACCOUNT_ROOT.match(named)
+    if root and (root.group(1) or root.group(2)) == _principal_account(principal, account):
+        return "account"
+    return None
+
+
+def _is_service(principal: str) -> bool:
+    return principal != DEPLOYER and not principal.startswith("arn:")
+
+
+def _principal_account(principal: str, account: str) -> str | None:
+    if principal == DEPLOYER:
+        return account
+    found = _ARN_ACCOUNT.match(principal)
+    return found.group(1) if found else None
+
+
+def _covers(pattern: str, resource: str) -> bool:
+    """A policy on `pattern` covers the resource itself and what lies under it (a bucket's objects)."""
+    return _glob(pattern, resource) or resource.startswith(pattern + "/")
+
+
+def request_context(call: Call, account: str) -> dict[str, list[str]]:
+    """The call's context (keys lower-cased; AWS compares key names without case), with the keys
+    AWS sets on every request of such a principal when the call does not give them ("AWS global
+    condition context keys": aws:PrincipalArn and aws:PrincipalAccount for a signed request,
+    aws:PrincipalServiceName for a service principal, aws:SecureTransport; KMS "Condition keys for
+    AWS KMS": kms:CallerAccount)."""
+    context: dict[str, list[str]] = {"aws:securetransport": ["true"]}
+    if _is_service(call.principal):
+        context["aws:principalservicename"] = [call.principal]
+    else:
+        caller_account = _principal_account(call.principal, account)
+        if caller_account:
+            context["aws:principalaccount"] = [caller_account]
+            if call.action.lower().startswith("kms:"):
+                context["kms:calleraccount"] = [caller_account]
+        if call.principal != DEPLOYER:
+            context["aws:principalarn"] = [call.principal]
+    for key, value in call.context.items():
+        context[key.lower()] = [value] if isinstance(value, str) else [str(item) for item in value]
+    return context
+
+
+# ---------------------------------------------------------------- conditions
+
+def _condition(operator: str, key: str, values: tuple[str, ...], context: Mapping[str, list[str]]) -> bool:
+    """One operator on one key. Values of the policy are ORed; a negated operator is true when the
+    key matches none of them. A key missing from the request makes the condition false, a negated
+    one true; ...IfExists and ForAllValues are true then, ForAnyValue false; Null tests presence."""
+    given = context.get(key)
+    present = [value for value in given or [] if value != ""]
+    qualifier, _, base = operator.rpartition(":")
+    if qualifier not in ("", "ForAllValues", "ForAnyValue"):
+        raise _Unsupported(f"unknown condition set operator {qualifier!r}")
+    if base == "Null":
+        return any((value.lower() == "true") == (not present) for value in values)
+    if_exists = base.endswith("IfExists")
+    match, negated = _operator(base.removesuffix("IfExists"))
+    if given is None:
+        if qualifier:
+            return qualifier == "ForAllValues"
+        return if_exists or negated
+
+    def holds(value: str) -> bool:
+        found = any(match(value, pattern) for pattern in values)
+        return not found if negated else found
+
+    if qualifier == "ForAllValues":
+        return all(holds(value) for value in given)
+    if qualifier == "ForAnyValue":
+        return any(holds(value) for value in given)
+    return all(holds(value) for value in given) if negated else any(holds(value) for value in given)
+
+
+def _operator(name: str):
+    """(how one request value matches one policy value, whether the operator is negated)."""
+    for positive, negative, match in _OPERATORS:
+        if name in positive:
+            return match, False
+        if name in negative:
+            return match, True
+    raise _Unsupported(f"unknown condition operator {name!r}")
+
+
+def _numeric(compare):
+    def match(value: str, pattern: str) -> bool:
+        try:
+            return compare(float(value), float(pattern))
+        except ValueError:
+            return False
+    return match
+
+
+def _date(compare):
+    def match(value: str, pattern: str) -> bool:
+        try:
+            return compare(_when(value), _when(pattern))
+        except ValueError:
+            return False
+    return match
+
+
+def _when(text: str) -> datetime:
+    """An ISO 8601 date or time, or epoch seconds ("Date condition operators")."""
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return datetime.fromtimestamp(float(text), timezone.utc)
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def _in_network(value: str, pattern: str) -> bool:
+    try:
+        return ipaddress.ip_address(value) in ipaddress.ip_network(pattern, strict=False)
+    except ValueError:
+        return False
+
+
+def _arn_matches(value: str, pattern: str) -> bool:
+    """ArnEquals and ArnLike: each of the six colon-separated parts is matched on its own, with wildcards."""
+    values, patterns = value.split(":", 5), pattern.split(":", 5)
+    return len(values) == len(patterns) == 6 and all(_glob(p, v) for p, v in zip(patterns, values))
+
+
+_OPERATORS = (
+    ({"StringEquals"}, {"StringNotEquals"}, lambda value, pattern: value == pattern),
+    ({"StringEqualsIgnoreCase"}, {"StringNotEqualsIgnoreCase"}, lambda value, pattern: value.lower() == pattern.lower()),
+    ({"StringLike"}, {"StringNotLike"}, lambda value, pattern: _glob(pattern, value)),
+    ({"ArnEquals", "ArnLike"}, {"ArnNotEquals", "ArnNotLike"}, _arn_matches),
+    ({"Bool"}, set(), lambda value, pattern: value.lower() == pattern.lower()),
+    ({"BinaryEquals"}, set(), lambda value, pattern: value == pattern),
+    ({"IpAddress"}, {"NotIpAddress"}, _in_network),
+    ({"NumericEquals"}, {"NumericNotEquals"}, _numeric(lambda value, limit: value == limit)),
+    ({"NumericLessThan"}, set(), _numeric(lambda value, limit: value < limit)),
+    ({"NumericLessThanEquals"}, set(), _numeric(lambda value, limit: value <= limit)),
+    ({"NumericGreaterThan"}, set(), _numeric(lambda value, limit: value > limit)),
+    ({"NumericGreaterThanEquals"}, set(), _numeric(lambda value, limit: value >= limit)),
+    ({"DateEquals"}, {"DateNotEquals"}, _date(lambda value, limit: value == limit)),
+    ({"DateLessThan"}, set(), _date(lambda value, limit: value < limit)),
+    ({"DateLessThanEquals"}, set(), _date(lambda value, limit: value <= limit)),
+    ({"DateGreaterThan"}, set(), _date(lambda value, limit: value > limit)),
+    ({"DateGreaterThanEquals"}, set(), _date(lambda value, limit: value >= limit)),
+)
+
+
+def _glob(pattern: str, text: str) -> bool:
+    """`*` any run of characters, `?` one; everything else literal and case-sensitive."""
+    return _compiled(pattern).fullmatch(text) is not None
+
+
+@lru_cache(maxsize=4096)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile("".join(".*" if part == "*" else "." if part == "?" else re.escape(part)
+                              for part in re.split(r"([*?])", pattern)), re.DOTALL)
