@@ -8,6 +8,7 @@ from pydantic import AfterValidator, Field, StringConstraints, field_validator, 
 
 from gpucloud.config.capacity import CapacityConfig
 from gpucloud.config.fields import AmiId, ConfigModel, InstanceType, ResourceName, shaped
+from gpucloud.config.image import ImageConfig
 from gpucloud.config.requirements import InstanceRequirementsConfig
 from gpucloud.config.scaling import IdleShutdown, ScalingConfig
 from gpucloud.config.endpoint import EndpointConfig
@@ -122,6 +123,8 @@ class GroupConfig(ConfigModel):
     ami_id: AmiId | None = None
     """The image the nodes boot. Unset: the AWS Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04), read
     from its public SSM parameter."""
+    image: ImageConfig | None = None
+    """With amiId: what that image carries (provides), which the plan checks each feature against."""
     health_check_grace_period_seconds: int = Field(default=900, ge=0, le=7200)
     """Seconds Auto Scaling waits after a launch before it acts on the instance's EC2 health checks; also the
     instance warmup of instance refreshes and of the endpoint's scaling."""

@@ -90,9 +90,9 @@ class S3MountConfig(ConfigModel):
     write_prefix: bool = False
     """Also mount the first write prefix, writable (Mountpoint writes new files sequentially; no
     in-place edits or renames)."""
-    install: Literal["ami", "download"] = "ami"
-    """ami: the image has `mount-s3` (the gate fails a node without it); download: the node fetches
-    AWS's package from s3.amazonaws.com at boot, which needs a way out (egress nat)."""
+    install: Literal["ami", "download"] = "download"
+    """download: the node fetches AWS's package from s3.amazonaws.com at boot, which needs a way out (egress nat);
+    ami: the group's own image (amiId) has `mount-s3`, which the default image lacks (data/image_software.json)."""
 
 
 class StorageConfig(ConfigModel):

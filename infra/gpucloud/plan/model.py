@@ -46,6 +46,8 @@ class Plan:
     """Each policy of the pack and its enforcement level in this plan (disabled ones did not run)."""
     purchase_options: list[dict[str, Any]] = field(default_factory=list)
     """Each group's on-demand/spot split (`plan/purchase.py`); empty for a program that is not gpu-cloud's."""
+    image_software: list[dict[str, Any]] = field(default_factory=list)
+    """Each group's features and the image software they rely on (`plan/image_software.py`)."""
 
     @property
     def policies_run(self) -> list[str]:
@@ -139,6 +141,8 @@ class Plan:
         document["inputCoverage"] = self.input_coverage()
         if self.purchase_options:
             document["purchaseOptions"] = self.purchase_options
+        if self.image_software:
+            document["imageSoftware"] = self.image_software
         if self.cost_estimate:
             document["costEstimate"] = self.cost_estimate.to_dict()
         return document

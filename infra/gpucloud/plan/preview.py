@@ -17,6 +17,7 @@ from gpucloud.plan.findings import (
     spot_capacity_findings,
     with_matched_types,
 )
+from gpucloud.plan.image_software import image_software
 from gpucloud.plan.model import PROJECT, Plan, PlanFinding, provider_rule_findings
 from gpucloud.plan.purchase import purchase_options
 from gpucloud.plan.program_source import (
@@ -96,6 +97,7 @@ def plan_stack(
     plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved, gpus)
     plan.findings.extend(budget)
     plan.purchase_options = purchase_options(settings.config)
+    plan.image_software = image_software(settings.config)
     return plan
 
 

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpucloud.plan.image_software import image_software_line
 from gpucloud.plan.model import POLICY_PACK, Plan
 from gpucloud.plan.purchase import purchase_line
 from gpucloud.plan.tree_columns import MARKER_WIDTH, OPERATION_WIDTH, tree_layout
@@ -308,6 +309,10 @@ def render(plan: Plan, console: Console) -> None:
         console.print("\nPurchase options (on-demand/spot per group):")
         for option in plan.purchase_options:
             console.print(f"    {purchase_line(option)}", soft_wrap=True)
+    if plan.image_software:
+        console.print("\nImage software (what each group's features rely on, and where it comes from):")
+        for entry in plan.image_software:
+            console.print(f"    {image_software_line(entry)}", soft_wrap=True)
     console.print(f"\n{policy_summary(plan)}")
     for finding in plan.findings:
         if finding.rule in UNPRICED_COMPUTE_RULES:
