@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpucloud.documents import key_policy, s3_prefix_statements
+from gpucloud.documents import key_policy, mountpoint_release_buckets, s3_gateway_endpoint_policy, s3_prefix_statements
 
 ACCOUNT = "111122223333"
 ROOT = f"arn:aws:iam::{ACCOUNT}:root"
@@ -145,3 +145,16 @@ def test_parameter_store_may_use_the_key_for_the_named_parameters_only():
         "kms:ViaService": "ssm.eu-west-1.amazonaws.com",
         "kms:EncryptionContext:PARAMETER_ARN": [token],
     }}
+
+
+def test_the_s3_gateway_endpoint_admits_the_mount_s3_release_only_when_asked_and_in_its_region():
+    def unsigned_reads(policy):
+        return [arn for statement in policy["Statement"] if "Condition" not in statement for arn in statement["Resource"]]
+
+    plain = s3_gateway_endpoint_policy("aws", ACCOUNT, "us-east-1", ["ml-data"])
+    download = s3_gateway_endpoint_policy("aws", ACCOUNT, "us-east-1", ["ml-data"],
+                                          mountpoint_release_buckets("aws", "us-east-1"))
+
+    assert "arn:aws:s3:::mountpoint-s3-release/*" not in unsigned_reads(plain)
+    assert "arn:aws:s3:::mountpoint-s3-release/*" in unsigned_reads(download)
+    assert mountpoint_release_buckets("aws", "eu-west-1") == mountpoint_release_buckets("aws-cn", "cn-north-1") == []

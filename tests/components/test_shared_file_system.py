@@ -23,7 +23,7 @@ from support import deploy, minimal_config, node_configs, settings_for
 
 LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
 ASSOCIATION = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
-STORAGE = {"lustre": {"storageCapacityGiB": 2400, "throughputPerTiB": 250, "zone": "us-east-1b"}, "s3Mount": {"writePrefix": True}}
+STORAGE = {"lustre": {"storageCapacityGiB": 2400, "throughputPerTiB": 250, "zone": "us-east-1b"}, "s3Mount": {"writePrefix": True, "install": "download"}}
 
 
 @pytest.fixture(scope="module")
@@ -97,6 +97,23 @@ def test_every_node_mounts_the_file_system_and_the_s3_prefixes(deployed):
         assert config["lustre_source"] == f"{system['DNSName']}@tcp:/{resource.outputs['mountName']}"
         assert config["lustre_mount_path"] == "/fsx"
         assert config["s3_mounts"] == ["ro demo-data datasets/ /s3/datasets", "rw demo-data runs/ /s3/runs"]
+
+
+def test_the_s3_gateway_endpoint_lets_the_mount_s3_download_through(deployed):
+    """In us-east-1, the release bucket's region, the node's download of mount-s3 takes the S3
+    gateway endpoint, whose policy must admit the unsigned read; elsewhere it never reaches it."""
+    from gpucloud.documents import MOUNTPOINT_RELEASE_BUCKET, mountpoint_release_buckets
+    from gpucloud.node.shared_storage import MOUNT_S3_RELEASE
+
+    [endpoint] = [endpoint for endpoint in deployed.client("ec2").describe_vpc_endpoints()["VpcEndpoints"]
+                  if endpoint["ServiceName"] == "com.amazonaws.us-east-1.s3"]
+    unsigned = [statement for statement in json.loads(endpoint["PolicyDocument"])["Statement"]
+                if statement["Principal"] == "*" and "Condition" not in statement]
+    package = MOUNT_S3_RELEASE.format(arch="x86_64", kind="deb").removeprefix("https://s3.amazonaws.com/")
+    assert package.startswith(f"{MOUNTPOINT_RELEASE_BUCKET}/")
+    assert any(statement["Action"] == "s3:GetObject" and f"arn:aws:s3:::{MOUNTPOINT_RELEASE_BUCKET}/*" in statement["Resource"]
+               for statement in unsigned), "the node's mount-s3 download is refused by the endpoint"
+    assert mountpoint_release_buckets("aws", "us-west-2") == [], "another region's download leaves through NAT"
 
 
 def test_policies_pass_the_deployed_file_system(deployed):

@@ -20,6 +20,7 @@ from gpucloud.components.prometheus_workspace import PrometheusWorkspace, Promet
 from gpucloud.components.s3_access import S3PrefixAccessArgs
 from gpucloud.components.volume_backup import VolumeBackupArgs
 from gpucloud.config.services import node_services_grants
+from gpucloud.documents import mountpoint_release_buckets
 from gpucloud.lookups import ResolvedStack
 from gpucloud.naming import (
     access_logs_bucket_name,
@@ -70,6 +71,7 @@ def key_args(stack: ResolvedStack, waits_for: Sequence[pulumi.Resource]) -> Encr
 def network_args(stack: ResolvedStack, kms_key_arn: pulumi.Input[str]) -> GpuNetworkArgs:
     config, base = stack.settings.config, stack.settings.name_base
     network = config.network
+    downloads_mount_s3 = bool(config.storage.s3_mount and config.storage.s3_mount.install == "download")
     return GpuNetworkArgs(
         name_base=base,
         zones=stack.network_zones,
@@ -82,6 +84,7 @@ def network_args(stack: ResolvedStack, kms_key_arn: pulumi.Input[str]) -> GpuNet
         interface_endpoints=network.interface_endpoints,
         flow_logs_retention_days=network.flow_logs_retention_days,
         s3_buckets=[artifacts_bucket_name(base, stack.account_id), *([config.data.bucket] if config.data else [])],
+        package_buckets=mountpoint_release_buckets(stack.partition, stack.settings.region) if downloads_mount_s3 else [],
         partition=stack.partition,
         public_subnets_in_every_zone=any(g.endpoint and g.endpoint.internet_facing for g in config.groups),
         tags=stack.settings.tags,

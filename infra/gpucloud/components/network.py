@@ -35,6 +35,10 @@ class GpuNetworkArgs:
     s3_buckets: Sequence[str] = ()
     """The stack's own buckets (artifacts, `data.bucket`): the only ones of the account the S3
     gateway endpoint lets through, besides AWS's package buckets (`s3_gateway_endpoint_policy`)."""
+    package_buckets: Sequence[str] = ()
+    """AWS's buckets the nodes download from besides `aws_owned_package_buckets` (Mountpoint's
+    release bucket with `storage.s3Mount.install: download`): unsigned reads of them pass the S3
+    gateway endpoint."""
     partition: str = "aws"
     public_subnets_in_every_zone: bool = False
     """With NAT egress, a public subnet in every zone, not only those holding a NAT gateway: an
@@ -132,7 +136,8 @@ class GpuNetwork(pulumi.ComponentResource):
             vpc_endpoint_type="Gateway",
             route_table_ids=[table.id for table in private_tables.values()],
             policy=json.dumps(
-                s3_gateway_endpoint_policy(args.partition, args.account_id, args.region, args.s3_buckets)
+                s3_gateway_endpoint_policy(args.partition, args.account_id, args.region, args.s3_buckets,
+                                           args.package_buckets)
             ),
             tags={**tags, "Name": f"gpu-cloud-{args.name_base}-s3"},
             opts=vpc_child,

@@ -7,10 +7,12 @@ such statement says so in its Sid.
 """
 
 from gpucloud.documents.buckets import (
+    MOUNTPOINT_RELEASE_BUCKET,
     NODE_S3_ACTIONS,
     access_logs_bucket_policy,
     artifacts_bucket_policy,
     aws_owned_package_buckets,
+    mountpoint_release_buckets,
     s3_gateway_endpoint_policy,
 )
 from gpucloud.documents.keys import KEY_ADMIN_ACTIONS, KEY_USE_ACTIONS, KEY_USE_THROUGH_SERVICES_ACTIONS, key_policy
@@ -37,6 +39,7 @@ __all__ = [
     "KEY_ADMIN_ACTIONS",
     "KEY_USE_ACTIONS",
     "KEY_USE_THROUGH_SERVICES_ACTIONS",
+    "MOUNTPOINT_RELEASE_BUCKET",
     "NODE_S3_ACTIONS",
     "PROMETHEUS_QUERY_ACTIONS",
     "TOPIC_PUBLISHERS",
@@ -53,6 +56,7 @@ __all__ = [
     "grafana_workspace_policy",
     "instance_role_policy",
     "key_policy",
+    "mountpoint_release_buckets",
     "node_statements",
     "prometheus_remote_write_policy",
     "s3_gateway_endpoint_policy",

@@ -31,19 +31,40 @@ def aws_owned_package_buckets(region: str) -> list[str]:
     return [f"amazoncloudwatch-agent-{region}", f"al2023-repos-{region}-de612dc2", f"prod-{region}-starport-layer-bucket"]
 
 
-def s3_gateway_endpoint_policy(partition: str, account_id: str, region: str, buckets: Sequence[str]) -> Document:
+MOUNTPOINT_RELEASE_BUCKET = "mountpoint-s3-release"
+MOUNTPOINT_RELEASE_REGION = "us-east-1"
+"""Where `storage.s3Mount.install: download` fetches mount-s3: Mountpoint's install guide
+(awslabs/mountpoint-s3 doc/INSTALL.md, read 2026-11-28) gives only path-style URLs on the global
+endpoint, https://s3.amazonaws.com/mountpoint-s3-release/latest/<arch>/mount-s3.<deb|rpm>; that
+endpoint serves us-east-1, the bucket's region (S3 user guide, "Virtual hosting of buckets":
+path-style requests to s3.amazonaws.com reach us-east-1 buckets; read 2026-11-28)."""
+
+
+def mountpoint_release_buckets(partition: str, region: str) -> list[str]:
+    """The buckets a node's mount-s3 download passes through the stack's S3 gateway endpoint: the
+    release bucket in its own region, none elsewhere. A gateway endpoint carries only requests to
+    buckets of its own region (VPC user guide, "Gateway endpoints for Amazon S3": no cross-Region
+    requests; read 2026-11-28), so in another region the download leaves through the NAT gateway and
+    the endpoint policy never sees it."""
+    return [MOUNTPOINT_RELEASE_BUCKET] if partition == "aws" and region == MOUNTPOINT_RELEASE_REGION else []
+
+
+def s3_gateway_endpoint_policy(partition: str, account_id: str, region: str, buckets: Sequence[str],
+                               package_buckets: Sequence[str] = ()) -> Document:
     """What may pass the stack's S3 gateway endpoint, instead of AWS's default full access (with
     which a node could write to any bucket of any account through it; with `egress: endpointsOnly`
     it is the nodes' only way to S3, and even with NAT, same-Region S3 traffic takes it).
 
     The node role's S3 actions, on the stack's own buckets (`buckets`: the artifacts bucket and
     `data.bucket`), for principals of this account only (`aws:PrincipalAccount`); and `s3:GetObject`
-    on the AWS-owned package buckets, for anyone, as their downloads are unsigned. An endpoint
+    on the AWS-owned package buckets (`aws_owned_package_buckets`, and `package_buckets`: AWS's
+    buckets the stack's settings download from, such as `mountpoint_release_buckets`), for anyone,
+    as their downloads are unsigned. An endpoint
     policy does not grant: IAM and bucket policies still decide (VPC user guide, "Control access
     to VPC endpoints using endpoint policies" and "Gateway endpoints for Amazon S3"; S3 user
     guide, "Controlling access from VPC endpoints with bucket policies"; read 2026-11-25)."""
     own = sorted(set(buckets))
-    aws_owned = aws_owned_package_buckets(region)
+    aws_owned = [*aws_owned_package_buckets(region), *package_buckets]
     return {
         "Version": "2012-10-17",
         "Statement": [
