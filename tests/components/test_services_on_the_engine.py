@@ -12,6 +12,7 @@ import json
 import pytest
 import yaml
 from gpucloud.components.node_services import CONTAINERS_TAG, TOKEN_PLACEHOLDER
+from gpucloud.config.node_endpoints import measured_calls
 from gpucloud.testing import moto_account
 from gpucloud.userdata.layout import SERVICES_CONFIG_PATH
 
@@ -90,6 +91,8 @@ def test_the_node_role_touches_only_its_token_and_the_named_repository(stack):
     account_id = stack.account_id
     assert statements["NodeKeepsOwnJupyterToken"]["Resource"] == [
         f"arn:aws:ssm:us-east-1:{account_id}:parameter/gpu-cloud/demo/notebook/jupyter-token"]
+    token_calls = {f"ssm:{operation}" for calls in measured_calls()["jupyterToken"].values() for operation in calls["ssm"]}
+    assert sorted(token_calls) == statements["NodeKeepsOwnJupyterToken"]["Action"], "what the node calls, no more"
     assert statements["PullServiceImagesFromNamedRepositories"]["Resource"] == [
         "arn:aws:ecr:us-east-1:123456789012:repository/team/vllm"]
     assert statements["EcrLoginHasNoResourceLevelPermissions"]["Action"] == "ecr:GetAuthorizationToken"

@@ -4,7 +4,9 @@ TensorBoard and container services, and the unit that starts only what the group
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import json
+import threading
 from pathlib import Path
 
 import boto3
@@ -107,13 +109,49 @@ def test_the_first_node_makes_the_token_and_later_ones_read_the_same(token_param
     assert described["KeyId"] == "alias/gpu-cloud/notebooks"
 
 
+@pytest.mark.node_aws_calls("jupyterToken")
+def test_nodes_that_start_together_all_run_with_the_first_token_written(token_parameter):
+    nodes = 3
+    everyone_read = threading.Barrier(nodes, timeout=10)
+
+    def start_node() -> str:
+        ssm = boto3.client("ssm", region_name=REGION)
+        answered = []
+
+        def wait_until_every_node_has_read(**_):
+            if not answered:  # so each node reads the placeholder before any of them writes
+                answered.append(True)
+                everyone_read.wait()
+
+        ssm.meta.events.register("after-call.ssm", wait_until_every_node_has_read)
+        return jupyter.jupyter_token(ssm, PARAMETER, "alias/gpu-cloud/notebooks")
+
+    with concurrent.futures.ThreadPoolExecutor(nodes) as pool:
+        tokens = [future.result() for future in [pool.submit(start_node) for _ in range(nodes)]]
+    ssm = boto3.client("ssm", region_name=REGION)
+    versions = ssm.get_parameter_history(Name=PARAMETER, WithDecryption=True)["Parameters"]
+    first = next(version["Value"] for version in versions if version["Version"] == 2)
+    assert tokens == [first] * nodes
+    assert ssm.get_parameter(Name=PARAMETER, WithDecryption=True)["Parameter"]["Value"] == first, "what connect prints"
+    assert jupyter.jupyter_token(ssm, PARAMETER, "alias/gpu-cloud/notebooks") == first, "a later node"
+
+
+def test_putting_the_placeholder_back_makes_the_next_node_write_a_new_token():
+    history = [{"Version": 1, "Value": "unset"}, {"Version": 2, "Value": "a"}, {"Version": 3, "Value": "b"},
+               {"Version": 4, "Value": "a"}]
+    assert jupyter.first_token(history) == "a"
+    assert jupyter.first_token([*history, {"Version": 5, "Value": "unset"}]) is None
+    assert jupyter.first_token([*history, {"Version": 5, "Value": "unset"}, {"Version": 6, "Value": "c"}]) == "c"
+    assert jupyter.first_token(history[1:]) == "a", "no placeholder kept: the latest"
+
+
 def test_jupyter_runs_as_the_user_with_its_token_only_in_the_environment(tmp_path):
     path = write_services(tmp_path, {"region": REGION, "jupyter": {
         "install": "pip", "root_dir": "/persist/home", "token_parameter": PARAMETER, "kms_key_id": "alias/k"}})
 
     class Ssm:
-        def get_parameter(self, **request):
-            return {"Parameter": {"Value": "the-token"}}
+        def get_parameter_history(self, **request):
+            return {"Parameters": [{"Version": 1, "Value": "unset"}, {"Version": 2, "Value": "the-token"}]}
 
     run, became, prepared = Runner(), [], []
     result = jupyter.serve_jupyter(run, lambda region: Ssm(), path=path,

@@ -18,14 +18,16 @@ def node_services_policy(
 ) -> Document | None:
     """None when the stack's groups need neither. GetAuthorizationToken takes no resource
     (Service Authorization Reference, Amazon ECR: no resource type for it; read 2026-11-25); the
-    pulls are held to the named repositories. The token parameters are read and overwritten by
-    the node (kms:Encrypt/Decrypt on the project key are in the node role's main policy)."""
+    pulls are held to the named repositories. The node reads a token parameter's versions and
+    writes it (gpucloud.node.jupyter: the first token written after the placeholder is the group's);
+    it never needs GetParameter. kms:Encrypt/Decrypt on the project key are in the node role's main
+    policy."""
     statements: list[Document] = []
     if token_parameter_arns:
         statements.append({
             "Sid": "NodeKeepsOwnJupyterToken",
             "Effect": "Allow",
-            "Action": ["ssm:GetParameter", "ssm:PutParameter"],
+            "Action": ["ssm:GetParameterHistory", "ssm:PutParameter"],
             "Resource": sorted(set(token_parameter_arns)),
         })
     if ecr_repository_arns:

@@ -4,7 +4,14 @@ group has one.
 
 Its token lives in SSM Parameter Store, a SecureString under the project key. The stack creates
 the parameter holding a placeholder; at the first start a node makes a token and overwrites the
-placeholder, and every later start (a new node, a reboot) reads the same token back. The token
+placeholder, and every later start (a new node, a reboot) reads the same token back. Nodes of a
+group that start together all see the placeholder and all write: Parameter Store has no
+conditional write, but it numbers every write (PutParameter returns the new version; API
+reference, PutParameter and GetParameterHistory, read 2026-11-28), so the token is the first
+version written after the last placeholder, whatever order the writes landed in. Each node reads
+it from the parameter's history, and a node that finds the latest version holding another value
+writes the token again, so the parameter ends holding it for `gpucloud connect` to print. To
+change the token, put the placeholder back and restart the group's nodes. The token
 reaches JupyterLab in its environment (JUPYTER_TOKEN), never on a command line, in a file or in
 a log: JupyterLab prints `?token=...` rather than a token it was given, and shows a token only
 when it generated one itself (jupyter_server, serverapp.py `display_url`, read 2026-11-25).
@@ -40,15 +47,47 @@ TOKEN_PLACEHOLDER = "unset"
 log = logging.getLogger(__name__)
 
 
-def jupyter_token(ssm: Any, parameter: str, key_id: str) -> str:
-    """The group's token: read back, or made and stored on the first start."""
-    value = ssm.get_parameter(Name=parameter, WithDecryption=True)["Parameter"]["Value"]
-    if value != TOKEN_PLACEHOLDER:
-        return value
-    token = secrets.token_urlsafe(32)
-    ssm.put_parameter(Name=parameter, Value=token, Type="SecureString", KeyId=key_id, Overwrite=True)
-    log.info("stored a new JupyterLab token in %s", parameter)
+def jupyter_token(ssm: Any, parameter: str, key_id: str, attempts: int = 3) -> str:
+    """The group's token: read back, or made and stored on the group's first start."""
+    history = parameter_history(ssm, parameter)
+    for _ in range(attempts):
+        token = first_token(history)
+        if token is not None:
+            break
+        ssm.put_parameter(Name=parameter, Value=secrets.token_urlsafe(32), Type="SecureString", KeyId=key_id,
+                          Overwrite=True)
+        log.info("wrote a new JupyterLab token to %s", parameter)
+        history = parameter_history(ssm, parameter)
+    else:
+        raise ServiceError(f"{parameter} went back to {TOKEN_PLACEHOLDER!r} after each of {attempts} writes")
+    if history[-1]["Value"] != token:
+        # A later node's write landed after the first token: leave the parameter holding the token
+        # every node runs with.
+        ssm.put_parameter(Name=parameter, Value=token, Type="SecureString", KeyId=key_id, Overwrite=True)
+        log.info("wrote the group's first JupyterLab token back to %s", parameter)
     return token
+
+
+def parameter_history(ssm: Any, parameter: str) -> list[dict]:
+    """Every version Parameter Store keeps of the parameter (the last 100), oldest first, decrypted."""
+    versions: list[dict] = []
+    request = {"Name": parameter, "WithDecryption": True, "MaxResults": 50}
+    while True:
+        page = ssm.get_parameter_history(**request)
+        versions += page["Parameters"]
+        if not page.get("NextToken"):
+            return sorted(versions, key=lambda version: version["Version"])
+        request["NextToken"] = page["NextToken"]
+
+
+def first_token(history: list[dict]) -> str | None:
+    """The first value written after the last placeholder; None while the placeholder is the latest;
+    the latest value when the history keeps no placeholder (100 versions later)."""
+    placeholders = [index for index, version in enumerate(history) if version["Value"] == TOKEN_PLACEHOLDER]
+    if not placeholders:
+        return history[-1]["Value"]
+    following = placeholders[-1] + 1
+    return history[following]["Value"] if following < len(history) else None
 
 
 def jupyter_argv(bin_dir: str | None, root_dir: str) -> list[str]:
