@@ -394,3 +394,15 @@ def test_an_operator_aws_lacks_is_not_evaluated_as_a_pass():
                               documents([policy(allow("ec2:RunInstances", "*", Condition={"StringSortOf": {"a": "b"}}))]))
 
     assert not allowed and reason == "cannot evaluate: unknown condition operator 'StringSortOf'"
+
+
+def test_a_person_outside_the_plan_is_held_to_the_resource_side_only():
+    """Reading the JupyterLab token: the person's own policy is the account's, the key policy is the stack's."""
+    person = call("kms:Decrypt", KEY, principal="person:notebookUser",
+                  context={"kms:ViaService": "ssm.us-east-1.amazonaws.com"})
+    services_only = policy({"Sid": "ThroughEc2", "Effect": "Allow", "Principal": {"AWS": ROOT}, "Action": "kms:Decrypt",
+                            "Resource": "*", "Condition": {"StringEquals": {"kms:ViaService": "ec2.us-east-1.amazonaws.com"}}})
+
+    allowed = verdict(person, documents([], [(KEY, DEFAULT_KEY_POLICY)]))
+    assert allowed[0] and "person:notebookUser's own identity policy (not in the plan" in allowed[1]
+    assert not verdict(person, documents([], [(KEY, services_only)]))[0]

@@ -48,6 +48,8 @@ class Plan:
     """Each group's on-demand/spot split (`plan/purchase.py`); empty for a program that is not gpu-cloud's."""
     image_software: list[dict[str, Any]] = field(default_factory=list)
     """Each group's features and the image software they rely on (`plan/image_software.py`)."""
+    access: dict[str, Any] | None = None
+    """The recorded calls checked against the plan's policies (`plan/access.py`); None when not checked."""
 
     @property
     def policies_run(self) -> list[str]:
@@ -143,6 +145,8 @@ class Plan:
             document["purchaseOptions"] = self.purchase_options
         if self.image_software:
             document["imageSoftware"] = self.image_software
+        if self.access is not None:
+            document["access"] = self.access
         if self.cost_estimate:
             document["costEstimate"] = self.cost_estimate.to_dict()
         return document

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucloud.config import ConfigError, StackSettings
+from gpucloud.plan.access import check_access, load_calls
 from gpucloud.plan.findings import (
     accepted_lint_findings,
     check_policies,
@@ -96,6 +97,8 @@ def plan_stack(
     gpus = {kind.name: kind.node_gpu_count for group in resolved[0].groups for kind in group.instance_types}
     plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved, gpus)
     plan.findings.extend(budget)
+    plan.access, access_findings = check_access(settings, plan.resources, load_calls())
+    plan.findings.extend(access_findings)
     plan.purchase_options = purchase_options(settings.config)
     plan.image_software = image_software(settings.config)
     return plan

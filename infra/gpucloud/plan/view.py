@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gpucloud.plan.access import access_summary
 from gpucloud.plan.image_software import image_software_line
 from gpucloud.plan.model import POLICY_PACK, Plan
 from gpucloud.plan.purchase import purchase_line
@@ -314,6 +315,8 @@ def render(plan: Plan, console: Console) -> None:
         for entry in plan.image_software:
             console.print(f"    {image_software_line(entry)}", soft_wrap=True)
     console.print(f"\n{policy_summary(plan)}")
+    if plan.access is not None:
+        console.print(access_summary(plan.access))
     for finding in plan.findings:
         if finding.rule in UNPRICED_COMPUTE_RULES:
             style = "bold red" if finding.severity == "failure" else "bold yellow"

@@ -12,8 +12,9 @@ using endpoint policies"; all read 2026-11-28):
 - on anything else in the account an identity-policy allow or a resource-policy allow that names
   the principal (or everyone) is enough; one naming only the account root needs the identity allow;
 - an AWS service principal has no identity policy: only a resource policy can allow it;
-- the deployer's identity policy is not the stack's: it is taken as allowing (each reason says
-  so), and only the resource side (key and resource policies) is evaluated.
+- the deployer's identity policy is not the stack's, nor is a person's (`person:<who>`) unless the
+  plan names a role for them: it is taken as allowing (each reason says so), and only the resource
+  side (key, resource and endpoint policies) is evaluated.
 
 Kept libraries were read and not used: principalmapper's local_policy_simulation is AGPL-3.0 and
 makes StringNotLike false on a missing key (AWS makes a negated operator true there); moto's IAM
@@ -32,6 +33,7 @@ from functools import lru_cache
 from .iam_documents import InvalidPolicyDocument, Statement, parse_document
 
 DEPLOYER = "deployer"
+PERSON = "person:"
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,8 @@ class Call:
 
     actor: str
     principal: str
-    """A role ARN, a service principal (`fsx.amazonaws.com`), or `deployer`."""
+    """A role ARN, a service principal (`fsx.amazonaws.com`), `deployer`, or `person:<who>` (a person
+    whose identity policy the plan does not hold)."""
     action: str
     resource: str
     context: Mapping[str, str | Sequence[str]]
@@ -111,8 +114,9 @@ def _evaluate(call: Call, documents: Documents) -> Decision:
         if not _allows(policy, call, context, documents.account):
             return Decision(False, f"no statement of the {policy.name} allows {call.action} on {call.resource}")
     identity_allow = _first_allow(identity, call, context, documents.account)
-    if call.principal == DEPLOYER:
-        identity_allow = "the deployer's own identity policy (not in the plan, taken as allowing)"
+    if _outside(call.principal):
+        who = "the deployer" if call.principal == DEPLOYER else call.principal
+        identity_allow = f"{who}'s own identity policy (not in the plan, taken as allowing)"
     if is_key:
         return _key_decision(call, on_resource, identity_allow, context, documents.account)
     direct = [name for name, grant in _resource_grants(on_resource, call, context, documents.account) if grant == "direct"]
@@ -218,12 +222,17 @@ def _names(named: str, principal: str, account: str) -> str | None:
     return None
 
 
+def _outside(principal: str) -> bool:
+    """A principal whose identity policies live outside the plan: the deployer, a person."""
+    return principal == DEPLOYER or principal.startswith(PERSON)
+
+
 def _is_service(principal: str) -> bool:
-    return principal != DEPLOYER and not principal.startswith("arn:")
+    return not _outside(principal) and not principal.startswith("arn:")
 
 
 def _principal_account(principal: str, account: str) -> str | None:
-    if principal == DEPLOYER:
+    if _outside(principal):
         return account
     found = _ARN_ACCOUNT.match(principal)
     return found.group(1) if found else None
@@ -249,7 +258,7 @@ def request_context(call: Call, account: str) -> dict[str, list[str]]:
             context["aws:principalaccount"] = [caller_account]
             if call.action.lower().startswith("kms:"):
                 context["kms:calleraccount"] = [caller_account]
-        if call.principal != DEPLOYER:
+        if not _outside(call.principal):
             context["aws:principalarn"] = [call.principal]
     for key, value in call.context.items():
         context[key.lower()] = [value] if isinstance(value, str) else [str(item) for item in value]

@@ -77,7 +77,7 @@ def broad_managed_policy(policy_arn: Any) -> str | None:
     return None
 
 
-def _attached_policy_arns(resource_type: str, props: Mapping[str, Any]) -> list[Any]:
+def attached_policy_arns(resource_type: str, props: Mapping[str, Any]) -> list[Any]:
     """Managed policy ARNs a resource attaches. An unknown ARN is a policy this stack creates (an
     AWS managed one is a known string), which this rule checks as a policy of its own."""
     if resource_type in _POLICY_ARN_TYPES:
@@ -89,7 +89,9 @@ def _attached_policy_arns(resource_type: str, props: Mapping[str, Any]) -> list[
     return []
 
 
-def _identity_documents(resource_type: str, props: Mapping[str, Any]) -> list[tuple[str, Any]]:
+def identity_documents(resource_type: str, props: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(where, document) for each identity policy a resource holds: a policy resource's own, a role's
+    inline ones (the plan's access check reads them too)."""
     if resource_type in _IDENTITY_POLICY_TYPES:
         return [("policy", props.get("policy"))]
     if resource_type == IAM_ROLE:  # assumeRolePolicy is a trust policy: exempt
@@ -143,7 +145,7 @@ def accepted_iam_findings(resource_type: str, props: Mapping[str, Any]) -> list[
     They pass the gate, so the plan lists them for the reviewer together with the reason.
     """
     accepted = []
-    for where, document in _identity_documents(resource_type, props):
+    for where, document in identity_documents(resource_type, props):
         if document is None:
             continue
         try:
@@ -209,14 +211,14 @@ def validate_iam_least_privilege(
         if document is not None and not (isinstance(document, str) and not document.strip()):
             _check_resource_policy(_INLINE_RESOURCE_POLICY_TYPES[resource_type], document, report)
         return
-    for policy_arn in _attached_policy_arns(resource_type, props):
+    for policy_arn in attached_policy_arns(resource_type, props):
         name = broad_managed_policy(policy_arn)
         if name:
             report(
                 f"Attaches the AWS managed policy {name} ({policy_arn}), which grants far more than a workload "
                 "needs. Fix: attach a customer-managed policy listing the specific actions and resources."
             )
-    for where, document in _identity_documents(resource_type, props):
+    for where, document in identity_documents(resource_type, props):
         if document is None:
             report(f"IAM {where} is missing. Fix: provide the policy document.")
             continue

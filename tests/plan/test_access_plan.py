@@ -1,0 +1,89 @@
+"""The access check in the plan: recorded calls filled with a stack's names, evaluated against the
+plan's own policies; a denied call fails the plan naming actor, action, resource and what lacks it.
+Runs on a hand-made calls file (tests/fixtures/access/calls.json), one plan for the module."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from gpucloud.plan import access as plan_access
+from gpucloud.plan.access import load_calls
+from gpucloud.plan.access_documents import collect_documents
+from gpucloud.plan.preview import plan_stack
+from gpucloud.plan.view import render
+from support import ROOT, minimal_config, settings_for
+
+CALLS = ROOT / "tests" / "fixtures" / "access" / "calls.json"
+DATA = "arn:aws:s3:::demo-data"
+
+
+@pytest.fixture(scope="module")
+def settings():
+    return settings_for(minimal_config(data={"bucket": "demo-data", "readPrefixes": ["datasets/", "labels/"],
+                                             "writePrefixes": ["runs/"]}))
+
+
+@pytest.fixture(scope="module")
+def plan(settings):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plan_access, "ACCESS_CALLS_PATH", CALLS)
+        return plan_stack(settings)
+
+
+def test_a_denied_call_fails_the_plan_naming_actor_action_resource_and_what_lacks_it(plan):
+    denied = [finding for finding in plan.findings if finding.rule == "access-denied"]
+
+    assert plan.failed
+    assert len(denied) == 2  # once per read prefix
+    message = denied[0].message
+    assert denied[0].severity == "failure" and denied[0].source == "access"
+    assert message.startswith(f"node cannot s3:PutObject on {DATA}/datasets/overwritten.tar through the s3 endpoint: "
+                              f"no statement allows s3:PutObject on {DATA}/datasets/overwritten.tar in ")
+    assert "(feature checkpointToS3, tests/fixtures/access: hand-made, denied on purpose)" in message
+
+
+def test_json_carries_the_access_object(plan):
+    access = plan.to_preview_json()["access"]
+
+    assert set(access) == {"calls", "actors", "denied", "unmeasured", "unusedGrants"}
+    # 2 reads (one per read prefix), 1 write, 2 denied writes, 1 alarm; the unused feature's call is left out
+    assert access["calls"] == 6 and access["actors"] == 2
+    assert [(call["actor"], call["action"], call["resource"]) for call in access["denied"]] == [
+        ("node", "s3:PutObject", f"{DATA}/datasets/overwritten.tar"),
+        ("node", "s3:PutObject", f"{DATA}/labels/overwritten.tar"),
+    ]
+    assert access["denied"][0]["principal"] == "arn:aws:iam::123456789012:role/gpu-cloud-demo-node"
+    unmeasured = {item["feature"]: item["actor"] for item in access["unmeasured"]}
+    assert unmeasured["drain"] == "node" and unmeasured["budget"] == "service:budgets.amazonaws.com"
+    assert "bootstrap" not in unmeasured and "checkpointToS3" not in unmeasured and "monitoring.alarms" not in unmeasured
+    unused = {(hint["principal"].rsplit("/", 1)[-1], hint["action"]) for hint in access["unusedGrants"]}
+    assert ("gpu-cloud-demo-node", "autoscaling:CompleteLifecycleAction") in unused
+    assert not any(action in ("s3:GetObject", "s3:PutObject") for _role, action in unused)
+
+
+def test_the_plan_prints_one_access_line_and_names_the_unmeasured(plan):
+    console = Console(file=io.StringIO(), width=200)
+    render(plan, console)
+    out = console.file.getvalue()
+
+    unmeasured = len(plan.access["unmeasured"])
+    assert f"Access: 6 calls of 2 actors checked, 2 denied, {unmeasured} unmeasured" in out
+    assert "drain (node) is used by this stack, but no test measured its calls" in out
+
+
+def test_the_documents_come_from_the_plans_resources(plan):
+    documents = collect_documents(plan.resources, "aws", "123456789012")
+
+    node = documents.identity["arn:aws:iam::123456789012:role/gpu-cloud-demo-node"]
+    assert any(statement["Sid"] == "ReadGrantedPrefixes" for document in node for statement in document["Statement"])
+    owners = {pattern.split(":")[2] for pattern, _document in documents.resource}
+    assert {"kms", "s3", "sns"} <= owners
+    assert "s3" in documents.endpoints and documents.endpoints["s3"]["Id"].startswith("s3 endpoint policy")
+
+
+def test_without_recorded_calls_the_plan_checks_no_access(settings, plan):
+    assert plan_access.check_access(settings, plan.resources, None) == (None, [])
+    assert load_calls(ROOT / "no-such-file.json") is None
