@@ -87,3 +87,12 @@ def test_the_documents_come_from_the_plans_resources(plan):
 def test_without_recorded_calls_the_plan_checks_no_access(settings, plan):
     assert plan_access.check_access(settings, plan.resources, None) == (None, [])
     assert load_calls(ROOT / "no-such-file.json") is None
+
+
+def test_stack_features_name_each_actor_and_the_groups_a_feature_concerns(settings):
+    features = plan_access.stack_features(settings)
+
+    assert features["logs"][0] == "person:jobRunner"  # the command, not CloudWatch Logs' use of the key
+    assert features["logGroups"][0] == "service:logs.amazonaws.com"
+    assert features["checkpointToS3"] == ("node", ["workers"])
+    assert "services.jupyter" not in features and "storage.lustre" not in features

@@ -68,7 +68,7 @@ def stack_features(settings: StackSettings) -> dict[str, tuple[str, list[str]]]:
         "endpoint.accessLogs": ("service:logdelivery.elasticloadbalancing.amazonaws.com", any(
             group.endpoint is not None and group.endpoint.access_logs.enabled for group in config.groups)),
         "backup": ("deployer", any(group.persistent_volume_gib for group in config.groups)),
-        "logs": ("service:logs.amazonaws.com", True),
+        "logGroups": ("service:logs.amazonaws.com", True),
     }
     for feature, (actor, used) in stack_wide.items():
         if used:
