@@ -14,6 +14,7 @@ import pytest
 from gpucloud.components.node_services import TOKEN_PLACEHOLDER as STACK_PLACEHOLDER
 from gpucloud.node import containers, jupyter, services, tensorboard
 from gpucloud.node.commands import CommandResult
+from gpucloud.node.packages import Installer
 from gpucloud.userdata.bundle import BOOT_STEPS, build_agent_bundle
 from gpucloud.userdata.layout import GATE_UNIT, SERVICES_UNIT
 from node_fakes import REGION
@@ -326,6 +327,9 @@ def test_a_system_python_without_venv_support_gets_python3_venv_first(tmp_path):
             return CommandResult(tuple(argv), returncode=1 if first_venv else 0)
 
     run = NoEnsurepipOnce()
-    assert services.install_venv(run, str(tmp_path / "venv"), ["jupyterlab==4.6.6"]) == f"{tmp_path}/venv/bin"
-    assert [call[0] for call in run.calls] == ["/usr/bin/python3", "apt-get", "/usr/bin/python3", f"{tmp_path}/venv/bin/python"]
-    assert services.install_venv(run, str(tmp_path / "venv"), ["jupyterlab==4.6.6"]) and len(run.calls) == 4, "installed once"
+    installer = Installer(run, root=tmp_path, which={"apt-get": "/usr/bin/apt-get"}.get)
+    assert services.install_venv(run, str(tmp_path / "venv"), ["jupyterlab==4.6.6"], installer=installer) == f"{tmp_path}/venv/bin"
+    assert [call[0] for call in run.calls] == ["/usr/bin/python3", "apt-get", "apt-get", "/usr/bin/python3",
+                                              f"{tmp_path}/venv/bin/python"]
+    assert run.calls[1][-2:] == ["update", "-q"] and run.calls[2][-1] == "python3-venv"
+    assert services.install_venv(run, str(tmp_path / "venv"), ["jupyterlab==4.6.6"]) and len(run.calls) == 5, "installed once"

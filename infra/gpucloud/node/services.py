@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucloud.node.commands import CommandRunner
+from gpucloud.node.packages import Installer
 
 SERVICES_PATH = "/etc/gpucloud/services.json"
 SYSTEMD_RUNTIME_DIR = "/run/systemd/system"
@@ -92,9 +93,11 @@ def service_settings(name: str, path: str = SERVICES_PATH) -> dict[str, Any]:
     return {"region": document.get("region"), **document[name]}
 
 
-def install_venv(run: CommandRunner, directory: str, requirements: list[str], python: str = "/usr/bin/python3") -> str:
+def install_venv(run: CommandRunner, directory: str, requirements: list[str], python: str = "/usr/bin/python3",
+                 installer: Installer | None = None) -> str:
     """A virtual environment at `directory` with the pinned requirements (once: an existing one is
-    kept), seeing the image's own packages (boto3); returns its bin directory."""
+    kept), seeing the image's own packages (boto3); returns its bin directory. Where the image lacks
+    python3-venv (the default image does: data/image_software.json), it is installed first."""
     bin_dir = f"{directory}/bin"
     marker = Path(directory) / ".gpucloud-installed"
     wanted = "\n".join(requirements) + "\n"
@@ -105,8 +108,10 @@ def install_venv(run: CommandRunner, directory: str, requirements: list[str], py
     created = run(create, INSTALL_TIMEOUT_S)
     if not created.ok:
         # Debian and Ubuntu leave ensurepip out of the system Python until python3-venv is installed.
-        run(["apt-get", "install", "-y", "-q", "python3-venv"], INSTALL_TIMEOUT_S,
-            {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+        failure = (installer or Installer(run)).install(["python3-venv"])
+        if failure:
+            raise ServiceError(f"{' '.join(create[:4])}: {created.describe_failure(INSTALL_TIMEOUT_S)}, and python3-venv, "
+                               f"which it needs, could not be installed: {failure}")
         created = run(create, INSTALL_TIMEOUT_S)
     for argv, result in ((create, created), (pip, None)):
         result = result or run(argv, INSTALL_TIMEOUT_S)

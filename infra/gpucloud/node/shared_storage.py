@@ -24,6 +24,7 @@ from pathlib import Path
 
 from gpucloud.node.commands import CommandResult, run_command
 from gpucloud.node.config import NodeConfig
+from gpucloud.node.packages import Installer
 
 log = logging.getLogger("gpucloud.node.shared_storage")
 
@@ -44,6 +45,18 @@ MOUNT_S3_MISSING = (
     "use an image that carries it, or storage.s3Mount.install: download with a network that reaches "
     "s3.amazonaws.com"
 )
+
+MOUNT_S3_NOT_DOWNLOADED = (
+    "mount-s3 (Mountpoint for Amazon S3) was to be downloaded and installed at boot (storage.s3Mount.install: "
+    "download) and is not, so {path} cannot be mounted: the gpucloud-storage unit's log says why (journalctl -u "
+    "gpucloud-storage); the download needs a way to s3.amazonaws.com and the install Ubuntu's package archive"
+)
+
+
+def mount_s3_missing(config: NodeConfig, path: str) -> str:
+    """Why the gate refuses a node without mount-s3: the image lacks it, or the boot's download failed."""
+    template = MOUNT_S3_NOT_DOWNLOADED if config.s3_mount_install == "download" else MOUNT_S3_MISSING
+    return template.format(path=path)
 
 
 @dataclass(frozen=True)
@@ -104,7 +117,7 @@ def shared_storage_problems(
     for entry in config.s3_mounts:
         mount = S3Mount.parse(entry)
         if not which("mount-s3"):
-            problems.append(MOUNT_S3_MISSING.format(path=mount.path))
+            problems.append(mount_s3_missing(config, mount.path))
             break
         if not table.get(mount.path, ("", ""))[1].startswith("fuse"):
             problems.append(f"{mount.path} is not mounted: Mountpoint for Amazon S3 did not mount "
@@ -141,7 +154,7 @@ def mount_shared(
         if table.get(mount.path, ("", ""))[1].startswith("fuse"):
             continue
         if not which("mount-s3"):
-            failures.append(MOUNT_S3_MISSING.format(path=mount.path))
+            failures.append(mount_s3_missing(config, mount.path))
             break
         os.makedirs(mount.path, exist_ok=True)
         result = run(mount.argv(config.region), MOUNT_TIMEOUT_S)
@@ -151,17 +164,19 @@ def mount_shared(
     return failures
 
 
-def install_mount_s3(run: Runner, which: Which, machine: str) -> str | None:
-    """Fetch AWS's mount-s3 package for this architecture and install it; the failure, or None."""
+def install_mount_s3(run: Runner, which: Which, machine: str, installer: Installer | None = None) -> str | None:
+    """Fetch AWS's mount-s3 package for this architecture and install it with its dependencies
+    (`apt-get install ./mount-s3.deb` resolves them from fresh package lists); the failure, or None.
+    curl retries transient download errors itself; the install waits for the package locks."""
     arch = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "arm64", "arm64": "arm64"}.get(machine)
     if arch is None:
         return f"mount-s3 has no package for the {machine} architecture"
     kind = "deb" if which("apt-get") else "rpm"
     package = f"/tmp/mount-s3.{kind}"
-    steps = [["curl", "-fsSL", "--retry", "3", "-o", package, MOUNT_S3_RELEASE.format(arch=arch, kind=kind)]]
-    steps.append(["apt-get", "install", "-y", package] if kind == "deb" else ["yum", "install", "-y", package])
-    for argv in steps:
-        result = run(argv, MOUNT_TIMEOUT_S)
-        if not result.ok:
-            return f"installing mount-s3 ({' '.join(argv[:2])}): {result.describe_failure(MOUNT_TIMEOUT_S)}"
-    return None
+    download = ["curl", "-fsSL", "--retry", "3", "--retry-all-errors", "--connect-timeout", "20", "-o", package,
+                MOUNT_S3_RELEASE.format(arch=arch, kind=kind)]
+    result = run(download, MOUNT_TIMEOUT_S)
+    if not result.ok:
+        return f"installing mount-s3 (curl {download[-1]}): {result.describe_failure(MOUNT_TIMEOUT_S)}"
+    failure = (installer or Installer(run, which=which)).install([package])
+    return f"installing mount-s3: {failure}" if failure else None

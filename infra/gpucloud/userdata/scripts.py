@@ -149,20 +149,39 @@ set -uo pipefail
 # shellcheck source=/dev/null
 . "${GPUCLOUD_BOOTSTRAP_ENV:-/etc/gpucloud/bootstrap.env}"
 ctl=/opt/aws/amazon-cloudwatch-agent/bin/amazon-cloudwatch-agent-ctl
-if [ ! -x "$ctl" ]; then
+attempts=3
+
+install_agent() {
+  # apt-get, not dpkg -i: it waits for the dpkg lock that cloud-init and unattended-upgrades hold
+  # at first boot (DPkg::Lock::Timeout). The package needs nothing beyond the base system, so no
+  # package lists are fetched (Ubuntu's archive is out of reach under egress endpointsOnly).
   if command -v dnf >/dev/null; then
     dnf install -y -q amazon-cloudwatch-agent
-  elif command -v dpkg >/dev/null; then
-    arch=$(dpkg --print-architecture)
-    package=$(mktemp --suffix=.deb)
-    curl -fsSL -o "$package" \\
+  elif command -v apt-get >/dev/null; then
+    local arch package status
+    arch=$(dpkg --print-architecture) || return 1
+    package=$(mktemp --suffix=.deb) || return 1
+    curl -fsSL --retry 3 --retry-all-errors --connect-timeout 20 -o "$package" \\
       "https://amazoncloudwatch-agent-$REGION.s3.$REGION.amazonaws.com/ubuntu/$arch/latest/amazon-cloudwatch-agent.deb" &&
-      dpkg -i "$package"
+      DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=120 install -y -q "$package"
+    status=$?
     rm -f "$package"
+    return "$status"
+  else
+    echo "gpucloud-cloudwatch: the image has neither dnf nor apt-get" >&2
+    return 1
   fi
+}
+
+if [ ! -x "$ctl" ]; then
+  for attempt in $(seq 1 "$attempts"); do
+    install_agent && [ -x "$ctl" ] && break
+    echo "gpucloud-cloudwatch: installing the CloudWatch agent failed (attempt $attempt of $attempts)" >&2
+    [ "$attempt" -lt "$attempts" ] && sleep "${GPUCLOUD_RETRY_PAUSE:-20}"
+  done
 fi
 if [ ! -x "$ctl" ]; then
-  echo "gpucloud-cloudwatch: CloudWatch agent not installed; no GPU metrics" >&2
+  echo "gpucloud-cloudwatch: CloudWatch agent not installed after $attempts attempts; no GPU metrics" >&2
   exit 1
 fi
 exec "$ctl" -a fetch-config -m ec2 -s -c file:/opt/aws/amazon-cloudwatch-agent/etc/gpucloud.json
