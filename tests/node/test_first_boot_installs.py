@@ -263,3 +263,28 @@ def test_cloudwatch_agent_install_gives_up_after_three_attempts_saying_so(tmp_pa
     assert result.returncode == 1
     assert len([call for call in calls if call.startswith("apt-get")]) == 3
     assert "CloudWatch agent not installed after 3 attempts; no GPU metrics" in result.stderr
+
+
+def test_tune_holds_the_driver_packages_once_the_dpkg_lock_is_free(tmp_path, monkeypatch):
+    """apt-mark hold takes the dpkg lock: before, tune ran it at once, it failed on the lock
+    unattended-upgrades held, and the driver and kernel were left unheld while it upgraded."""
+    from gpucloud.node import tuning
+
+    calls = []
+
+    def system(argv, timeout_s, env=None):
+        holder = lock_holder(tmp_path / FRONTEND)
+        calls.append((argv[0], holder))
+        if argv[0] == "dpkg-query":
+            return CommandResult(tuple(argv), 0, stdout="nvidia-driver-550-server installed\nlinux-aws installed\n")
+        if argv[0] == "apt-mark" and holder is not None:
+            return CommandResult(tuple(argv), 2, stderr="E: Could not get lock /var/lib/dpkg/lock-frontend")
+        return CommandResult(tuple(argv), 0)
+
+    with held(tmp_path / FRONTEND) as child:
+        clock = Clock(on_sleep=lambda: (child.kill(), child.wait()))
+        monkeypatch.setattr(time, "sleep", clock.sleep)
+        monkeypatch.setattr(time, "monotonic", clock)
+        assert tuning.tune(system, efa_expected=False, instance_type="g5.xlarge", root=tmp_path) == 0
+    assert [call for call in calls if call[0] == "apt-mark"] == [("apt-mark", None)]
+    assert clock.slept == [InstallPolicy().poll_s]

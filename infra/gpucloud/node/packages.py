@@ -97,7 +97,13 @@ class Installer:
         manager = "dnf" if self.which("dnf") else "yum" if self.which("yum") else None
         if manager is None:
             return f"installing {' '.join(packages)}: the image has neither apt-get nor dnf"
-        return self._attempts([manager, "install", "-y", "-q", *packages], deadline, None)
+        return self._attempts([manager, "install", "-y", "-q", *packages], deadline, None,
+                              f"{manager} install {' '.join(packages)}", locks=False)
+
+    def run_unlocked(self, argv: Sequence[str]) -> str | None:
+        """Run a command that takes the dpkg lock (`apt-mark hold`) once no package lock is held,
+        retried like an install; None when it succeeded, else why not."""
+        return self._attempts(list(argv), self.clock() + self.policy.deadline_s, None, " ".join(argv), locks=True)
 
     def wait_for_locks(self, deadline: float) -> str | None:
         """None once no package lock is held; else which one was still held at the deadline."""
@@ -114,17 +120,17 @@ class Installer:
         lock_timeout = f"DPkg::Lock::Timeout={int(self.policy.command_timeout_s)}"
         install = ["apt-get", "-o", lock_timeout, "install", "-y", "-q", *packages]
         refresh = ["apt-get", "-o", lock_timeout, "update", "-q"] if update else None
-        return self._attempts(install, deadline, refresh)
+        return self._attempts(install, deadline, refresh, f"apt-get install {' '.join(packages)}", locks=True)
 
-    def _attempts(self, argv: list[str], deadline: float, refresh: list[str] | None) -> str | None:
-        what = f"{argv[0]} install " + " ".join(argv[argv.index("-q") + 1:])
+    def _attempts(self, argv: list[str], deadline: float, refresh: list[str] | None, what: str,
+                  locks: bool) -> str | None:
         last, refresh_failure, tried = "no attempt fitted in the deadline", "", 0
         while tried < self.policy.attempts:
             if tried:
                 if self.clock() + self.policy.pause_s >= deadline:
                     break
                 self.sleep(self.policy.pause_s)
-            if argv[0] == "apt-get":
+            if locks:
                 held = self.wait_for_locks(deadline)
                 if held:
                     return f"{what}: gave up after waiting for the package locks: {held}"

@@ -21,9 +21,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpucloud.node.commands import CommandRunner
+from gpucloud.node.packages import Installer, InstallPolicy
 
 ROOT_ENV = "GPUCLOUD_ROOT"
 COMMAND_TIMEOUT_S = 120.0
+HOLD_POLICY = InstallPolicy(deadline_s=240.0, command_timeout_s=COMMAND_TIMEOUT_S)
+"""The hold waits for the package locks within the tune unit's 300 s (userdata/scripts.py)."""
 
 HELD_PACKAGES = re.compile(
     r"^(nvidia-.*|libnvidia-.*|cuda-drivers.*|cuda-compat-.*|.*fabricmanager.*|libnvsdm.*|"
@@ -111,12 +114,13 @@ def tune(run: CommandRunner, efa_expected: bool, instance_type: str, root: Path 
     else:
         held = held_packages(installed)
         if held:
-            result = run(["apt-mark", "hold", *held], COMMAND_TIMEOUT_S)
-            if result.ok:
+            # apt-mark hold takes the dpkg lock, which cloud-init and unattended-upgrades hold at first boot
+            failure = Installer(run, HOLD_POLICY, root=root).run_unlocked(["apt-mark", "hold", *held])
+            if failure is None:
                 log.info("held %d packages: %s", len(held), " ".join(held))
             else:
                 failures += 1
-                log.error("apt-mark hold: %s", result.describe_failure(COMMAND_TIMEOUT_S))
+                log.error("%s", failure)
     _write(root, MODULES_LOAD_PATH, "tcp_bbr\n")
     settings = _write(root, SYSCTL_PATH, "".join(f"{key} = {value}\n" for key, value in NETWORK_SETTINGS.items()))
     for argv in (["modprobe", "tcp_bbr"], ["sysctl", "-p", str(settings)]):
