@@ -158,3 +158,17 @@ def test_the_s3_gateway_endpoint_admits_the_mount_s3_release_only_when_asked_and
     assert "arn:aws:s3:::mountpoint-s3-release/*" not in unsigned_reads(plain)
     assert "arn:aws:s3:::mountpoint-s3-release/*" in unsigned_reads(download)
     assert mountpoint_release_buckets("aws", "eu-west-1") == mountpoint_release_buckets("aws-cn", "cn-north-1") == []
+
+
+def test_interface_endpoints_admit_only_the_account_and_kms_only_the_project_key():
+    from gpucloud.documents.endpoints import interface_endpoint_policy, services_without_policy
+
+    key = f"arn:aws:kms:eu-west-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    [logs] = interface_endpoint_policy("logs", ACCOUNT, key)["Statement"]
+    [kms] = interface_endpoint_policy("kms", ACCOUNT, key)["Statement"]
+
+    assert logs == {"Sid": "AccountPrincipalsOnly", "Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*",
+                    "Condition": {"StringEquals": {"aws:PrincipalAccount": ACCOUNT}}}
+    assert kms["Resource"] == key and kms["Condition"] == logs["Condition"]
+    assert services_without_policy() == {"ssmmessages", "ec2messages"}
+    assert interface_endpoint_policy("ssmmessages", ACCOUNT) is None, "AWS refuses a policy there"

@@ -3,6 +3,8 @@ AWS offers; and the network keys refused where they cannot work."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from support import deploy, minimal_config, settings_for
@@ -36,7 +38,7 @@ def test_a_nat_gateway_per_zone_gives_each_zone_its_own_way_out(account):
 
 
 def test_endpoints_only_has_no_internet_gateway_or_nat_and_warns_what_cannot_work(account):
-    network = {"egress": "endpointsOnly", "interfaceEndpoints": NODE_ENDPOINTS}
+    network = {"egress": "endpointsOnly", "interfaceEndpoints": [*NODE_ENDPOINTS, "kms"]}
     deployment = deploy(settings_for(minimal_config(network=network)), account)
     ec2 = account.client("ec2")
     created_vpcs = {subnet["VpcId"] for subnet in node_subnets(account)}
@@ -45,10 +47,28 @@ def test_endpoints_only_has_no_internet_gateway_or_nat_and_warns_what_cannot_wor
     assert ec2.describe_nat_gateways()["NatGateways"] == []
     endpoints = ec2.describe_vpc_endpoints(Filters=[{"Name": "vpc-id", "Values": list(created_vpcs)}])["VpcEndpoints"]
     interface = sorted(endpoint["ServiceName"].rsplit(".", 1)[1] for endpoint in endpoints if endpoint["VpcEndpointType"] == "Interface")
-    assert interface == sorted(NODE_ENDPOINTS)
+    assert interface == sorted([*NODE_ENDPOINTS, "kms"])
     assert all(endpoint["PrivateDnsEnabled"] for endpoint in endpoints if endpoint["VpcEndpointType"] == "Interface")
     [warning] = [warning for warning in deployment.warnings if "quotas were not checked" not in warning]
     assert warning.startswith("gpu-cloud:network.egress: endpointsOnly") and "package installs" in warning
+    assert_interface_endpoints_admit_only_the_account(account, endpoints)
+
+
+def assert_interface_endpoints_admit_only_the_account(account, endpoints):
+    """Each interface endpoint whose service takes a policy holds it to the account's principals
+    (AWS's default lets any principal of any account through); through kms only the project key."""
+    [key_alias] = [alias for alias in account.client("kms").list_aliases()["Aliases"]
+                   if alias["AliasName"] == "alias/gpu-cloud/demo"]
+    key_arn = account.client("kms").describe_key(KeyId=key_alias["TargetKeyId"])["KeyMetadata"]["Arn"]
+    policies = {endpoint["ServiceName"].split(".", 3)[3]: json.loads(endpoint["PolicyDocument"])
+                for endpoint in endpoints if endpoint["VpcEndpointType"] == "Interface"}
+    for service, policy in policies.items():
+        if service in ("ssmmessages", "ec2messages"):
+            continue
+        [statement] = policy["Statement"]
+        assert statement["Effect"] == "Allow" and statement["Principal"] == "*", service
+        assert statement["Condition"] == {"StringEquals": {"aws:PrincipalAccount": account.account_id}}, service
+        assert statement["Resource"] == (key_arn if service == "kms" else "*"), service
 
 
 def test_a_single_zone_group_goes_to_a_zone_that_offers_every_type_it_lists(account):

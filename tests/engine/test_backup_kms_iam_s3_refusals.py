@@ -135,3 +135,37 @@ def test_an_endpoint_policy_over_the_vpc_limit_is_refused(account):
 
     with pytest.raises(ClientError, match="over the 20480 AWS takes"):
         run_program(program, account)
+
+
+def endpoint_program(service: str, policy: dict | None):
+    def program():
+        vpc = aws.ec2.Vpc("vpc", cidr_block="10.0.0.0/16")
+        subnet = aws.ec2.Subnet("nodes", vpc_id=vpc.id, cidr_block="10.0.0.0/24", availability_zone="us-east-1a")
+        aws.ec2.VpcEndpoint(service, vpc_id=vpc.id, service_name=f"com.amazonaws.us-east-1.{service}",
+                            vpc_endpoint_type="Interface", subnet_ids=[subnet.id],
+                            policy=json.dumps(policy) if policy else None)
+    return program
+
+
+ACCOUNT_ONLY = {"Version": "2012-10-17", "Statement": [{
+    "Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*",
+    "Condition": {"StringEquals": {"aws:PrincipalAccount": "123456789012"}}}]}
+
+
+def test_an_endpoint_policy_on_a_service_that_takes_none_is_refused(account):
+    with pytest.raises(ClientError, match="ssmmessages does not support VPC endpoint policies"):
+        run_program(endpoint_program("ssmmessages", ACCOUNT_ONLY), account)
+
+
+def test_a_changed_endpoint_policy_is_applied_in_place(account):
+    """Interface endpoints got policies after stacks were deployed without: the update reaches
+    moto (ModifyVpcEndpoint), and dropping the policy brings back AWS's default."""
+    first = run_program(endpoint_program("logs", None), account)
+    second = run_program(endpoint_program("logs", ACCOUNT_ONLY), account, previous=first)
+    [endpoint] = account.client("ec2").describe_vpc_endpoints()["VpcEndpoints"]
+    assert json.loads(endpoint["PolicyDocument"]) == ACCOUNT_ONLY
+
+    run_program(endpoint_program("logs", None), account, previous=second)
+    [endpoint] = account.client("ec2").describe_vpc_endpoints()["VpcEndpoints"]
+    assert json.loads(endpoint["PolicyDocument"])["Statement"] == [
+        {"Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*"}]

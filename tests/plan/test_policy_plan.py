@@ -15,6 +15,7 @@ from gpucloud.plan import check_policies, plan_program, plan_program_file, plan_
 from gpucloud.testing import AppliedResource
 from gpucloud.config import load_stack_file
 from gpucloud.documents import s3_gateway_endpoint_policy
+from gpucloud.documents.endpoints import interface_endpoint_policy
 from gpucloud.policy import RULES, PackConfig, PolicyConfig
 from support import EXAMPLE_STACKS, ROOT, STACKS
 
@@ -126,8 +127,16 @@ def s3_gateway_endpoint(policy: str | None = None):
                                vpc_endpoint_type="Gateway", policy=policy, tags=TAGS)
 
 
+def interface_endpoint(policy: str | None = None):
+    vpc = aws.ec2.Vpc("vpc", cidr_block="10.0.0.0/16", tags=TAGS)
+    subnet = aws.ec2.Subnet("nodes", vpc_id=vpc.id, cidr_block="10.0.0.0/24", availability_zone="us-east-1a", tags=TAGS)
+    return aws.ec2.VpcEndpoint("logs", vpc_id=vpc.id, service_name="com.amazonaws.us-east-1.logs",
+                               vpc_endpoint_type="Interface", subnet_ids=[subnet.id], policy=policy, tags=TAGS)
+
+
 VIOLATIONS = {
     "s3-gateway-endpoint-restricted": s3_gateway_endpoint,
+    "vpc-endpoint-has-policy": interface_endpoint,
     "monitoring-data-encrypted-with-cmk": lambda: aws.amp.Workspace("readings", alias="team", tags=TAGS),
     "kms-rotation-and-deletion-window": lambda: aws.kms.Key("key", enable_key_rotation=False, deletion_window_in_days=7, tags=TAGS),
     "required-tags": lambda: aws.kms.Key("key", enable_key_rotation=True, tags={"Project": "p"}),
@@ -218,6 +227,8 @@ def load_balancer(internet_facing: bool, declared: bool = False):
 
 
 PASSES = {
+    "vpc-endpoint-has-policy": lambda: interface_endpoint(
+        json.dumps(interface_endpoint_policy("logs", "123456789012"))),
     "s3-gateway-endpoint-restricted": lambda: s3_gateway_endpoint(
         json.dumps(s3_gateway_endpoint_policy("aws", "123456789012", "us-east-1", ["acme-datasets"]))),
     "monitoring-data-encrypted-with-cmk": encrypted_workspace,

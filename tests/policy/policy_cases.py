@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucloud.documents import s3_gateway_endpoint_policy
+from gpucloud.documents.endpoints import interface_endpoint_policy
 from gpucloud.policy import UNKNOWN, PlannedResource
 
 ACCOUNT = "123456789012"
@@ -216,6 +217,14 @@ def s3_endpoint(policy: Any) -> dict[str, Any]:
                              "routeTableIds": ["rtb-1"], "tags": dict(TAGS)}
     if policy is not None:
         props["policy"] = policy if isinstance(policy, str) else json.dumps(policy)
+    return props
+
+
+def interface_endpoint(service: str, policy: Any) -> dict[str, Any]:
+    """An interface endpoint's inputs; `policy` a document, its JSON text or None (AWS's default)."""
+    props = {**s3_endpoint(policy), "serviceName": f"com.amazonaws.us-east-1.{service}", "vpcEndpointType": "Interface",
+             "subnetIds": ["subnet-1"], "privateDnsEnabled": True}
+    props.pop("routeTableIds")
     return props
 
 
@@ -997,6 +1006,37 @@ RESOURCE_CASES: list[Case] = [
          {**s3_endpoint(None), "serviceName": "com.amazonaws.us-east-1.dynamodb"}, False),
     Case("s3-interface-endpoint-is-not-a-gateway", "s3-gateway-endpoint-restricted", VPC_ENDPOINT,
          {**s3_endpoint(None), "vpcEndpointType": "Interface"}, False),
+    # vpc-endpoint-has-policy
+    Case("interface-endpoint-as-gpu-cloud-makes-it", "vpc-endpoint-has-policy", VPC_ENDPOINT,
+         interface_endpoint("logs", interface_endpoint_policy("logs", ACCOUNT)), False),
+    Case("interface-endpoint-with-aws-default-policy", "vpc-endpoint-has-policy", VPC_ENDPOINT,
+         interface_endpoint("logs", None), True, "(com.amazonaws.us-east-1.logs) has no policy"),
+    Case("interface-endpoint-allowing-any-principal", "vpc-endpoint-has-policy", VPC_ENDPOINT,
+         interface_endpoint("sts", document({"Sid": "Open", "Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "*",
+                                             "Resource": "*"})), True, "statement Open allows any principal"),
+    Case("interface-endpoint-held-to-a-wildcard-account", "vpc-endpoint-has-policy", VPC_ENDPOINT,
+         interface_endpoint("sts", document({"Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*",
+                                             "Condition": {"StringLike": {"aws:PrincipalAccount": "*"}}})),
+         True, "allows any principal"),
+    Case("interface-endpoint-held-away-from-an-account", "vpc-endpoint-has-policy", VPC_ENDPOINT,
+         interface_endpoint("sts", document({"Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*",
+                                             "Condition": {"StringNotEquals": {"aws:PrincipalAccount": ACCOUNT}}})),
+         True, "allows any principal"),
+    Case("interface-endpoint-held-to-the-organization", "vpc-endpoint-has-policy", VPC_ENDPOINT,
+         interface_endpoint("ssm", document({"Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*",
+                                             "Condition": {"StringEquals": {"aws:PrincipalOrgID": "o-abc123def4"}}})),
+         False),
+    Case("interface-endpoint-naming-its-principals", "vpc-endpoint-has-policy", VPC_ENDPOINT,
+         interface_endpoint("ssm", document({"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+                                             "Action": "*", "Resource": "*"})), False),
+    Case("interface-endpoint-with-not-principal", "vpc-endpoint-has-policy", VPC_ENDPOINT,
+         interface_endpoint("ssm", document({"Effect": "Allow", "NotPrincipal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"},
+                                             "Action": "*", "Resource": "*"})), True, "allows any principal"),
+    Case("interface-endpoint-with-broken-policy", "vpc-endpoint-has-policy", VPC_ENDPOINT,
+         interface_endpoint("logs", "{not json"), True, "not a policy document"),
+    Case("interface-endpoint-of-a-service-without-policies", "vpc-endpoint-has-policy", VPC_ENDPOINT,
+         interface_endpoint("ssmmessages", None), False),
+    Case("gateway-endpoint-is-the-s3-rule's", "vpc-endpoint-has-policy", VPC_ENDPOINT, s3_endpoint(None), False),
     # Edges that sampled mutation testing found unguarded (tests/mutation): each flips a verdict.
     Case(
         "instance-from-launch-template-leaves-imds-to-it",

@@ -47,6 +47,7 @@ EXPECTED = {
     "asg-bounded-and-rebalanced": MANDATORY,
     "no-public-ip": MANDATORY,
     "s3-gateway-endpoint-restricted": MANDATORY,
+    "vpc-endpoint-has-policy": MANDATORY,
     "gpu-group-has-scale-in-path": ADVISORY,
     "data-volume-retained": ADVISORY,
     "asg-spot-template-rebalanced": MANDATORY,

@@ -11,6 +11,7 @@ import pulumi
 import pulumi_aws as aws
 
 from gpucloud.documents import flow_logs_assume_role_policy, flow_logs_role_policy, s3_gateway_endpoint_policy
+from gpucloud.documents.endpoints import interface_endpoint_policy
 from gpucloud.naming import flow_log_group_prefix, flow_logs_role_name
 
 
@@ -59,7 +60,8 @@ class GpuNetwork(pulumi.ComponentResource):
     """Private node subnets (no public IPs) whose default route goes to a NAT gateway, never to the
     internet gateway; small public subnets that hold only the NAT gateways (and an internet-facing
     load balancer, when a group declares one); an S3 gateway endpoint
-    (free, and data-lake traffic skips the NAT's per-GB charge); interface endpoints on request;
+    (free, and data-lake traffic skips the NAT's per-GB charge); interface endpoints on request, each
+    held to the account's principals by its policy where the service takes one;
     VPC flow logs to a log group encrypted with the project key; a default security group with no rules."""
 
     vpc_id: pulumi.Output[str]
@@ -233,6 +235,7 @@ class GpuNetwork(pulumi.ComponentResource):
                 private_dns_enabled=True,
                 subnet_ids=list(self.private_subnet_ids.values()),
                 security_group_ids=[security_group.id],
+                policy=_endpoint_policy(service, args),
                 tags={**tags, "Name": f"gpu-cloud-{args.name_base}-{service}"},
                 opts=vpc_child,
             )
@@ -275,3 +278,13 @@ class GpuNetwork(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self.vpc, depends_on=[policy]),
         )
         return group.name
+
+
+def _endpoint_policy(service: str, args: GpuNetworkArgs) -> pulumi.Input[str] | None:
+    """The interface endpoint's policy as JSON (`interface_endpoint_policy`), None where the service
+    takes none; the `kms` one names the project key, known once the key exists."""
+    policy = interface_endpoint_policy(service, args.account_id)
+    if policy is None or service != "kms":
+        return json.dumps(policy) if policy else None
+    return pulumi.Output.from_input(args.kms_key_arn).apply(
+        lambda key_arn: json.dumps(interface_endpoint_policy(service, args.account_id, key_arn)))

@@ -166,6 +166,16 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         validate=rules.validate_s3_gateway_endpoint_restricted,
         applies_to=_of_types(resource_types.VPC_ENDPOINT),
     ),
+    ResourceRule(
+        name="vpc-endpoint-has-policy",
+        description=(
+            "Interface VPC endpoints carry a policy that admits only named accounts' principals, where the "
+            "service takes one (AWS's default policy lets any principal of any account use the endpoint)."
+        ),
+        enforcement_level=MANDATORY,
+        validate=rules.validate_vpc_endpoint_has_policy,
+        applies_to=_of_types(resource_types.VPC_ENDPOINT),
+    ),
 )
 
 STACK_RULES: tuple[StackRule, ...] = (

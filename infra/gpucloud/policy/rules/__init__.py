@@ -29,6 +29,7 @@ from gpucloud.policy.rules.network import (
     validate_no_public_ip,
     validate_no_world_open_ingress,
     validate_s3_gateway_endpoint_restricted,
+    validate_vpc_endpoint_has_policy,
 )
 from gpucloud.policy.rules.tags import validate_required_tags
 
@@ -50,4 +51,5 @@ __all__ = [
     "validate_no_world_open_ingress",
     "validate_required_tags",
     "validate_s3_gateway_endpoint_restricted",
+    "validate_vpc_endpoint_has_policy",
 ]

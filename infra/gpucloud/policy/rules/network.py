@@ -1,11 +1,14 @@
 """Network exposure rules: no ingress open to the world, no public IP on instances, no S3 gateway
-endpoint that lets nodes reach any bucket."""
+endpoint that lets nodes reach any bucket, no interface endpoint open to any account's principals."""
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from gpucloud.policy.model import UNKNOWN, PolicyConfig, Report
@@ -157,3 +160,64 @@ def validate_s3_gateway_endpoint_restricted(
             if reached:
                 report(f"S3 gateway endpoint policy statement {statement.sid} allows S3 on any bucket "
                        f"({', '.join(reached)}). {fix}")
+
+
+# ---------------------------------------------------------------- vpc-endpoint-has-policy
+
+_ENDPOINT_POLICY_SUPPORT = Path(__file__).resolve().parents[2] / "data" / "vpc_endpoint_policies.json"
+_PRINCIPAL_KEYS = frozenset({"aws:principalaccount", "aws:principalarn", "aws:principalorgid", "aws:principalorgpaths"})
+
+
+@cache
+def _services_without_policy() -> frozenset[str]:
+    """Interface endpoint services AWS gives no policy (data/vpc_endpoint_policies.json names the sources)."""
+    return frozenset(json.loads(_ENDPOINT_POLICY_SUPPORT.read_text(encoding="utf-8"))["withoutPolicy"])
+
+
+def _any_principal(statement: iam_documents.Statement) -> bool:
+    """An Allow that any principal of any account may use: NotPrincipal, or `*` with no positive
+    condition naming the principal's account, ARN or organization."""
+    if statement.not_principal:
+        return True
+    if "*" not in statement.principals:
+        return False
+    return not any(
+        key in _PRINCIPAL_KEYS and "not" not in operator.lower() and not operator.lower().endswith("ifexists")
+        and values and not any(set(value) <= {"*", "?"} for value in values)
+        for operator, key, values in statement.conditions
+    )
+
+
+def validate_vpc_endpoint_has_policy(
+    resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
+) -> None:
+    """An interface endpoint without a policy keeps AWS's default, which lets any principal of any
+    account do anything through it: a node could move data out with another account's credentials
+    (AWS PrivateLink guide, "Control access to VPC endpoints using endpoint policies", read
+    2026-11-28). Services that take no endpoint policy are left alone."""
+    if resource_type != VPC_ENDPOINT or str(peek(props, "vpcEndpointType") or "Gateway") != "Interface":
+        return
+    service = peek(props, "serviceName")
+    if service is UNKNOWN:
+        raise unknown_at(props, "serviceName")
+    parts = str(service).split(".", 3)
+    if len(parts) == 4 and parts[3] in _services_without_policy():
+        return
+    fix = ("Fix: set a policy that allows only your account's principals (aws:PrincipalAccount), as "
+           "gpucloud.documents.endpoints.interface_endpoint_policy does.")
+    policy = peek(props, "policy")
+    if policy is UNKNOWN:
+        raise unknown_at(props, "policy")
+    if not policy:
+        report(f"Interface endpoint ({service}) has no policy, so AWS's default lets any principal of any account "
+               f"use it. {fix}")
+        return
+    try:
+        statements = iam_documents.parse_document(policy)
+    except iam_documents.InvalidPolicyDocument as error:
+        report(f"Interface endpoint policy ({service}) is not a policy document: {error}. {fix}")
+        return
+    for statement in statements:
+        if statement.allow and _any_principal(statement):
+            report(f"Interface endpoint policy ({service}) statement {statement.sid} allows any principal of any "
+                   f"account. {fix}")

@@ -7,6 +7,7 @@ import json
 import zlib
 from typing import Any
 
+from gpucloud.documents.endpoints import services_without_policy
 from gpucloud.testing.registry import (
     Account,
     BrokenReferenceError,
@@ -15,6 +16,7 @@ from gpucloud.testing.registry import (
     as_bool,
     drop_none,
     refused,
+    register_update,
     resource,
     tag_specification,
 )
@@ -181,22 +183,37 @@ ENDPOINT_POLICY_LIMIT = 20_480
 space included (read 2026-11-25); moto stores any text."""
 
 
-def _check_endpoint_policy(policy: Any) -> None:
+DEFAULT_ENDPOINT_POLICY = {"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "*", "Resource": "*"}]}
+"""What AWS attaches to an endpoint given no policy (AWS PrivateLink guide, "Control access to VPC
+endpoints using endpoint policies", read 2026-11-28)."""
+
+
+def _endpoint_service(service_name: str) -> str:
+    """`ecr.api` for com.amazonaws.us-east-1.ecr.api: the part after the region."""
+    parts = service_name.split(".", 3)
+    return parts[3] if len(parts) == 4 and parts[0] == "com" else service_name
+
+
+def _check_endpoint_policy(policy: Any, service_name: str, operation: str = "CreateVpcEndpoint") -> None:
     if policy is None:
         return
     try:
         json.loads(policy)
     except ValueError as error:
-        raise refused("CreateVpcEndpoint", "InvalidPolicyDocument", f"the endpoint policy is not JSON: {error}") from None
+        raise refused(operation, "InvalidPolicyDocument", f"the endpoint policy is not JSON: {error}") from None
     if len(policy) > ENDPOINT_POLICY_LIMIT:
-        raise refused("CreateVpcEndpoint", "InvalidParameter",
+        raise refused(operation, "InvalidParameter",
                       f"the endpoint policy is {len(policy)} characters, over the {ENDPOINT_POLICY_LIMIT} AWS takes")
+    if _endpoint_service(service_name) in services_without_policy():
+        # moto stores a policy on any endpoint; AWS takes none where the service supports none
+        # (gpucloud/data/vpc_endpoint_policies.json names the sources).
+        raise refused(operation, "InvalidParameter", f"{service_name} does not support VPC endpoint policies")
 
 
 @resource("aws:ec2/vpcEndpoint:VpcEndpoint")
 def create_vpc_endpoint(account: Account, request: ResourceRequest) -> Created:
     inputs = request.inputs
-    _check_endpoint_policy(inputs.get("policy"))
+    _check_endpoint_policy(inputs.get("policy"), inputs["serviceName"])
     endpoint = account.client("ec2").create_vpc_endpoint(
         **drop_none(
             {
@@ -216,6 +233,31 @@ def create_vpc_endpoint(account: Account, request: ResourceRequest) -> Created:
         id=endpoint["VpcEndpointId"],
         outputs={"arn": account.arn("ec2", f"vpc-endpoint/{endpoint['VpcEndpointId']}"), "state": endpoint.get("State")},
     )
+
+
+@register_update("aws:ec2/vpcEndpoint:VpcEndpoint")
+def update_vpc_endpoint(account: Account, request: ResourceRequest, physical_id: str) -> Created:
+    """What ModifyVpcEndpoint changes in place, as the provider's update does: the policy (none:
+    back to AWS's default), route tables, subnets and security groups."""
+    inputs = request.inputs
+    policy = inputs.get("policy")
+    _check_endpoint_policy(policy, inputs["serviceName"], "ModifyVpcEndpoint")
+    ec2 = account.client("ec2")
+    [current] = ec2.describe_vpc_endpoints(VpcEndpointIds=[physical_id])["VpcEndpoints"]
+    # The provider sends ResetPolicy to drop a policy; moto ignores it, so AWS's default it stands for is sent.
+    changes: dict[str, Any] = {}
+    if _endpoint_service(inputs["serviceName"]) not in services_without_policy():
+        changes["PolicyDocument"] = policy or json.dumps(DEFAULT_ENDPOINT_POLICY)
+    for key, api, listed in (("routeTableIds", "RouteTableIds", current.get("RouteTableIds", [])),
+                             ("subnetIds", "SubnetIds", current.get("SubnetIds", [])),
+                             ("securityGroupIds", "SecurityGroupIds",
+                              [group["GroupId"] for group in current.get("Groups", [])])):
+        wanted = set(inputs.get(key) or [])
+        changes[f"Add{api}"] = sorted(wanted - set(listed))
+        changes[f"Remove{api}"] = sorted(set(listed) - wanted)
+    ec2.modify_vpc_endpoint(VpcEndpointId=physical_id, **{key: value for key, value in changes.items() if value})
+    return Created(id=physical_id, outputs={"arn": account.arn("ec2", f"vpc-endpoint/{physical_id}"),
+                                            "state": current.get("State")})
 
 
 @resource("aws:ec2/flowLog:FlowLog")
