@@ -4,9 +4,9 @@ measurement of the AWS calls node code makes (gpucloud/data/node_aws_calls.json)
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 
+import access_recording
 import pytest
 from aws_calls import AwsCalls
 from gpucloud.config.node_endpoints import MEASURED_CALLS_PATH, NODE_FEATURES, measured_calls
@@ -14,19 +14,22 @@ from moto import mock_aws
 from node_fakes import GROUP, LAUNCH_HOOK, REGION, TERMINATE_HOOK, ZONE, MetadataStub, aws_client
 
 MEASURE = "GPUCLOUD_MEASURE_NODE_CALLS"
-"""Set to 1 to rewrite the measured calls instead of checking them:
+"""Set to 1 (or GPUCLOUD_MEASURE_CALLS, which measures every actor: tests/access_recording.py) to
+rewrite the measured calls, here and in gpucloud/data/access_calls.json, instead of checking them:
 `GPUCLOUD_MEASURE_NODE_CALLS=1 .venv/bin/python -m pytest -q -p no:xdist -o addopts= tests/node`."""
 _MEASURED = pytest.StashKey[dict]()
+_ACCESS = pytest.StashKey[dict]()
 
 
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "node_aws_calls(feature): the test measures the AWS calls of this node feature "
         "(gpucloud.config.node_endpoints.NODE_FEATURES) into gpucloud/data/node_aws_calls.json")
-    if os.environ.get(MEASURE) == "1":
+    if access_recording.measuring():
         if hasattr(config, "workerinput") or getattr(config.option, "numprocesses", None):
             raise pytest.UsageError(f"{MEASURE}=1 measures in one process: add -p no:xdist -o addopts=")
         config.stash[_MEASURED] = {}
+        config.stash[_ACCESS] = {}
 
 
 @pytest.hookimpl(wrapper=True)
@@ -45,10 +48,13 @@ def pytest_runtest_call(item):
     feature = marker.args[0]
     assert feature in NODE_FEATURES, f"{feature!r} is not a node feature ({', '.join(NODE_FEATURES)})"
     test = item.nodeid.split("[")[0]  # every case of a parametrized test makes the same calls
+    access = access_recording.entries("node", feature, test, calls.requests, through_vpc=True)
     if _MEASURED in item.config.stash:
         earlier = item.config.stash[_MEASURED].setdefault(feature, {}).setdefault(test, measured)
         assert earlier == measured, f"the cases of {test} call AWS differently: split it so each measures one set"
+        item.config.stash[_ACCESS][test] = access
         return outcome
+    access_recording.check(test, access)
     recorded = measured_calls().get(feature, {}).get(test)
     assert recorded == measured, (
         f"{item.nodeid} measured {json.dumps(measured)} for {feature}, and {MEASURED_CALLS_PATH.name} holds "
@@ -74,6 +80,7 @@ def pytest_sessionfinish(session):
     features = {feature: dict(sorted({**kept.get(feature, {}), **measured.get(feature, {})}.items()))
                 for feature in NODE_FEATURES}
     MEASURED_CALLS_PATH.write_text(json.dumps({"about": ABOUT, "features": features}, indent=2) + "\n")
+    access_recording.write(session.config.stash[_ACCESS])
 
 
 @pytest.fixture

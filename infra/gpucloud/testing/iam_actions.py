@@ -1,0 +1,215 @@
+"""What IAM sees of one AWS API call: the action it authorizes, the resource ARNs, and the request
+context keys that conditions read; plus the KMS calls a service makes with the caller's credentials
+to serve it (kms:ViaService).
+
+The call recorders (tests/access_recording.py) feed each call they see through `iam_calls`. ARN
+templates mix the request's own parameters, written `<Bucket>`, with the placeholders of
+gpucloud/data/access_calls.json, written `${account}`; the recorder turns the test's concrete
+values into placeholders afterwards.
+
+Sources, read 2026-11-28: the Service Authorization Reference, "Actions, resources, and condition
+keys for" Amazon S3, Amazon EC2 Auto Scaling, Amazon CloudWatch, Amazon EC2, AWS Systems Manager,
+Amazon CloudWatch Logs, Amazon Elastic Container Registry, Amazon Managed Service for Prometheus
+(the action an operation needs, where it is not the operation's name: ListObjectsV2 is
+s3:ListBucket, HeadObject s3:GetObject, a multipart upload s3:PutObject; each action's resource
+types and their ARN formats). CloudWatch Logs authorizes the log-group actions on the group's ARN
+with `:*` appended (CloudWatch Logs user guide, "Using identity-based policies (IAM policies) for
+CloudWatch Logs"; aws/aws-cli#3578).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ANY = "*"
+"""An action with no resource-level permissions: only `Resource: "*"` allows it."""
+
+_PREFIX = "arn:${partition}"
+_REGIONAL = "${region}:${account}"
+OBJECT = f"{_PREFIX}:s3:::<Bucket>/<Key>"
+BUCKET = f"{_PREFIX}:s3:::<Bucket>"
+AUTOSCALING_GROUP = f"{_PREFIX}:autoscaling:{_REGIONAL}:autoScalingGroup:${{autoScalingGroupId}}:autoScalingGroupName/<AutoScalingGroupName>"
+INSTANCE = f"{_PREFIX}:ec2:{_REGIONAL}:instance/<InstanceId>"
+VOLUME = f"{_PREFIX}:ec2:{_REGIONAL}:volume/<VolumeId>"
+PARAMETER = f"{_PREFIX}:ssm:{_REGIONAL}:parameter/<Name>"
+DOCUMENT = f"{_PREFIX}:ssm:{_REGIONAL}:document/<DocumentName>"
+LOG_GROUP = f"{_PREFIX}:logs:{_REGIONAL}:log-group:<logGroupName>:*"
+LOG_STREAM = f"{_PREFIX}:logs:{_REGIONAL}:log-group:<logGroupName>:log-stream:<logStreamName>"
+WORKSPACE = f"{_PREFIX}:aps:{_REGIONAL}:workspace/${{workspaceId}}"
+KEY = "${keyArn}"
+
+
+@dataclass(frozen=True)
+class Action:
+    """The IAM side of one operation: its action, the ARN templates of the resources it is
+    authorized on (each must be allowed), and condition keys read from the request."""
+
+    action: str
+    resources: tuple[str, ...] = (ANY,)
+    context: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IamCall:
+    """One authorization AWS makes for a call: `via` names the service that calls KMS for it
+    (`kms:ViaService`), None for the caller's own request."""
+
+    action: str
+    resource: str
+    context: Mapping[str, str]
+    via: str | None = None
+
+
+ACTIONS: Mapping[tuple[str, str], Action] = {
+    ("s3", "GetObject"): Action("s3:GetObject", (OBJECT,)),
+    ("s3", "HeadObject"): Action("s3:GetObject", (OBJECT,)),
+    ("s3", "PutObject"): Action("s3:PutObject", (OBJECT,)),
+    ("s3", "CreateMultipartUpload"): Action("s3:PutObject", (OBJECT,)),
+    ("s3", "UploadPart"): Action("s3:PutObject", (OBJECT,)),
+    ("s3", "CompleteMultipartUpload"): Action("s3:PutObject", (OBJECT,)),
+    ("s3", "AbortMultipartUpload"): Action("s3:AbortMultipartUpload", (OBJECT,)),
+    ("s3", "DeleteObject"): Action("s3:DeleteObject", (OBJECT,)),
+    ("s3", "ListObjectsV2"): Action("s3:ListBucket", (BUCKET,), {"s3:prefix": "<Prefix>"}),
+    ("s3", "ListObjects"): Action("s3:ListBucket", (BUCKET,), {"s3:prefix": "<Prefix>"}),
+    ("autoscaling", "DescribeAutoScalingGroups"): Action("autoscaling:DescribeAutoScalingGroups"),
+    ("autoscaling", "DescribeAutoScalingInstances"): Action("autoscaling:DescribeAutoScalingInstances"),
+    ("autoscaling", "DescribeLifecycleHooks"): Action("autoscaling:DescribeLifecycleHooks"),
+    ("autoscaling", "CompleteLifecycleAction"): Action("autoscaling:CompleteLifecycleAction", (AUTOSCALING_GROUP,)),
+    ("autoscaling", "RecordLifecycleActionHeartbeat"): Action("autoscaling:RecordLifecycleActionHeartbeat", (AUTOSCALING_GROUP,)),
+    ("autoscaling", "SetInstanceHealth"): Action("autoscaling:SetInstanceHealth", (AUTOSCALING_GROUP,)),
+    ("autoscaling", "SetDesiredCapacity"): Action("autoscaling:SetDesiredCapacity", (AUTOSCALING_GROUP,)),
+    ("autoscaling", "UpdateAutoScalingGroup"): Action("autoscaling:UpdateAutoScalingGroup", (AUTOSCALING_GROUP,)),
+    ("monitoring", "PutMetricData"): Action("cloudwatch:PutMetricData", context={"cloudwatch:namespace": "<Namespace>"}),
+    ("monitoring", "GetMetricStatistics"): Action("cloudwatch:GetMetricStatistics"),
+    ("ec2", "DescribeInstances"): Action("ec2:DescribeInstances"),
+    ("ec2", "DescribeVolumes"): Action("ec2:DescribeVolumes"),
+    ("ec2", "DescribeTags"): Action("ec2:DescribeTags"),
+    ("ec2", "DescribeSubnets"): Action("ec2:DescribeSubnets"),
+    ("ec2", "AttachVolume"): Action("ec2:AttachVolume", (INSTANCE, VOLUME)),
+    ("ssm", "GetParameter"): Action("ssm:GetParameter", (PARAMETER,)),
+    ("ssm", "GetParameterHistory"): Action("ssm:GetParameterHistory", (PARAMETER,)),
+    ("ssm", "PutParameter"): Action("ssm:PutParameter", (PARAMETER,)),
+    ("ssm", "SendCommand"): Action("ssm:SendCommand", (DOCUMENT, INSTANCE)),
+    ("ssm", "ListCommands"): Action("ssm:ListCommands"),
+    ("ssm", "ListCommandInvocations"): Action("ssm:ListCommandInvocations"),
+    ("ssm", "GetCommandInvocation"): Action("ssm:GetCommandInvocation"),
+    ("ssm", "CancelCommand"): Action("ssm:CancelCommand"),
+    ("logs", "FilterLogEvents"): Action("logs:FilterLogEvents", (LOG_GROUP,)),
+    ("logs", "GetLogEvents"): Action("logs:GetLogEvents", (LOG_STREAM,)),
+    ("logs", "DescribeLogStreams"): Action("logs:DescribeLogStreams", (LOG_GROUP,)),
+    ("ecr.api", "GetAuthorizationToken"): Action("ecr:GetAuthorizationToken"),
+    ("aps-workspaces", "RemoteWrite"): Action("aps:RemoteWrite", (WORKSPACE,)),
+}
+"""(service, operation) -> its IAM side. The service is the one the recorders name calls by:
+botocore's endpoint prefix (`monitoring` for CloudWatch), or the VPC endpoint service where they
+differ (`ecr.api`). A parameter given a list (SendCommand's InstanceIds) yields one resource each."""
+
+_PARAMETER = re.compile(r"<([A-Za-z]+)>")
+
+
+class UnknownOperationError(KeyError):
+    """A call the table does not know yet: add its row, from the Service Authorization Reference."""
+
+
+_STACK_TAGGED = re.compile(r":instance/|:volume/|:autoScalingGroup:|:document/gpu-cloud-\$\{nameBase\}-")
+_TAG_KEYS = {"ec2": ("aws:ResourceTag",), "autoscaling": ("autoscaling:ResourceTag", "aws:ResourceTag"),
+             "ssm": ("ssm:resourceTag", "aws:ResourceTag")}
+
+
+def stack_tag_context(action: str, resource: str, tag: str = "gpu-cloud:stack") -> dict[str, str]:
+    """The resource-tag keys a condition can read on a resource the stack made: every one carries
+    the stack's `gpu-cloud:stack` tag with its name base (gpucloud.config.stack, StackSettings.tags;
+    instances get it from their launch template). The keys are the Service Authorization
+    Reference's for each resource type: aws:ResourceTag for EC2 instances and volumes,
+    autoscaling:ResourceTag for Auto Scaling groups ("Tags for security", Auto Scaling user guide),
+    ssm:resourceTag for SSM documents and managed instances; read 2026-11-28."""
+    if not _STACK_TAGGED.search(resource):
+        return {}
+    return {f"{key}/{tag}": "${nameBase}" for key in _TAG_KEYS.get(action.split(":")[0], ())}
+
+
+def _fill(template: str, params: Mapping[str, Any]) -> list[str]:
+    """The template with the request's parameters put in; a list parameter gives one string each,
+    a parameter the request lacks gives none (an optional condition key left out)."""
+    filled = [template]
+    for name in _PARAMETER.findall(template):
+        value = params.get(name)
+        if value is None:
+            return []
+        values = value if isinstance(value, (list, tuple)) else [value]
+        filled = [text.replace(f"<{name}>", str(item).lstrip("/") if name == "Name" else str(item))
+                  for text in filled for item in values]
+    return filled
+
+
+def via_service(service: str) -> str:
+    return f"{service}.${{region}}.amazonaws.com"
+
+
+def _kms(action: str, service: str, context: Mapping[str, str]) -> IamCall:
+    return IamCall(action, KEY, {"kms:ViaService": via_service(service), "kms:CallerAccount": "${account}", **context}, via=service)
+
+
+def _s3_kms_calls(operation: str, params: Mapping[str, Any], response: Mapping[str, Any]) -> list[IamCall]:
+    """SSE-KMS: S3 asks KMS for a data key to write an object and to decrypt it to read it, with the
+    caller's credentials, through s3.<region>; the encryption context is the object's ARN, or the
+    bucket's with an S3 Bucket Key (S3 user guide, "Using server-side encryption with AWS KMS keys
+    (SSE-KMS)": encryption context, and "Reducing the cost of SSE-KMS with Amazon S3 Bucket Keys";
+    read 2026-11-28)."""
+    if response.get("ServerSideEncryption") != "aws:kms" and params.get("ServerSideEncryption") != "aws:kms":
+        return []
+    arn = BUCKET if response.get("BucketKeyEnabled") else OBJECT
+    context = {"kms:EncryptionContext:aws:s3:arn": _fill(arn, params)[0]}
+    if operation in ("PutObject", "CreateMultipartUpload"):
+        return [_kms("kms:GenerateDataKey", "s3", context)]
+    if operation in ("GetObject", "UploadPart", "CompleteMultipartUpload"):
+        return [_kms("kms:Decrypt", "s3", context)]
+    return []
+
+
+def _ssm_kms_calls(operation: str, params: Mapping[str, Any], response: Mapping[str, Any]) -> list[IamCall]:
+    """A standard-tier SecureString is encrypted and decrypted by Parameter Store calling KMS
+    Encrypt and Decrypt directly, with the caller's credentials, through ssm.<region>, with the
+    parameter's ARN as encryption context (KMS developer guide, "How AWS Systems Manager Parameter
+    Store uses AWS KMS"; read 2026-11-28)."""
+    parameter = {"kms:EncryptionContext:PARAMETER_ARN": _fill(PARAMETER, params)[0]}
+    if operation == "PutParameter" and params.get("Type") == "SecureString":
+        return [_kms("kms:Encrypt", "ssm", parameter)]
+    answered = [response.get("Parameter", {}), *response.get("Parameters", [])]
+    if params.get("WithDecryption") and any(found.get("Type") == "SecureString" for found in answered):
+        return [_kms("kms:Decrypt", "ssm", parameter)]
+    return []
+
+
+def _ec2_kms_calls(operation: str, params: Mapping[str, Any], encrypted_volume: Callable[[str], bool]) -> list[IamCall]:
+    """Attaching an encrypted volume: EC2 creates a grant on the key for the instance with the
+    caller's credentials, through ec2.<region>, a grant for an AWS resource (EBS user guide,
+    "How Amazon EBS encryption works" / KMS developer guide, "How Amazon Elastic Block Store
+    (Amazon EBS) uses AWS KMS"; read 2026-11-28)."""
+    if operation == "AttachVolume" and encrypted_volume(params["VolumeId"]):
+        return [_kms("kms:CreateGrant", "ec2", {"kms:GrantIsForAWSResource": "true"})]
+    return []
+
+
+def iam_calls(service: str, operation: str, params: Mapping[str, Any], response: Mapping[str, Any] | None = None,
+              encrypted_volume: Callable[[str], bool] = lambda volume_id: False) -> list[IamCall]:
+    """Every authorization one call needs: its own action on each resource, then the KMS calls the
+    service makes with the caller's credentials to serve it."""
+    try:
+        action = ACTIONS[(service, operation)]
+    except KeyError:
+        raise UnknownOperationError(f"{service} {operation}: add it to gpucloud.testing.iam_actions.ACTIONS") from None
+    context = {key: values[0] for key, template in action.context.items() if (values := _fill(template, params))}
+    calls = [IamCall(action.action, resource, context)
+             for template in action.resources for resource in _fill(template, params)]
+    response = response or {}
+    if service == "s3":
+        calls += _s3_kms_calls(operation, params, response)
+    elif service == "ssm":
+        calls += _ssm_kms_calls(operation, params, response)
+    elif service == "ec2":
+        calls += _ec2_kms_calls(operation, params, encrypted_volume)
+    return calls

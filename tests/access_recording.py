@@ -1,0 +1,353 @@
+"""Who calls what, measured: the tests that make AWS calls record each one's IAM action, resource ARN
+and request context into gpucloud/data/access_calls.json (the contract in its "about").
+
+A recorder sees each call with its request parameters and answer (`Request`), and, from the frames
+of the code that made it, the values that code worked with: a node's config, a job, a stack's
+settings. Those values turn the test's concrete names back into the file's placeholders (the
+bucket a test made is `${dataBucket}`, its group's Auto Scaling group `gpu-cloud-${nameBase}-${group}`),
+so the plan can fill them with any stack's. `gpucloud.testing.iam_actions` says what IAM sees of
+each call.
+
+Re-record everything with
+`GPUCLOUD_MEASURE_CALLS=1 .venv/bin/python -m pytest -q -p no:xdist -o addopts= tests/node tests/ops tests/plan/test_connect.py tests/access`;
+each recording test fails when the file no longer says what it measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import sys
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gpucloud
+import pytest
+from gpucloud.testing.iam_actions import iam_calls, stack_tag_context
+
+ACCESS_CALLS_PATH = Path(gpucloud.__file__).parent / "data" / "access_calls.json"
+MEASURE = "GPUCLOUD_MEASURE_CALLS"
+COMMAND = ("GPUCLOUD_MEASURE_CALLS=1 .venv/bin/python -m pytest -q -p no:xdist -o addopts= "
+           "tests/node tests/ops tests/plan/test_connect.py tests/access")
+ABOUT = (
+    "Who calls what: each AWS call an actor makes for a feature, with its IAM action, resource ARN "
+    "(${placeholders} the plan fills from the stack) and the request context conditions read; "
+    "endpoint: the VPC endpoint service the call passes (null: it never crosses the stack's VPC). "
+    "Calls of the node, the person commands and the deployer were made on moto by the test in "
+    "measuredBy (tests/access_recording.py, gpucloud/testing/iam_actions.py); AWS service "
+    "principals' calls are declared with their AWS documentation (tests/access/declared_calls.py). "
+    "`features` lists, per actor, every feature a test measured: a feature missing there is "
+    f"unmeasured. Written by the tests, never by hand: {COMMAND}"
+)
+
+
+def measuring() -> bool:
+    return os.environ.get(MEASURE) == "1" or os.environ.get("GPUCLOUD_MEASURE_NODE_CALLS") == "1"
+
+
+@dataclass
+class Request:
+    """One AWS call as a recorder saw it: the service (VPC endpoint service name), the operation,
+    its parameters and answer, and the values the calling code worked with."""
+
+    service: str
+    operation: str
+    params: Mapping[str, Any]
+    response: Mapping[str, Any] = field(default_factory=dict)
+    values: Mapping[str, str] = field(default_factory=dict)
+    encrypted_volumes: frozenset[str] = frozenset()
+
+
+# --- concrete values -> placeholders -------------------------------------------------------------
+
+ACCOUNT = "123456789012"
+"""moto's account, every test's."""
+_IDS = (
+    (re.compile(r"\bi-[0-9a-f]{8,17}\b"), "${instanceId}"),
+    (re.compile(r"\bvol-[0-9a-f]{8,17}\b"), "${volumeId}"),
+    (re.compile(r"arn:aws:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]+"), "${keyArn}"),
+    (re.compile(r"gpu-cloud/[^/:${}]+/[^/:${}]+/jupyter-token"), "gpu-cloud/${nameBase}/${group}/jupyter-token"),
+)
+_JOB_KEY = re.compile(r"^(?:\$\{writePrefix\}|[^$]*?)jobs/(?:[^/$]+|\$\{job\})/")
+
+
+def values_of(candidate: Any) -> dict[str, str]:
+    """Concrete value -> placeholder expression, from what actor code holds: a node's config (its
+    dataclass or the bootstrap stub's dict), a launcher's JobSpec, a job of `gpucloud run`, a stack's
+    settings."""
+    fields = candidate if isinstance(candidate, Mapping) else getattr(candidate, "__dict__", {})
+    found: dict[str, str] = {}
+    if hasattr(candidate, "name_base") and hasattr(candidate, "config"):  # StackSettings
+        found |= _settings_values(candidate)
+    if fields.get("group_name"):
+        found[str(fields["group_name"])] = "gpu-cloud-${nameBase}-${group}"
+    for name, placeholder in (("checkpoint_bucket", "${dataBucket}"), ("agent_bucket", "${artifactsBucket}"),
+                              ("agent_key", "${agentBundleKey}"), ("job_id", "${job}")):
+        if isinstance(fields.get(name), str) and fields[name]:
+            found[fields[name]] = placeholder
+    if isinstance(fields.get("checkpoint_prefix"), str) and fields["checkpoint_prefix"].strip("/"):
+        found[fields["checkpoint_prefix"].strip("/") + "/"] = "${writePrefix}"
+    if isinstance(fields.get("checkpoint_uri"), str) and fields["checkpoint_uri"].startswith("s3://"):
+        found[fields["checkpoint_uri"][5:].split("/", 1)[0]] = "${dataBucket}"
+    return found
+
+
+def _uri_values(uri: Any) -> dict[str, str]:
+    """A checkpoint URI node code works with: a job's (`...jobs/<id>/`, see `under_jobs`), or the
+    node's own drain location, `<write prefix>checkpoints/<Auto Scaling group>/<instance>/`
+    (gpucloud.node.lifecycle.checkpoint_uri)."""
+    if not isinstance(uri, str) or not uri.startswith("s3://"):
+        return {}
+    bucket, _, key = uri[5:].partition("/")
+    found = {bucket: "${dataBucket}"}
+    if key and "jobs/" not in key:
+        found[key] = "${writePrefix}checkpoints/gpu-cloud-${nameBase}-${group}/${instanceId}/"
+    return found
+
+
+def _settings_values(settings) -> dict[str, str]:
+    from gpucloud.naming import autoscaling_group_name, job_document_name, job_log_group_name, jupyter_token_parameter_name
+
+    base = settings.name_base
+    found = {
+        job_document_name(base): "gpu-cloud-${nameBase}-run",
+        job_log_group_name(base): "/gpu-cloud/${nameBase}/jobs",
+    }
+    for group in settings.config.groups:
+        found[autoscaling_group_name(base, group.name)] = "gpu-cloud-${nameBase}-${group}"
+        found[jupyter_token_parameter_name(base, group.name)] = "/gpu-cloud/${nameBase}/${group}/jupyter-token"
+    if settings.config.data:
+        found[settings.config.data.bucket] = "${dataBucket}"
+        for prefix in settings.config.data.write_prefixes:
+            found[prefix] = "${writePrefix}"
+    return found
+
+
+_HARVESTED = ("config", "spec", "settings", "job")
+
+
+def values_in_frames(frame, code: tuple[str, ...]) -> dict[str, str]:
+    """The values of every frame of actor code (`code`: path prefixes) on the stack, innermost last."""
+    found: dict[str, str] = {}
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(code):
+            for name in _HARVESTED:
+                if name in frame.f_locals:
+                    found = values_of(frame.f_locals[name]) | found
+            found = _uri_values(frame.f_locals.get("uri")) | found
+        frame = frame.f_back
+    return found
+
+
+def placeholders(text: str, values: Mapping[str, str]) -> str:
+    """The text with the test's concrete values as placeholders: the longest value first, then
+    AWS's generated ids and the account."""
+    for concrete in sorted(values, key=len, reverse=True):
+        text = text.replace(concrete, values[concrete])
+    for pattern, placeholder in _IDS:
+        text = pattern.sub(placeholder, text)
+    return text.replace(ACCOUNT, "${account}")
+
+
+def under_jobs(text: str) -> str:
+    """A data-bucket key (or key prefix) in a job's folder: what comes before `jobs/<id>/` is the
+    write prefix the job commands put it under (gpucloud.naming.JOBS_FOLDER)."""
+    head, bucket, key = text.rpartition("${dataBucket}/")
+    return head + bucket + _JOB_KEY.sub("${writePrefix}jobs/${job}/", key, count=1)
+
+
+# --- requests -> entries --------------------------------------------------------------------------
+
+def entries(actor: str, feature: str, measured_by: str, requests: Iterable[Request], through_vpc: bool) -> list[dict]:
+    """The file's entries for what one test measured, sorted and without repeats."""
+    found: dict[str, dict] = {}
+    for request in requests:
+        for call in iam_calls(request.service, request.operation, request.params, request.response,
+                              lambda volume: volume in request.encrypted_volumes):
+            resource = under_jobs(placeholders(call.resource, request.values))
+            context = {key: under_jobs(placeholders(value, request.values)) for key, value in call.context.items()}
+            context = dict(sorted((context | stack_tag_context(call.action, resource)).items()))
+            entry = {"actor": actor, "feature": feature, "measuredBy": measured_by, "action": call.action,
+                     "resource": resource, "context": context,
+                     "endpoint": request.service if through_vpc and call.via is None else None}
+            found[json.dumps(entry, sort_keys=True)] = entry
+    return sorted(found.values(), key=sort_key)
+
+
+def sort_key(entry: Mapping[str, Any]) -> tuple:
+    return (entry["actor"], entry["feature"], entry["measuredBy"], entry["action"], entry["resource"],
+            json.dumps(entry["context"], sort_keys=True))
+
+
+# --- the file ---------------------------------------------------------------------------------------
+
+def recorded() -> list[dict]:
+    if not ACCESS_CALLS_PATH.exists():
+        return []
+    return json.loads(ACCESS_CALLS_PATH.read_text(encoding="utf-8"))["calls"]
+
+
+def recorded_for(measured_by: str) -> list[dict]:
+    return [entry for entry in recorded() if entry["measuredBy"] == measured_by]
+
+
+def check(measured_by: str, measured: list[dict]) -> None:
+    """A test that passes must have made exactly the calls the file holds for it."""
+    held = recorded_for(measured_by)
+    assert held == measured, (
+        f"{measured_by} measured {json.dumps(measured, indent=1)}\nand {ACCESS_CALLS_PATH.name} holds "
+        f"{json.dumps(held, indent=1)}: measure again ({COMMAND})")
+
+
+def write(measured: Mapping[str, list[dict]], drop_declared: bool = False) -> None:
+    """Replace the entries of the tests that ran (and, with `drop_declared`, every declared one)."""
+    kept = [entry for entry in recorded() if entry["measuredBy"] not in measured
+            and not (drop_declared and entry["measuredBy"].startswith("declared:"))]
+    calls = sorted(kept + [entry for entries_ in measured.values() for entry in entries_], key=sort_key)
+    features: dict[str, set[str]] = {}
+    for entry in calls:
+        features.setdefault(entry["actor"], set()).add(entry["feature"])
+    document = {"about": ABOUT, "features": {actor: sorted(names) for actor, names in sorted(features.items())},
+                "calls": calls}
+    ACCESS_CALLS_PATH.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+
+
+def frame_outside(libraries: tuple[str, ...], depth: int = 2):
+    """The innermost frame outside the given library paths."""
+    frame = sys._getframe(depth)
+    while frame is not None and frame.f_code.co_filename.startswith(libraries):
+        frame = frame.f_back
+    return frame
+
+
+# --- recording the person commands and the deployer (the node has tests/node/aws_calls.py) ----------
+
+_PACKAGE = Path(gpucloud.__file__).parent
+PERSON_CODE = (f"{_PACKAGE}/ops/", f"{_PACKAGE}/connect.py", f"{_PACKAGE}/cli/")
+"""What a person runs: the job commands, `connect` and the CLI around them."""
+DEPLOYER_CODE = (f"{_PACKAGE}/testing/handlers/",)
+"""The engine's resource handlers make the calls the provider makes for `pulumi up`."""
+
+
+def _library_paths() -> tuple[str, ...]:
+    import concurrent.futures
+    import http
+    import urllib
+
+    import boto3
+    import botocore
+    import s3transfer
+
+    return tuple(str(Path(module.__file__).parent) + "/" for module in (botocore, boto3, s3transfer, concurrent.futures, urllib, http)) + (
+        threading.__file__, __file__)
+
+
+class ActorCalls:
+    """The calls code under `code` makes while `recording()` is active: through botocore, or through
+    a test's stand-in for a call moto lacks (`stood_in`). A frame whose `self` says
+    `stands_in_for_aws` is looked through, so a call a stand-in forwards counts as its caller's."""
+
+    active: ActorCalls | None = None
+
+    def __init__(self, code: tuple[str, ...]) -> None:
+        self.code = code
+        self.requests: list[Request] = []
+        self._libraries = _library_paths()
+        self._lock = threading.Lock()
+
+    def caller_values(self, depth: int = 2) -> dict[str, str] | None:
+        """The values in the calling frames when actor code made the call; None when it did not."""
+        frame = sys._getframe(depth)
+        while frame is not None and (frame.f_code.co_filename.startswith(self._libraries)
+                                     or getattr(frame.f_locals.get("self"), "stands_in_for_aws", False)):
+            frame = frame.f_back
+        if frame is None or not frame.f_code.co_filename.startswith(self.code):
+            return None
+        return values_in_frames(frame, self.code)
+
+    def add(self, request: Request) -> None:
+        with self._lock:
+            self.requests.append(request)
+
+    @contextlib.contextmanager
+    def recording(self) -> Iterator[ActorCalls]:
+        from botocore.client import BaseClient
+
+        make_api_call = BaseClient._make_api_call
+        calls = self
+
+        def recorded_api_call(client, operation_name, api_params):
+            values = calls.caller_values()
+            if values is None:
+                return make_api_call(client, operation_name, api_params)
+            request = Request(client.meta.service_model.endpoint_prefix, operation_name, dict(api_params), values=values)
+            calls.add(request)
+            request.response = make_api_call(client, operation_name, api_params)
+            return request.response
+
+        ActorCalls.active = self
+        try:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(BaseClient, "_make_api_call", recorded_api_call)
+                yield self
+        finally:
+            ActorCalls.active = None
+
+
+def stood_in(service: str, operation: str, params: Mapping[str, Any], response: Mapping[str, Any] | None = None) -> None:
+    """A test's stand-in answered a call moto cannot (CancelCommand, a scripted invocation status):
+    it is still a call the actor's code makes, recorded as if moto had answered it."""
+    calls = ActorCalls.active
+    if calls is not None:
+        values = calls.caller_values(depth=3)
+        if values is not None:
+            calls.add(Request(service, operation, dict(params), dict(response or {}), values))
+
+
+_STASH = pytest.StashKey[dict]()
+CODE_OF = {"person": PERSON_CODE, "deployer": DEPLOYER_CODE}
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "access_calls(actor, feature): the test measures the AWS calls the actor's code makes for the "
+        "feature into gpucloud/data/access_calls.json (tests/access_recording.py)")
+    if measuring():
+        config.stash[_STASH] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Record the calls of the actor the test's access_calls marker names; a test that passes must
+    have made exactly the calls the file holds for it (or, measuring, they are kept)."""
+    marker = item.get_closest_marker("access_calls")
+    if marker is None:
+        return (yield)
+    actor, feature = marker.args
+    calls = ActorCalls(CODE_OF[actor.split(":")[0]])
+    with calls.recording():
+        outcome = yield
+    test = item.nodeid.split("[")[0]
+    measured = entries(actor, feature, test, calls.requests, through_vpc=False)
+    assert measured, f"{test} names {actor} {feature} and measured no call"
+    if _STASH in item.config.stash:
+        together = {json.dumps(entry, sort_keys=True): entry for entry in item.config.stash[_STASH].get(test, []) + measured}
+        item.config.stash[_STASH][test] = sorted(together.values(), key=sort_key)
+        return outcome
+    if "[" in item.nodeid:  # each case of a parametrized test measures a part of the test's calls
+        missing = [entry for entry in measured if entry not in recorded_for(test)]
+        assert not missing, f"{item.nodeid} measured calls {ACCESS_CALLS_PATH.name} lacks: {missing}; measure again ({COMMAND})"
+    else:
+        check(test, measured)
+    return outcome
+
+
+def pytest_sessionfinish(session):
+    measured = session.config.stash.get(_STASH, None)
+    if measured and not session.testsfailed:
+        write(measured)
