@@ -48,6 +48,13 @@ def test_features_rely_on_the_software_the_node_code_uses():
     assert "python3-venv" in needs[("groups[0].services.jupyter.install", "pythonVenv")]
 
 
+def test_container_jobs_rely_on_docker_with_gpus():
+    config = settings_for(minimal_config(groups=[group(
+        jobs={"ecrRepositories": ["123456789012.dkr.ecr.us-east-1.amazonaws.com/trainer"]})])).config
+    needs = {(need.feature, need.software) for need in reliances(config, 0)}
+    assert {("groups[0].jobs.ecrRepositories", "docker"), ("groups[0].jobs.ecrRepositories", "nvidiaContainerToolkit")} <= needs
+
+
 def test_s3_mount_from_the_default_image_is_refused_naming_the_key():
     with pytest.raises(ConfigError) as error:
         settings_for(minimal_config(storage={"s3Mount": {"install": "ami"}}))

@@ -72,7 +72,8 @@ def default_image() -> dict[str, Any]:
 def reliances(config: StackConfig, index: int) -> list[Reliance]:
     """What group `index`'s features need on its nodes, read from the code that runs them: the agent
     (node/), the CloudWatch set-up (userdata/scripts.py), the mounts (node/shared_storage.py), EFA
-    (node/tuning.py), the services (node/jupyter.py, tensorboard.py, containers.py)."""
+    (node/tuning.py), the services (node/jupyter.py, tensorboard.py, containers.py) and container jobs
+    (node/launcher.py)."""
     group = config.groups[index]
     key = f"groups[{index}]"
     found = [Reliance("node agent", "python3"),
@@ -91,6 +92,10 @@ def reliances(config: StackConfig, index: int) -> list[Reliance]:
         found.append(Reliance(f"{key}.services.containers", "docker"))
         if any(container.gpus != 0 for container in services.containers):
             found.append(Reliance(f"{key}.services.containers", "nvidiaContainerToolkit"))
+    if group.jobs.ecr_repositories:
+        # gpucloud run --image: `docker run --gpus all` (node/launcher.py)
+        found += [Reliance(f"{key}.jobs.ecrRepositories", "docker"),
+                  Reliance(f"{key}.jobs.ecrRepositories", "nvidiaContainerToolkit")]
     for name, service, software in (("jupyter", services.jupyter, "jupyterlab"),
                                     ("tensorboard", services.tensorboard, "tensorboard")):
         if service is None:
