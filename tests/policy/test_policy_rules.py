@@ -324,6 +324,16 @@ def test_the_s3_gateway_endpoint_rule_does_not_decide_on_a_policy_unknown_during
     assert error.value.path == ("policy",)
 
 
+def test_the_interface_endpoint_rule_does_not_decide_on_a_policy_unknown_during_preview():
+    """The kms endpoint's policy names the project key, unknown until the key exists."""
+    from gpucloud.policy import UNKNOWN, UnknownInputError
+
+    endpoint = {"serviceName": "com.amazonaws.us-east-1.kms", "vpcEndpointType": "Interface", "policy": UNKNOWN}
+    with pytest.raises(UnknownInputError) as error:
+        RULES_BY_NAME["vpc-endpoint-has-policy"].validate(VPC_ENDPOINT, endpoint, [].append, PolicyConfig())
+    assert error.value.path == ("policy",)
+
+
 def test_a_rule_that_needs_an_unknown_input_does_not_decide():
     from gpucloud.policy import UNKNOWN, UnknownInputError
 
