@@ -200,6 +200,64 @@ def test_an_image_runs_in_docker_with_host_network_gpus_efa_and_values_by_name_o
     assert (job_dir / "container").read_text() == f"gpucloud-{JOB}\n"
 
 
+class Docker:
+    """Stands in for the command runner: answers `nvidia-smi` and `docker pull`, recording each argv."""
+
+    def __init__(self, pull_status: int = 0) -> None:
+        self.pull_status, self.calls = pull_status, []
+
+    def __call__(self, argv, timeout_s, env=None):
+        self.calls.append(list(argv))
+        status = self.pull_status if "pull" in argv else 0
+        return CommandResult(tuple(argv), status, stderr="denied: not authorized" if status else "")
+
+
+@pytest.mark.node_aws_calls("jobEcrImage")
+def test_a_private_ecr_image_is_pulled_after_an_ecr_login_before_the_job_starts(aws, tmp_path):
+    docker, spawn = Docker(), FakeSpawn()
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/train:1"
+    launch = make_launch(tmp_path, JobSpec(JOB, ("10.0.1.7",), ("train",), gpus_per_node=1, image=image), spawn, run=docker)
+    launch.ecr_client = lambda region: boto3_client("ecr", region)
+
+    assert launch() == 0
+
+    config_dir = tmp_path / "root/run/gpucloud/docker" / f"job-{JOB}"
+    config = config_dir / "config.json"
+    auth = json.loads(config.read_text())["auths"]["123456789012.dkr.ecr.us-east-1.amazonaws.com"]["auth"]
+    assert config.stat().st_mode & 0o077 == 0
+    assert docker.calls == [["docker", "--config", str(config_dir), "pull", "--quiet", image]]
+    argv, environment = spawn.calls[0]
+    assert argv[:2] == ["docker", "run"] and image in argv
+    assert not any(str(config_dir) in part for part in argv), "the login stays out of the container's mounts"
+    assert auth not in json.dumps(spawn.calls)
+
+
+def test_an_ecr_image_that_cannot_be_pulled_exits_69_and_runs_nothing(tmp_path, caplog):
+    docker, spawn = Docker(pull_status=1), FakeSpawn()
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/train:1"
+
+    class Ecr:
+        def get_authorization_token(self):
+            return {"authorizationData": [{"authorizationToken": "QVdTOnNlY3JldA=="}]}
+
+    launch = make_launch(tmp_path, JobSpec(JOB, ("10.0.1.7",), ("train",), gpus_per_node=1, image=image), spawn, run=docker)
+    launch.ecr_client = lambda region: Ecr()
+
+    assert launch() == 69
+    assert spawn.calls == []
+    assert f"docker pull {image}" in caplog.text
+
+
+def test_a_public_image_is_left_to_docker_run_to_pull(tmp_path):
+    docker, spawn = Docker(), FakeSpawn()
+    launch = make_launch(tmp_path, JobSpec(JOB, ("10.0.1.7",), ("serve",), gpus_per_node=1, image="vllm/vllm-openai:v0"),
+                         spawn, run=docker)
+    launch.ecr_client = lambda region: pytest.fail("no ECR login for a public image")
+
+    assert launch() == 0
+    assert docker.calls == [] and spawn.calls[0][0][:2] == ["docker", "run"]
+
+
 def test_without_efa_the_container_gets_no_devices_and_no_locked_memory_limit(tmp_path):
     spawn = FakeSpawn()
     make_launch(tmp_path, JobSpec(JOB, ("10.0.1.7",), ("serve",), gpus_per_node=1, image="vllm/vllm-openai:v0"), spawn)()

@@ -1,6 +1,6 @@
 """NodeServices: what the stack holds for the services its groups run on their nodes (JupyterLab,
 TensorBoard, containers): each JupyterLab group's token parameter, and the node role's grants for
-those parameters and for the ECR repositories the container images come from.
+those parameters and for the ECR repositories the container images and job images come from.
 
 The services themselves run on the nodes (gpucloud.node.services); `node_services_document` is the
 plain document the nodes read, carried in the user data beside node.json.

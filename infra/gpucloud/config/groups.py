@@ -12,6 +12,7 @@ from gpucloud.config.image import ImageConfig
 from gpucloud.config.requirements import InstanceRequirementsConfig
 from gpucloud.config.scaling import IdleShutdown, ScalingConfig
 from gpucloud.config.endpoint import EndpointConfig
+from gpucloud.config.jobs import JobsConfig
 from gpucloud.config.services import ServicesConfig
 
 CHECKPOINT_TIMEOUT_LIMIT_SECONDS = 180
@@ -137,6 +138,7 @@ class GroupConfig(ConfigModel):
     spot capacity as AWS has it."""
     warm_pool: WarmPoolConfig | None = None
     services: ServicesConfig = Field(default_factory=ServicesConfig)
+    jobs: JobsConfig = Field(default_factory=JobsConfig)
     endpoint: EndpointConfig | None = None
 
     @model_validator(mode="before")

@@ -28,7 +28,7 @@ EVERY_NODE = ("bootstrap", "launchHook", "drain", "watch")
 """Bootstrap stub (fetch the bundle, ABANDON on failure), boot gate and launch heartbeat, drain on
 scale-in or spot notice, GPU watch: every node runs them."""
 NODE_FEATURES = (*EVERY_NODE, "healthReplace", "dataVolume", "persistentVolume", "checkpointToS3", "prometheus",
-                 "jupyterToken", "ecrImage")
+                 "jupyterToken", "ecrImage", "jobEcrImage")
 """What node code does, each measured by the node tests marked with it."""
 
 AGENT_CALLS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
@@ -39,6 +39,7 @@ AGENT_CALLS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
         "ec2messages": ("GetMessages",),
     },
     "dockerPullsFromEcr": {"ecr.dkr": ("registry API /v2/ (docker pull)",)},
+    "dockerPullsJobImageFromEcr": {"ecr.dkr": ("registry API /v2/ (docker pull)",)},
     "jobOutput": {"logs": ("CreateLogStream", "DescribeLogGroups", "PutLogEvents")},
 }
 """AWS's own agents, not measured here. The CloudWatch agent puts the node's metrics, and before
@@ -101,6 +102,8 @@ def group_features(config: StackConfig, group: GroupConfig) -> list[str]:
         features.append("jupyterToken")
     if group.services.ecr_images:
         features += ["ecrImage", "dockerPullsFromEcr"]
+    if group.jobs.ecr_repositories:
+        features += ["jobEcrImage", "dockerPullsJobImageFromEcr"]
     if config.access.ssm:
         features.append("jobOutput")
     return features
@@ -143,6 +146,8 @@ _KEYS = {
     "jupyterToken": "groups[{}].services.jupyter",
     "ecrImage": "groups[{}].services.containers",
     "dockerPullsFromEcr": "groups[{}].services.containers",
+    "jobEcrImage": "groups[{}].jobs.ecrRepositories",
+    "dockerPullsJobImageFromEcr": "groups[{}].jobs.ecrRepositories",
     "jobOutput": "groups[{}] job output (access.ssm)",
 }
 

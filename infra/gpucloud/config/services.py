@@ -34,10 +34,12 @@ RESERVED_PORTS = {22: "SSH", JUPYTER_PORT: "JupyterLab", TENSORBOARD_PORT: "Tens
                   9835: "the node's GPU exporter", 9836: "the node's readings endpoint"}
 """Host ports a container service may not publish: taken on every node or by the other services."""
 
-ECR_IMAGE = re.compile(
+ECR_REPOSITORY = (
     r"(?P<account>[0-9]{12})\.dkr\.ecr(?:-fips)?\.(?P<region>[a-z]{2}(?:-gov)?-[a-z]+-[0-9])\.amazonaws\.com(?:\.cn)?"
-    r"/(?P<repository>[a-z0-9][a-z0-9._/-]{1,255})(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})"
+    r"/(?P<repository>[a-z0-9][a-z0-9._/-]{1,255})"
 )
+"""A private ECR repository, `<account>.dkr.ecr.<region>.amazonaws.com/<repository>`."""
+ECR_IMAGE = re.compile(ECR_REPOSITORY + r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})")
 """A private ECR image: `<account>.dkr.ecr.<region>.amazonaws.com/<repository>:<tag>` or `@sha256:<digest>`
 (ECR user guide, "Pulling an image", and the repository name pattern of CreateRepository,
 `(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*`, botocore ecr model, read 2026-11-25)."""
@@ -265,9 +267,12 @@ def tensorboard_log_dir(config: StackConfig, tensorboard: TensorBoardConfig) -> 
 
 
 def ecr_repository_arns(partition: str, groups: Sequence[GroupConfig]) -> list[str]:
-    """The repositories of the groups' private ECR images, by ARN: the only ones the node role may pull."""
+    """The repositories of the groups' private ECR images, by ARN, their container services' and
+    those their jobs may run (`jobs.ecrRepositories`): the only ones the node role may pull."""
+    matches = [*(match for group in groups for match in group.services.ecr_images),
+               *(match for group in groups for match in group.jobs.ecr_repository_matches)]
     return sorted({f"arn:{partition}:ecr:{match['region']}:{match['account']}:repository/{match['repository']}"
-                   for group in groups for match in group.services.ecr_images})
+                   for match in matches})
 
 
 def token_parameter_arn(partition: str, region: str, account_id: str, name: str) -> str:

@@ -18,6 +18,7 @@ from gpucloud.config.operations import AccountConfig, BackupConfig, BudgetConfig
 from gpucloud.config.review import IntendedReplacements
 from gpucloud.config.endpoint import endpoint_problems
 from gpucloud.config.image import image_problems
+from gpucloud.config.jobs import job_problems
 from gpucloud.config.services import service_problems
 from gpucloud.config.suggest import did_you_mean, misspelt_namespace_problems
 from gpucloud.config.storage import StorageConfig, storage_problems
@@ -125,7 +126,7 @@ def parse_stack_config(values: Mapping[str, Any], *, stack: str, source: str, re
     if not isinstance(region, str) or not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region):
         raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", f"{region!r} is not an AWS region")])
     _check_stack_name(stack, config.project, source)
-    problems = _cross_section_problems(config) + service_problems(config, region) + storage_problems(config) + endpoint_problems(config) + image_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
+    problems = _cross_section_problems(config) + service_problems(config, region) + job_problems(config, region) + storage_problems(config) + endpoint_problems(config) + image_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
     if problems:
         raise ConfigError(f"stack {stack!r} ({source})", problems)
     return StackSettings(stack=stack, source=source, region=region, config=config)

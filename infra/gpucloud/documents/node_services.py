@@ -1,5 +1,6 @@
 """The node role's grants for the services a group runs: its JupyterLab token parameter, and the
-ECR repositories its container images come from. Only a group that asks for them gets them."""
+ECR repositories its container images and its jobs' images (`jobs.ecrRepositories`) come from.
+Only a group that asks for them gets them."""
 
 from __future__ import annotations
 

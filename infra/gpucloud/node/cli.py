@@ -377,7 +377,8 @@ def _launch(config: NodeConfig, arguments: argparse.Namespace) -> int:
 
     launch = Launch(spec, metadata, run_command, Path(config.checkpoint_dir),
                     lambda uri: checkpoint_store(uri, s3_client),
-                    nvidia_smi=config.nvidia_smi, command_timeout_s=config.command_timeout_s)
+                    nvidia_smi=config.nvidia_smi, command_timeout_s=config.command_timeout_s,
+                    ecr_client=lambda region: boto3_client("ecr", region))
     return launch()
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import time
 import urllib.error
@@ -44,8 +45,19 @@ def container_settings(name: str, path: str = SERVICES_PATH) -> dict[str, Any]:
     raise ServiceError(f"{path} names no container {name!r}")
 
 
+_ECR_REGISTRY = re.compile(r"[0-9]{12}\.dkr\.ecr(?:-fips)?\.([a-z]{2}(?:-gov)?-[a-z]+-[0-9])\.amazonaws\.com(?:\.cn)?")
+"""A private ECR registry's host, `<account>.dkr.ecr.<region>.amazonaws.com` (ECR user guide,
+"Private registry concepts"; read 2026-11-25)."""
+
+
 def registry_of(image: str) -> str:
     return image.split("/", 1)[0]
+
+
+def ecr_region(image: str) -> str | None:
+    """The region of the image's private ECR registry; None for an image from any other registry."""
+    match = _ECR_REGISTRY.fullmatch(registry_of(image)) if "/" in image else None
+    return match.group(1) if match else None
 
 
 def ecr_login(ecr: Any, image: str, config_dir: str) -> None:
@@ -62,6 +74,24 @@ def ecr_login(ecr: Any, image: str, config_dir: str) -> None:
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         json.dump({"auths": {registry_of(image): {"auth": token}}}, handle)
     os.replace(temporary, target)
+
+
+def pull_image(run: CommandRunner, image: str, region: str | None, ecr_client: Callable[[str], Any],
+               config_dir: str) -> None:
+    """`docker pull` the image, logged in to its ECR registry first when `region` names one (the
+    login's config directory serves this pull only). Raises ServiceError saying what failed."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    pull = ["docker", "pull", "--quiet", image]
+    if region:
+        try:
+            ecr_login(ecr_client(region), image, config_dir)
+        except (BotoCoreError, ClientError) as error:
+            raise ServiceError(f"ECR login for {image}: {error}") from error
+        pull[1:1] = ["--config", config_dir]
+    pulled = run(pull, PULL_TIMEOUT_S)
+    if not pulled.ok:
+        raise ServiceError(f"docker pull {image}: {pulled.describe_failure(PULL_TIMEOUT_S)}")
 
 
 def docker_run_argv(container: Mapping[str, Any]) -> list[str]:
@@ -131,13 +161,7 @@ def serve_container(name: str, run: CommandRunner, ecr_client: Callable[[str], A
     region = container["region"]
     config_dir = config_dir or DOCKER_CONFIG_DIR.format(name)
     try:
-        pull = ["docker", "pull", "--quiet", container["image"]]
-        if container.get("ecr_region"):
-            ecr_login(ecr_client(container["ecr_region"]), container["image"], config_dir)
-            pull[1:1] = ["--config", config_dir]
-        pulled = run(pull, PULL_TIMEOUT_S)
-        if not pulled.ok:
-            raise ServiceError(f"docker pull {container['image']}: {pulled.describe_failure(PULL_TIMEOUT_S)}")
+        pull_image(run, container["image"], container.get("ecr_region"), ecr_client, config_dir)
     except ServiceError as error:
         log.error("%s", error)
         return 1

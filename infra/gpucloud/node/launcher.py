@@ -5,7 +5,8 @@ Command: the stack's job document (`gpucloud.documents.jobs`) turns its paramete
 command's flags, and tests/ops/test_job_document_runs_launcher.py runs one into the other. Each node
 finds its rank from its own private IPv4 in the ordered node list, writes the job's hostfile and
 environment under /run/gpucloud/jobs/JOB_ID/, restores the job's checkpoint on a resumed attempt,
-runs the command (on the host, or in a container with host networking and the GPUs), passes its
+runs the command (on the host, or in a container with host networking and the GPUs, pulled first
+with an ECR login when the image is in a private ECR registry, as a container service's), passes its
 output through to SSM, syncs the files the command wrote or changed back to the job's URI when it
 has exited, and exits with the command's status. Every node shares the one URI, as a shared file
 system would be shared: rank 0 (wherever the rendezvous put it) writes, or each rank under its own
@@ -33,9 +34,11 @@ import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpucloud.node.checkpoints import CheckpointError, CheckpointStore, file_states, unchanged_files
 from gpucloud.node.commands import CommandRunner
+from gpucloud.node.containers import ecr_region, pull_image
 from gpucloud.node.imds import InstanceMetadata, MetadataError
 from gpucloud.node.job_processes import (
     DRAINED,
@@ -48,6 +51,7 @@ from gpucloud.node.job_processes import (
     signal_group,
     terminate_with_parent,
 )
+from gpucloud.node.services import ServiceError
 from gpucloud.node.tuning import EFA_BINARY_DIRS, EFA_ENVIRONMENT_PATH, EFA_LIBRARY_DIRS, root_path
 
 NODE_IPV4_ENV = "GPUCLOUD_NODE_IPV4"
@@ -58,6 +62,10 @@ EXIT_CHECKPOINT = 74
 EXIT_DRAINED = 75
 """sysexits.h EX_TEMPFAIL: the drain stopped the job because this node is going (spot notice,
 scale-in, replacement); the checkpoint was synced, and the job should resume elsewhere."""
+EXIT_IMAGE = 69
+"""sysexits.h EX_UNAVAILABLE: the job's private ECR image could not be pulled; the command did not start."""
+DOCKER_CONFIG_DIR = "run/gpucloud/docker"
+"""Under the root, `job-<id>/` keeps a job's ECR login: root-only, outside what the container mounts."""
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 """The shell's statuses for a command that is missing or cannot be run."""
@@ -276,6 +284,8 @@ class Launch:
     root: Path | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
     spawn: Callable[..., subprocess.Popen] = subprocess.Popen
+    ecr_client: Callable[[str], Any] | None = None
+    """region -> an ECR client, for the login before pulling a private ECR image."""
 
     def __call__(self) -> int:
         try:
@@ -314,6 +324,8 @@ class Launch:
             store = self.store_for(spec.checkpoint_uri) if spec.checkpoint_uri else None
         except CheckpointError as error:
             raise LaunchError(str(error)) from error
+        if spec.image:
+            self._pull(spec.image)
         if spec.attempt > 0:
             self._restore(store, checkpoints)
         before = file_states(checkpoints)
@@ -332,6 +344,18 @@ class Launch:
                         spec.job_id, EXIT_DRAINED)
             return EXIT_DRAINED
         return status
+
+    def _pull(self, image: str) -> None:
+        """Log in to the image's ECR registry and pull it, as a container service's image is
+        pulled; an image from another registry is left to `docker run` to pull."""
+        region = ecr_region(image)
+        if region is None or self.ecr_client is None:
+            return
+        config_dir = (self.root or root_path()) / DOCKER_CONFIG_DIR / f"job-{self.spec.job_id}"
+        try:
+            pull_image(self.run, image, region, self.ecr_client, str(config_dir))
+        except ServiceError as error:
+            raise LaunchError(str(error), EXIT_IMAGE) from error
 
     def _restore(self, store: CheckpointStore | None, checkpoints: Path) -> None:
         if store is None:

@@ -3,15 +3,15 @@ rendezvous every launcher expects, resumed on a new set of nodes when one is rep
 
 What happens, in order: the group is raised to N nodes (within its maxSize) and `run` waits until
 N are InService (past the health gate); the first N by private IPv4 address are the job's nodes,
-the first the rendezvous master; the stack's job document goes to all of them at once, with its
-output to the job log group (one command per 50 nodes, the most SendCommand takes); `run` stays attached and reports each node's exit status. When one of
-the job's nodes leaves service before the command ends (spot interruption, an Xid fault the agent
-replaced), the other nodes' command is cancelled and stopped, `run` waits for N nodes again and
-sends the job with the next attempt number and the same checkpoint URI, up to `max_restarts`
-times; the launcher restores the last checkpoint from that URI. Without a write prefix there is no
-checkpoint URI and the job stops instead, as it does when the group does not get back to N nodes.
-When the job never starts (no N nodes in time, a send AWS refused, an interrupt), `run` lowers the
-group back to where it found it.
+the first the rendezvous master; the stack's job document goes to all of them at once (one command
+per 50 nodes, the most SendCommand takes), output to the job log group; `run` stays attached and
+reports each node's exit status. When one of the job's nodes leaves service before the command ends
+(spot interruption, an Xid fault the agent replaced), the other nodes' command is cancelled and
+stopped, `run` waits for N nodes again and sends the job with the next attempt number and the same
+checkpoint URI, up to `max_restarts` times; the launcher restores the last checkpoint from that
+URI. Without a write prefix there is no checkpoint URI and the job stops instead, as it does when
+the group does not get back to N nodes. A job that never starts (no N nodes in time, a send AWS
+refused, an interrupt) leaves the group where `run` found it.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpucloud.config import StackSettings
+from gpucloud.config.jobs import job_image_problem
 from gpucloud.documents.jobs import JOB_PARAMETERS, jobs_prefix, parameter_problem
 from gpucloud.naming import autoscaling_group_name, job_document_name, job_log_group_name
 from gpucloud.node.launcher import EXIT_DRAINED
@@ -188,6 +189,9 @@ def new_job(settings: StackSettings, group: str, command: Sequence[str], nodes: 
     if count > 1 and not config.multi_node:
         raise JobError(f"group {group} is not multiNode: its security group lets its nodes reach each other on no "
                        "port, so a rendezvous of several nodes cannot form; set multiNode: true or use --nodes 1")
+    problem = job_image_problem(settings.config, config, image, settings.source) if image else None
+    if problem:
+        raise JobError(problem)
     job_id = job_id or new_job_id(group)
     return Job(job_id=job_id, stack=settings.stack, group=group,
                group_name=autoscaling_group_name(settings.name_base, group), nodes=count, command=list(command),
@@ -213,21 +217,19 @@ def raise_capacity(clients: Clients, job: Job, say: Callable[[str], None]) -> in
 
 
 def lower_capacity(clients: Clients, job: Job, found: int, say: Callable[[str], None]) -> None:
-    """Undo `raise_capacity` for a job that never started: back to the desired capacity it found,
-    unless someone has changed it since (another run raised it further)."""
+    """Undo `raise_capacity` for a job that never started, unless the group's desired capacity has
+    changed since (another run raised it further)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         [group] = clients.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[job.group_name])["AutoScalingGroups"]
-        if group["DesiredCapacity"] != job.nodes:
-            say(f"leaving {job.group_name} at {group['DesiredCapacity']} nodes: it changed since run raised it to {job.nodes}")
-            return
-        say(f"lowering {job.group_name} back from {job.nodes} to {found} nodes: the job did not start")
-        clients.autoscaling.set_desired_capacity(AutoScalingGroupName=job.group_name, DesiredCapacity=found,
-                                                 HonorCooldown=False)
+        if group["DesiredCapacity"] == job.nodes:
+            say(f"lowering {job.group_name} back from {job.nodes} to {found} nodes: the job did not start")
+            clients.autoscaling.set_desired_capacity(AutoScalingGroupName=job.group_name, DesiredCapacity=found,
+                                                     HonorCooldown=False)
     except (BotoCoreError, ClientError, ValueError) as error:
-        say(f"could not lower {job.group_name} back to {found} nodes ({error}): lower it yourself "
-            f"(aws autoscaling set-desired-capacity --auto-scaling-group-name {job.group_name} --desired-capacity {found})")
+        say(f"could not lower {job.group_name} back to {found} nodes ({error}): aws autoscaling set-desired-capacity "
+            f"--auto-scaling-group-name {job.group_name} --desired-capacity {found}")
 
 
 def wait_for_nodes(clients: Clients, job: Job, timeout: float, clock: Clock, poll: float = 15.0) -> list[Node] | None:
