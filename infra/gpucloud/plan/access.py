@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,20 +104,43 @@ def _group_values(settings: StackSettings, group: str) -> dict[str, list[str]]:
 def fill(template: Mapping[str, Any], values: Mapping[str, list[str]]) -> tuple[list[dict[str, Any]], set[str]]:
     """The template once per combination of its placeholders' values, and the placeholders this
     stack has no value for (the call is then left out)."""
-    text = json.dumps(template)
-    names = sorted(set(_PLACEHOLDER.findall(text)))
+    names = sorted(placeholders(template))
     unknown = {name for name in names if name not in values}
     if unknown:
         return [], unknown
-    filled = []
-    for combination in itertools.product(*(values[name] for name in names)):
-        binding = dict(zip(names, combination))
-        filled.append(json.loads(_PLACEHOLDER.sub(lambda match: _json_escape(binding[match.group(1)]), text)))
-    return filled, set()
+    return [_substitute(template, dict(zip(names, combination)))
+            for combination in itertools.product(*(values[name] for name in names))], set()
 
 
-def _json_escape(value: str) -> str:
-    return json.dumps(value)[1:-1]
+def placeholders(value: Any) -> set[str]:
+    """The `${name}`s in a call's strings (context keys included)."""
+    found: set[str] = set()
+    for text in _strings(value):
+        if "${" in text:
+            found.update(_PLACEHOLDER.findall(text))
+    return found
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _substitute(value: Any, binding: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return _PLACEHOLDER.sub(lambda match: binding[match.group(1)], value)
+    if isinstance(value, Mapping):
+        return {_substitute(key, binding): _substitute(item, binding) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_substitute(item, binding) for item in value]
+    return value
 
 
 def principal_of(actor: str, partition: str, account: str, settings: StackSettings, holders: Mapping[str, str]) -> str:
@@ -182,7 +205,7 @@ def _stack_calls(settings: StackSettings, resources: Sequence[AppliedResource], 
         if template.get("feature") not in features:
             continue
         groups = features[template["feature"]][1]
-        group_bound = template.get("actor") == "node" or bool(PER_GROUP & set(_PLACEHOLDER.findall(json.dumps(template))))
+        group_bound = template.get("actor") == "node" or bool(PER_GROUP & placeholders(template))
         for group in groups if group_bound else [None]:
             filled, missing = fill(template, {**values, **(_group_values(settings, group) if group else {})})
             unfilled |= {f"{name} ({template['feature']})" for name in missing}

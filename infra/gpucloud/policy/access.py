@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import lru_cache
+from typing import Any
 
 from .iam_documents import InvalidPolicyDocument, Statement, parse_document
 
@@ -150,7 +152,24 @@ def _key_decision(call: Call, key_policies: list[_Policy], identity_allow: str |
 
 def _policy(kind: str, name: str, document: dict) -> _Policy:
     named = document.get("Id") if isinstance(document, Mapping) else None
-    return _Policy(kind, str(named or name), tuple(parse_document(document)))
+    return _Policy(kind, str(named or name), _statements(document))
+
+
+_PARSED: OrderedDict[int, tuple[Any, tuple[Statement, ...]]] = OrderedDict()
+
+
+def _statements(document: Any) -> tuple[Statement, ...]:
+    """The document's statements, parsed once while the same object is evaluated call after call
+    (a plan checks hundreds of calls against a few documents)."""
+    held = _PARSED.get(id(document))
+    if held is not None and held[0] is document:
+        _PARSED.move_to_end(id(document))
+        return held[1]
+    statements = tuple(parse_document(document))
+    _PARSED[id(document)] = (document, statements)
+    if len(_PARSED) > 256:
+        _PARSED.popitem(last=False)
+    return statements
 
 
 def _first_allow(policies: list[_Policy], call: Call, context: Mapping[str, list[str]], account: str) -> str | None:
