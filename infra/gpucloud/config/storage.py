@@ -139,10 +139,15 @@ def storage_problems(config: StackConfig) -> list[tuple[str, str]]:
         elif storage.s3_mount.write_prefix and not data.write_prefixes:
             problems.append((f"{NAMESPACE}:storage.s3Mount.writePrefix", "is true but data lists no writePrefixes"))
         if storage.s3_mount.install == "download" and config.network.created and config.network.egress == "endpointsOnly":
+            # The release bucket is in us-east-1 (documents.buckets.MOUNTPOINT_RELEASE_BUCKET), which an S3
+            # gateway endpoint elsewhere cannot reach (VPC user guide, "Gateway endpoints for Amazon S3");
+            # in any region the node then installs the package with fresh package lists from the
+            # distribution's mirrors (node.shared_storage.install_mount_s3), which only NAT reaches.
             problems.append((f"{NAMESPACE}:storage.s3Mount.install", (
-                "download fetches mount-s3 from AWS's release bucket, which network.egress endpointsOnly cannot "
-                "reach (the S3 gateway endpoint admits only the project's buckets): use install: ami with an "
-                "image that carries mount-s3, or egress: nat")))
+                "download fetches mount-s3 from AWS's release bucket in us-east-1 (a gateway endpoint reaches only "
+                "its own region's buckets) and installs it with package lists refreshed from the distribution's "
+                "mirrors, which network.egress endpointsOnly cannot reach: use install: ami with an image that "
+                "carries mount-s3, or egress: nat")))
     return problems
 
 
