@@ -5,9 +5,14 @@ values. moto enforces no IAM, so these read the document itself."""
 from __future__ import annotations
 
 import fnmatch
+import functools
+import importlib.util
+import json
+from pathlib import Path
 
 from gpucloud.documents.jobs import job_runner_policy
-from gpucloud.naming import job_log_group_name
+from gpucloud.naming import STACK_TAG, job_log_group_name
+from support import ROOT
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -86,3 +91,48 @@ def test_a_missing_job_record_can_be_told_from_a_denied_one_and_listing_stays_in
     assert not allows("s3:ListBucket", bucket, {"s3:prefix": "runs/vision-train/models/"})
     assert not allows("s3:ListBucket", bucket, {"s3:prefix": ""})
     assert not allows("s3:ListBucket", bucket)
+
+
+@functools.cache
+def iam_privileges() -> dict[str, dict]:
+    """`prefix:Action` -> its entry in parliament's copy of the Service Authorization Reference."""
+    path = Path(importlib.util.find_spec("parliament").origin).parent / "iam_definition.json"
+    return {f"{service['prefix']}:{privilege['privilege']}": privilege
+            for service in json.loads(path.read_text()) for privilege in service["privileges"]}
+
+
+def condition_keys(action: str) -> set[str]:
+    return {key for resource in iam_privileges()[action]["resource_types"] for key in resource["condition_keys"]}
+
+
+def test_what_the_policy_allows_on_every_resource_is_what_iam_cannot_scope_and_the_guide_says_so():
+    unscoped = sorted(action for statement in POLICY["Statement"] if statement["Resource"] == "*"
+                      for action in _listed(statement["Action"]))
+    guide = (ROOT / "docs/guides/training-jobs.md").read_text()
+    exposed = guide[guide.index("### What it exposes"):guide.index("### Protect the tag")]
+
+    assert all(not resource["resource_type"] for action in unscoped
+               for resource in iam_privileges()[action]["resource_types"]), "no action on * that IAM could scope"
+    for action in ("ssm:ListCommands", "ssm:ListCommandInvocations", "ssm:GetCommandInvocation", "ssm:CancelCommand"):
+        assert action in unscoped and action.split(":")[1] in exposed, action
+    assert "free of secrets" in exposed and f"/gpu-cloud/<stack>/jobs" in exposed
+
+
+def test_the_guide_s_scp_keeps_the_stack_tag_to_deployers_with_keys_each_action_supports():
+    guide = (ROOT / "docs/guides/training-jobs.md").read_text()
+    section = guide[guide.index("### Protect the tag"):]
+    scp = json.loads(section[section.index("```json") + len("```json"):section.index("```", section.index("```json") + 7)])
+    denies = {statement["Sid"]: statement for statement in scp["Statement"] if statement["Effect"] == "Deny"}
+
+    tagging = denies["OnlyDeployersSetTheStackTag"]
+    assert tagging["Condition"]["ForAnyValue:StringEquals"]["aws:TagKeys"] == [STACK_TAG]
+    untagging = denies["OnlyDeployersUntagStackResources"]
+    assert untagging["Condition"]["Null"] == {f"aws:ResourceTag/{STACK_TAG}": "false"}
+    for statement in (tagging, untagging):
+        key = next(iter(next(iter(statement["Condition"].values()))))
+        wanted = "aws:TagKeys" if key == "aws:TagKeys" else "aws:ResourceTag/${TagKey}"
+        assert all(wanted in condition_keys(action) for action in statement["Action"]), statement["Sid"]
+    for action in ("ec2:CreateTags", "ec2:DeleteTags", "autoscaling:CreateOrUpdateTags", "autoscaling:DeleteTags",
+                   "ssm:AddTagsToResource", "ssm:RemoveTagsFromResource"):
+        assert any(action in statement["Action"] for statement in denies.values()), action
+    assert all(statement["Condition"]["ArnNotLike"]["aws:PrincipalArn"] for statement in denies.values())

@@ -129,9 +129,11 @@ def job_runner_policy(
     What it exposes in an account shared by teams: CancelCommand, GetCommandInvocation,
     ListCommands and ListCommandInvocations list no resource type in the same reference (read
     2026-11-28), so they stand on `*`, and a holder may list, read the parameters of, and cancel
-    every Run Command command of the account, other teams' included, though never start one. A
-    command's output in CloudWatch Logs stays behind the job log group's ARN; what the command
-    was sent with (its parameters: the job's argv) does not. The scoping rests on the
+    every Run Command command of the account, other teams' included, though never start one: with
+    it the parameters each command was sent with (a job's argv) and, through GetCommandInvocation,
+    the first 24,000 characters of each node's stdout and 8,000 of its stderr (SSM API reference,
+    GetCommandInvocation; read 2026-11-28). The whole output, in the job log group, stays behind
+    that group's ARN. The scoping rests on the
     `gpu-cloud:stack` tag: whoever may set that tag on an instance may have this policy's holders
     run commands on it (docs/guides/training-jobs.md gives an SCP that keeps the tag to deployers)."""
     instances = f"arn:{partition}:ec2:{region}:{account_id}:instance/*"
