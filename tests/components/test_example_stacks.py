@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import ipaddress
 import json
 import re
 
@@ -204,6 +205,21 @@ def test_security_groups_have_no_world_open_ingress(example):
         for permission in group["IpPermissions"]:
             assert all(r["CidrIp"] != "0.0.0.0/0" for r in permission.get("IpRanges", []))
             assert all(r["CidrIpv6"] != "::/0" for r in permission.get("Ipv6Ranges", []))
+
+PRIVATE_RANGES = tuple(ipaddress.ip_network(cidr) for cidr in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"))
+"""RFC 1918 and RFC 4193: what a VPN or Direct Connect brings into a VPC."""
+
+def test_nodes_admit_cidrs_only_from_private_ranges(example):
+    """The examples' nodes sit in private subnets: only a network routed into the VPC reaches them
+    by address, and `gpucloud connect` (Session Manager port forwarding) needs no inbound rule."""
+    ec2 = example.client("ec2")
+    node_groups = [outputs["securityGroupId"] for outputs in example.outputs["groups"].values()]
+    for group in ec2.describe_security_groups(GroupIds=node_groups)["SecurityGroups"]:
+        for permission in group["IpPermissions"]:
+            for cidr in [r["CidrIp"] for r in permission["IpRanges"]] + [r["CidrIpv6"] for r in permission["Ipv6Ranges"]]:
+                network = ipaddress.ip_network(cidr)
+                assert any(network.version == private.version and network.subnet_of(private) for private in PRIVATE_RANGES), (
+                    f"{group['GroupName']} admits {cidr} on {permission.get('FromPort')}")
 
 def test_every_taggable_resource_carries_the_project_tags(example):
     for resource in example.resources:

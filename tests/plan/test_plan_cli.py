@@ -24,7 +24,7 @@ def test_plan_prints_the_resource_tree_and_summary(capsys):
     assert "└─ gpu-cloud:index:ProjectEnvironment" in out
     assert "aws:ebs/volume:Volume" in out and "encrypted (project key); protected, retained on delete" in out
     assert "IMDSv2 required (hop 1)" in out
-    assert "tcp 8888 from 203.0.113.0/24" in out
+    assert "tcp 8888 from" not in out, "reached through Session Manager, which needs no inbound rule"
     assert "Resources:\n    + " in out and "to create" in out
 
 
