@@ -14,7 +14,7 @@ from rich.console import Console
 from gpucloud.config import load_stack_file
 from gpucloud.plan import plan_stack
 from gpucloud.plan.tree_columns import cut_middle, short_type
-from gpucloud.plan.view import render
+from gpucloud.plan.view import SUMMARIES, render
 
 STACK = """config:
   aws:region: us-east-1
@@ -92,3 +92,13 @@ def test_the_default_spot_percent_is_stated_with_the_split_per_group(plan):
     for width in (100, 300):
         assert ("trainers: spot 100% above an on-demand base of 1 (spotPercent: default); "
                 "desired 3 = 1 on-demand + 2 spot; max 6 = 1 on-demand + 5 spot") in rendered(plan, width)
+
+
+def test_a_rule_names_its_direction_port_range_and_peer_group():
+    ingress = SUMMARIES["aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"]
+    egress = SUMMARIES["aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule"]
+    lustre = {"ipProtocol": "tcp", "fromPort": 1018, "toPort": 1023, "securityGroupId": "sg-nodes",
+              "referencedSecurityGroupId": "sg-file-servers", "description": "Lustre TCP 1018-1023 to the servers"}
+    assert ingress(lustre) == "tcp 1018-1023 from security group sg-file-servers"
+    assert egress({**lustre, "referencedSecurityGroupId": "sg-nodes"}) == "tcp 1018-1023 to members of this group"
+    assert ingress({"ipProtocol": "tcp", "fromPort": 22, "toPort": 22, "cidrIpv4": "10.0.0.0/8"}) == "tcp 22 from 10.0.0.0/8"

@@ -38,13 +38,17 @@ def _role_policy(state: dict[str, Any]) -> str:
     return f"{len(document.get('Statement', []))} statements"
 
 
-def _rule(state: dict[str, Any]) -> str:
+def _rule(state: dict[str, Any], direction: str) -> str:
     protocol = state.get("ipProtocol")
-    what = "all traffic" if protocol in ("-1", "all") else f"{protocol} {state.get('fromPort')}"
+    low, high = state.get("fromPort"), state.get("toPort")
+    ports = f"{low}" if high in (None, low) else f"{low}-{high}"
+    what = "all traffic" if protocol in ("-1", "all") else f"{protocol} {ports}"
+    referenced = state.get("referencedSecurityGroupId")
     peer = state.get("cidrIpv4") or state.get("cidrIpv6") or (
-        "members of this group" if state.get("referencedSecurityGroupId") else "?"
+        ("members of this group" if referenced == state.get("securityGroupId") else f"security group {referenced}")
+        if referenced else "?"
     )
-    return f"{what} {'to' if 'egress' in state.get('description', '') else 'from'} {peer}"
+    return f"{what} {direction} {peer}"
 
 
 def _volume(state: dict[str, Any]) -> str:
@@ -185,8 +189,8 @@ SUMMARIES: dict[str, Summary] = {
     "aws:iam/rolePolicy:RolePolicy": _role_policy,
     "aws:iam/instanceProfile:InstanceProfile": lambda state: str(state.get("name")),
     "aws:ec2/securityGroup:SecurityGroup": lambda state: f"in {state.get('vpcId')}",
-    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _rule,
-    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": _rule,
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": lambda state: _rule(state, "from"),
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": lambda state: _rule(state, "to"),
     "aws:ebs/volume:Volume": _volume,
     "aws:ec2/placementGroup:PlacementGroup": lambda state: f"strategy {state.get('strategy')}",
     "aws:ec2/launchTemplate:LaunchTemplate": _launch_template,
