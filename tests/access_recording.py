@@ -61,6 +61,8 @@ class Request:
     response: Mapping[str, Any] = field(default_factory=dict)
     values: Mapping[str, str] = field(default_factory=dict)
     encrypted_volumes: frozenset[str] = frozenset()
+    feature: str | None = None
+    """The command whose code made the call (`COMMANDS`), where the test's feature is not it."""
 
 
 # --- concrete values -> placeholders -------------------------------------------------------------
@@ -172,7 +174,7 @@ def entries(actor: str, feature: str, measured_by: str, requests: Iterable[Reque
             resource = under_jobs(placeholders(call.resource, request.values))
             context = {key: under_jobs(placeholders(value, request.values)) for key, value in call.context.items()}
             context = dict(sorted((context | stack_tag_context(call.action, resource)).items()))
-            entry = {"actor": actor, "feature": feature, "measuredBy": measured_by, "action": call.action,
+            entry = {"actor": actor, "feature": request.feature or feature, "measuredBy": measured_by, "action": call.action,
                      "resource": resource, "context": context,
                      "endpoint": request.service if through_vpc and call.via is None else None}
             found[json.dumps(entry, sort_keys=True)] = entry
@@ -285,7 +287,8 @@ class ActorCalls:
             values = calls.caller_values()
             if values is None:
                 return make_api_call(client, operation_name, api_params)
-            request = Request(client.meta.service_model.endpoint_prefix, operation_name, dict(api_params), values=values)
+            request = Request(client.meta.service_model.endpoint_prefix, operation_name, dict(api_params), values=values,
+                              feature=command_of(sys._getframe(1)))
             calls.add(request)
             request.response = make_api_call(client, operation_name, api_params)
             return request.response
@@ -306,11 +309,40 @@ def stood_in(service: str, operation: str, params: Mapping[str, Any], response: 
     if calls is not None:
         values = calls.caller_values(depth=3)
         if values is not None:
-            calls.add(Request(service, operation, dict(params), dict(response or {}), values))
+            calls.add(Request(service, operation, dict(params), dict(response or {}), values,
+                              feature=command_of(sys._getframe(1))))
+
+
+def ran_printed(settings, feature: str, service: str, operation: str, params: Mapping[str, Any],
+                response: Mapping[str, Any] | None = None) -> None:
+    """A person ran a command gpucloud printed for them (`aws ssm start-session ...`, the token's
+    `aws ssm get-parameter ...`): the API call that AWS CLI command makes, for the stack's settings."""
+    calls = ActorCalls.active
+    if calls is not None:
+        calls.add(Request(service, operation, dict(params), dict(response or {}), values_of(settings), feature=feature))
 
 
 _STASH = pytest.StashKey[dict]()
 CODE_OF = {"person": PERSON_CODE, "deployer": DEPLOYER_CODE}
+COMMANDS = {
+    ("ops/jobs.py", "run"): "run",
+    ("ops/job_control.py", "logs"): "logs",
+    ("ops/job_control.py", "stop"): "stop",
+    ("connect.py", "find_connection"): "connect",
+}
+"""(module, function) -> the command it is: a test of `logs` that first runs a job measures `run`'s
+calls as `run`'s."""
+
+
+def command_of(frame) -> str | None:
+    """The outermost command function on the stack, if any."""
+    found = None
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if path.startswith(str(_PACKAGE)):
+            found = COMMANDS.get((path[len(str(_PACKAGE)) + 1:], frame.f_code.co_name), found)
+        frame = frame.f_back
+    return found
 
 
 def pytest_configure(config):

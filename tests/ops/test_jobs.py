@@ -25,6 +25,7 @@ from gpucloud.ops.job_control import logs, stop
 from gpucloud.ops.jobs import Clients, Clock, JobError, new_job, run
 from gpucloud.ops.nodes import ordered_nodes
 from gpucloud.testing import moto_account, service_model
+from access_recording import stood_in
 from support import STACKS
 
 REGION = "us-east-1"
@@ -47,7 +48,10 @@ class FakeClock(Clock):
 
 class ScriptedSsm:
     """moto's SSM client, with invocation statuses from `status(command_id, instance_id, calls)`
-    and CancelCommand recorded; SendCommand calls are recorded with every argument."""
+    and CancelCommand recorded; SendCommand calls are recorded with every argument. The calls it
+    answers itself are still the job commands' (access_recording.stood_in)."""
+
+    stands_in_for_aws = True
 
     def __init__(self, client, status: Callable[[str, str, int], tuple[str, int]]):
         self.client = client
@@ -62,11 +66,13 @@ class ScriptedSsm:
         return answer
 
     def get_command_invocation(self, CommandId, InstanceId):
+        stood_in("ssm", "GetCommandInvocation", {"CommandId": CommandId, "InstanceId": InstanceId})
         self.calls[CommandId] = self.calls.get(CommandId, 0) + 1
         status, code = self.status(CommandId, InstanceId, self.calls[CommandId])
         return {"CommandId": CommandId, "InstanceId": InstanceId, "Status": status, "ResponseCode": code}
 
     def cancel_command(self, CommandId, InstanceIds=None):
+        stood_in("ssm", "CancelCommand", {"CommandId": CommandId})
         self.cancelled.append(CommandId)
         return {}
 
@@ -107,6 +113,7 @@ def private_ips(session) -> dict[str, str]:
             for instance in reservation["Instances"] if instance["State"]["Name"] == "running"}
 
 
+@pytest.mark.access_calls("person:jobRunner", "run")
 def test_run_raises_the_group_and_sends_the_rendezvous_in_address_order(aws):
     clients = clients_with(aws)
     job = new_job(SETTINGS, "trainers", COMMAND, nodes=3, gpus_per_node=8, job_id="trainers-20261125190000-ab12")
@@ -260,6 +267,7 @@ def replace_one_node(session, during: dict) -> Callable[[str, str, int], tuple[s
     return status
 
 
+@pytest.mark.access_calls("person:jobRunner", "run")
 def test_a_replaced_node_resumes_the_job_on_the_new_set_with_the_next_attempt(aws):
     during: dict = {}
     clients = clients_with(aws, replace_one_node(aws, during))
@@ -339,6 +347,7 @@ def test_resumes_end_at_max_restarts(aws):
     assert "after 2 resumes (--max-restarts)" in outcome.stopped
 
 
+@pytest.mark.access_calls("person:jobRunner", "logs")
 def test_logs_print_each_node_s_output_labelled_and_follow_until_the_end(aws):
     clients = clients_with(aws)
     job = new_job(SETTINGS, "trainers", COMMAND, nodes=2, job_id="trainers-20261125190000-beef")
@@ -380,6 +389,7 @@ def test_logs_print_each_node_s_output_labelled_and_follow_until_the_end(aws):
                        f"[attempt 0 node 1 {second.private_ip} stdout] step 1 loss 2.29"]
 
 
+@pytest.mark.access_calls("person:jobRunner", "stop")
 def test_stop_cancels_the_last_attempt_and_stops_its_processes(aws):
     clients = clients_with(aws, lambda command, instance, calls: ("InProgress", -1) if calls == 1 else ("Success", 0))
     job = new_job(SETTINGS, "trainers", COMMAND, nodes=1, job_id="trainers-20261125190000-cafe")

@@ -22,6 +22,7 @@ def in_service(account, group_name: str, count: int = 1) -> list[str]:
     return sorted(instance["InstanceId"] for instance in group["Instances"] if instance["LifecycleState"] == "InService")
 
 
+@pytest.mark.access_calls("person:notebookUser", "connect")
 def test_the_command_forwards_the_jupyter_port_of_an_in_service_node(account):
     settings = settings_for(minimal_config())
     deploy(settings, account)

@@ -36,6 +36,9 @@ INSTANCE = f"{_PREFIX}:ec2:{_REGIONAL}:instance/<InstanceId>"
 VOLUME = f"{_PREFIX}:ec2:{_REGIONAL}:volume/<VolumeId>"
 PARAMETER = f"{_PREFIX}:ssm:{_REGIONAL}:parameter/<Name>"
 DOCUMENT = f"{_PREFIX}:ssm:{_REGIONAL}:document/<DocumentName>"
+AWS_DOCUMENT = f"{_PREFIX}:ssm:${{region}}::document/<DocumentName>"
+"""A document AWS owns (Session Manager's port forwarding) has no account in its ARN (Session
+Manager user guide, "Sample IAM policies for Session Manager"; read 2026-11-28)."""
 LOG_GROUP = f"{_PREFIX}:logs:{_REGIONAL}:log-group:<logGroupName>:*"
 LOG_STREAM = f"{_PREFIX}:logs:{_REGIONAL}:log-group:<logGroupName>:log-stream:<logStreamName>"
 WORKSPACE = f"{_PREFIX}:aps:{_REGIONAL}:workspace/${{workspaceId}}"
@@ -92,7 +95,8 @@ ACTIONS: Mapping[tuple[str, str], Action] = {
     ("ssm", "GetParameter"): Action("ssm:GetParameter", (PARAMETER,)),
     ("ssm", "GetParameterHistory"): Action("ssm:GetParameterHistory", (PARAMETER,)),
     ("ssm", "PutParameter"): Action("ssm:PutParameter", (PARAMETER,)),
-    ("ssm", "SendCommand"): Action("ssm:SendCommand", (DOCUMENT, INSTANCE)),
+    ("ssm", "SendCommand"): Action("ssm:SendCommand", (DOCUMENT, INSTANCE.replace("<InstanceId>", "<InstanceIds>"))),
+    ("ssm", "StartSession"): Action("ssm:StartSession", (INSTANCE.replace("<InstanceId>", "<Target>"), AWS_DOCUMENT)),
     ("ssm", "ListCommands"): Action("ssm:ListCommands"),
     ("ssm", "ListCommandInvocations"): Action("ssm:ListCommandInvocations"),
     ("ssm", "GetCommandInvocation"): Action("ssm:GetCommandInvocation"),
@@ -175,6 +179,8 @@ def _ssm_kms_calls(operation: str, params: Mapping[str, Any], response: Mapping[
     Encrypt and Decrypt directly, with the caller's credentials, through ssm.<region>, with the
     parameter's ARN as encryption context (KMS developer guide, "How AWS Systems Manager Parameter
     Store uses AWS KMS"; read 2026-11-28)."""
+    if not _fill(PARAMETER, params):
+        return []
     parameter = {"kms:EncryptionContext:PARAMETER_ARN": _fill(PARAMETER, params)[0]}
     if operation == "PutParameter" and params.get("Type") == "SecureString":
         return [_kms("kms:Encrypt", "ssm", parameter)]
