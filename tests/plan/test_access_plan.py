@@ -48,19 +48,21 @@ def test_a_denied_call_fails_the_plan_naming_actor_action_resource_and_what_lack
 def test_json_carries_the_access_object(plan):
     access = plan.to_preview_json()["access"]
 
-    assert set(access) == {"calls", "actors", "denied", "unmeasured", "unusedGrants"}
-    # 2 reads (one per read prefix), 1 write, 2 denied writes, 1 alarm; the unused feature's call is left out
-    assert access["calls"] == 6 and access["actors"] == 2
+    assert set(access) == {"calls", "actors", "denied", "unmeasured", "unusedGrants", "unfilled"}
+    # 2 reads (one per read prefix), 1 write, 2 denied writes, 1 launch hook, 1 alarm; the unused
+    # feature's call and the one the plan cannot fill are left out
+    assert access["calls"] == 7 and access["actors"] == 2
     assert [(call["actor"], call["action"], call["resource"]) for call in access["denied"]] == [
         ("node", "s3:PutObject", f"{DATA}/datasets/overwritten.tar"),
         ("node", "s3:PutObject", f"{DATA}/labels/overwritten.tar"),
     ]
     assert access["denied"][0]["principal"] == "arn:aws:iam::123456789012:role/gpu-cloud-demo-node"
     unmeasured = {item["feature"]: item["actor"] for item in access["unmeasured"]}
-    assert unmeasured["drain"] == "node" and unmeasured["budget"] == "service:budgets.amazonaws.com"
-    assert "bootstrap" not in unmeasured and "checkpointToS3" not in unmeasured and "monitoring.alarms" not in unmeasured
+    assert unmeasured["watch"] == "node" and unmeasured["budget"] == "service:budgets.amazonaws.com"
+    assert {"bootstrap", "checkpointToS3", "monitoring.alarms", "drain"}.isdisjoint(unmeasured)
+    assert access["unfilled"] == ["noSuchPlaceholder (drain)"]
     unused = {(hint["principal"].rsplit("/", 1)[-1], hint["action"]) for hint in access["unusedGrants"]}
-    assert ("gpu-cloud-demo-node", "autoscaling:CompleteLifecycleAction") in unused
+    assert ("gpu-cloud-demo-node", "autoscaling:SetInstanceHealth") in unused
     assert not any(action in ("s3:GetObject", "s3:PutObject") for _role, action in unused)
 
 
@@ -70,8 +72,9 @@ def test_the_plan_prints_one_access_line_and_names_the_unmeasured(plan):
     out = console.file.getvalue()
 
     unmeasured = len(plan.access["unmeasured"])
-    assert f"Access: 6 calls of 2 actors checked, 2 denied, {unmeasured} unmeasured" in out
-    assert "drain (node) is used by this stack, but no test measured its calls" in out
+    assert f"Access: 7 calls of 2 actors checked, 2 denied, {unmeasured} unmeasured" in out
+    assert "watch (node) is used by this stack, but no test measured its calls" in out
+    assert "calls left unchecked, the plan has no value for: noSuchPlaceholder (drain)" in out
 
 
 def test_the_documents_come_from_the_plans_resources(plan):
@@ -96,3 +99,12 @@ def test_stack_features_name_each_actor_and_the_groups_a_feature_concerns(settin
     assert features["logGroups"][0] == "service:logs.amazonaws.com"
     assert features["checkpointToS3"] == ("node", ["workers"])
     assert "services.jupyter" not in features and "storage.lustre" not in features
+
+
+def test_a_group_s_calls_name_its_own_auto_scaling_group(plan):
+    """`${autoScalingGroupId}` is the id inside the group's ARN in the plan: a call naming it is checked, not dropped."""
+    group_arn = next(r.state["arn"] for r in plan.resources if r.type == "aws:autoscaling/group:Group")
+    unused = {hint["action"] for hint in plan.access["unusedGrants"]}
+
+    assert group_arn.endswith(":autoScalingGroupName/gpu-cloud-demo-workers")
+    assert "autoscaling:CompleteLifecycleAction" not in unused

@@ -15,6 +15,7 @@ from typing import Any
 from gpucloud.config import StackSettings
 from gpucloud.config.node_endpoints import group_features
 from gpucloud.naming import (
+    autoscaling_group_name,
     instance_role_name,
     job_log_group_name,
     job_runner_policy_name,
@@ -33,7 +34,10 @@ EXAMPLE_JOB_TIME = "20261128120000-0a1b"
 """A job id is `<group>-<utc time>-<4 hex>` (ops/jobs.py new_job_id); the check uses this one."""
 EXAMPLE_INSTANCE = "i-0123456789abcdef0"
 EXAMPLE_VOLUME = "vol-0123456789abcdef0"
-PER_GROUP = frozenset({"group", "job", "parameterName"})
+PER_GROUP = frozenset({"group", "job", "parameterName", "autoScalingGroupId"})
+BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
+AUTOSCALING_GROUP = "aws:autoscaling/group:Group"
+_GROUP_ARN = re.compile(r":autoScalingGroup:(?P<id>[^:]+):autoScalingGroupName/(?P<name>.+)$")
 
 
 def load_calls(path: Path | None = None) -> dict[str, Any] | None:
@@ -93,19 +97,38 @@ def placeholder_values(settings: StackSettings, resources: Sequence[AppliedResou
              "topicArn": ("aws:sns/topic:Topic", "arn"), "fileSystemId": ("aws:fsx/lustreFileSystem:LustreFileSystem", "id")}
     for name, (kind, key) in found.items():
         values[name] = sorted({str(r.state.get(key) or r.id) for r in resources if r.custom and r.type == kind})
+    bundle = [r.state for r in resources if r.custom and r.type == BUCKET_OBJECT and str(r.state.get("key")).startswith("agent/")]
+    values["artifactsBucket"] = [str(bundle[0]["bucket"])] if bundle else []
+    values["agentBundleKey"] = [str(bundle[0]["key"])] if bundle else []
+    workspace = config.monitoring.prometheus.workspace_id
+    values["workspaceId"] = [workspace] if workspace else sorted(
+        str(r.id) for r in resources if r.custom and r.type == "aws:amp/workspace:Workspace")
+    values["autoScalingGroupId"] = sorted(set(_group_ids(resources).values()))[:1]
     return values
 
 
-def _group_values(settings: StackSettings, group: str) -> dict[str, list[str]]:
-    return {"group": [group], "job": [f"{group}-{EXAMPLE_JOB_TIME}"],
-            "parameterName": [jupyter_token_parameter_name(settings.name_base, group)]}
+def _group_ids(resources: Sequence[AppliedResource]) -> dict[str, str]:
+    """Auto Scaling group name -> the id inside its ARN (`autoScalingGroup:<id>:autoScalingGroupName/<name>`)."""
+    ids = {}
+    for resource in resources:
+        found = _GROUP_ARN.search(str(resource.state.get("arn") or "")) if resource.type == AUTOSCALING_GROUP else None
+        if found:
+            ids[found["name"]] = found["id"]
+    return ids
+
+
+def _group_values(settings: StackSettings, group: str, group_ids: Mapping[str, str]) -> dict[str, list[str]]:
+    values = {"group": [group], "job": [f"{group}-{EXAMPLE_JOB_TIME}"],
+              "parameterName": [jupyter_token_parameter_name(settings.name_base, group)]}
+    own = group_ids.get(autoscaling_group_name(settings.name_base, group))
+    return {**values, "autoScalingGroupId": [own]} if own else values
 
 
 def fill(template: Mapping[str, Any], values: Mapping[str, list[str]]) -> tuple[list[dict[str, Any]], set[str]]:
     """The template once per combination of its placeholders' values, and the placeholders this
-    stack has no value for (the call is then left out)."""
+    stack has no value for (the call is then left out, and the plan says so)."""
     names = sorted(placeholders(template))
-    unknown = {name for name in names if name not in values}
+    unknown = {name for name in names if not values.get(name)}
     if unknown:
         return [], unknown
     return [_substitute(template, dict(zip(names, combination)))
@@ -199,6 +222,7 @@ def _stack_calls(settings: StackSettings, resources: Sequence[AppliedResource], 
     group's features), without repeats."""
     features = stack_features(settings)
     values = placeholder_values(settings, resources, account)
+    group_ids = _group_ids(resources)
     calls: dict[str, dict[str, Any]] = {}
     unfilled: set[str] = set()
     for template in recorded.get("calls", []):
@@ -207,7 +231,7 @@ def _stack_calls(settings: StackSettings, resources: Sequence[AppliedResource], 
         groups = features[template["feature"]][1]
         group_bound = template.get("actor") == "node" or bool(PER_GROUP & placeholders(template))
         for group in groups if group_bound else [None]:
-            filled, missing = fill(template, {**values, **(_group_values(settings, group) if group else {})})
+            filled, missing = fill(template, {**values, **(_group_values(settings, group, group_ids) if group else {})})
             unfilled |= {f"{name} ({template['feature']})" for name in missing}
             for call in filled:
                 calls.setdefault(json.dumps({k: v for k, v in call.items() if k != "measuredBy"}, sort_keys=True), call)
