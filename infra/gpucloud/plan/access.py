@@ -125,10 +125,11 @@ def _group_values(settings: StackSettings, group: str, group_ids: Mapping[str, s
 
 
 def fill(template: Mapping[str, Any], values: Mapping[str, list[str]]) -> tuple[list[dict[str, Any]], set[str]]:
-    """The template once per combination of its placeholders' values, and the placeholders this
-    stack has no value for (the call is then left out, and the plan says so)."""
+    """The template once per combination of its placeholders' values (none where one has no value
+    in this stack: a job record's call in a stack without write prefixes), and the placeholders the
+    plan knows no value for at all (the call is left out, and the plan says so)."""
     names = sorted(placeholders(template))
-    unknown = {name for name in names if not values.get(name)}
+    unknown = {name for name in names if name not in values}
     if unknown:
         return [], unknown
     return [_substitute(template, dict(zip(names, combination)))
