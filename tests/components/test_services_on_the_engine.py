@@ -139,3 +139,12 @@ def test_the_deployer_and_a_person_may_use_the_key_through_parameter_store_for_t
     assert not key_policy_allows(policy, "kms:Decrypt", {**through_ssm, "kms:CallerAccount": "999988887777"})
     assert not key_policy_allows(policy, "kms:Decrypt", {key: value for key, value in through_ssm.items()
                                                         if key != "kms:ViaService"}), "directly, not through ssm"
+
+
+def test_notebooks_without_a_volume_live_in_the_home_of_the_images_login_user():
+    from gpucloud.components.node_services import node_services_document
+
+    config = settings_for(minimal_config(groups=[
+        {"name": "bare", "instanceTypes": ["g5.xlarge"], "maxSize": 1, "services": {"jupyter": {}}}])).config
+    document = node_services_document(config, config.groups[0], "demo", "us-east-1")
+    assert document["jupyter"]["root_dir"] is None, "the node picks ubuntu's or ec2-user's home (node/services.py)"

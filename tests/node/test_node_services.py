@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
+import functools
 import json
 import threading
 from pathlib import Path
@@ -157,7 +158,8 @@ def test_jupyter_runs_as_the_user_with_its_token_only_in_the_environment(tmp_pat
     run, became, prepared = Runner(), [], []
     result = jupyter.serve_jupyter(run, lambda region: Ssm(), path=path,
                                    become=lambda *call: became.append(call),
-                                   prepare=lambda *call: prepared.append(call), venv=str(tmp_path / "venv"))
+                                   prepare=lambda *call: prepared.append(call), venv=str(tmp_path / "venv"),
+                                   host=image_host(tmp_path, UBUNTU_22_04, (3, 10)))
     assert result == 1, "returns only when it could not become JupyterLab"
     assert run.calls[0][:4] == ["/usr/bin/python3", "-m", "venv", "--system-site-packages"]
     assert run.calls[1][-1] == jupyter.REQUIREMENTS[0]
@@ -174,17 +176,70 @@ def test_a_failed_install_stops_jupyter_before_any_token_is_read(tmp_path):
         "install": "pip", "root_dir": "/home/ubuntu", "token_parameter": PARAMETER, "kms_key_id": "alias/k"}})
     asked = []
     result = jupyter.serve_jupyter(Runner(failing=("pip",)), lambda region: asked.append(region), path=path,
-                                   become=lambda *call: pytest.fail("must not start"), venv=str(tmp_path / "venv"))
+                                   become=lambda *call: pytest.fail("must not start"), venv=str(tmp_path / "venv"),
+                                   host=image_host(tmp_path, UBUNTU_22_04, (3, 10)))
     assert result == 1 and asked == []
 
 
 def test_tensorboard_reads_the_configured_log_dir_from_an_image_install(tmp_path):
     path = write_services(tmp_path, {"region": REGION, "tensorboard": {"install": "image", "log_dir": "s3://b/scratch/"}})
     run, became = Runner(), []
-    tensorboard.serve_tensorboard(run, path=path, become=lambda *call: became.append(call))
+    tensorboard.serve_tensorboard(run, path=path, become=lambda *call: became.append(call),
+                                  host=image_host(tmp_path, UBUNTU_22_04, (3, 10)))
     assert run.calls == [], "install: image installs nothing"
     argv = became[0][1]
     assert "--logdir=s3://b/scratch/" in argv and "--port=6006" in argv and "--host=0.0.0.0" in argv
+
+
+UBUNTU_22_04 = 'PRETTY_NAME="Ubuntu 22.04.5 LTS"\nNAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\nID_LIKE=debian\n'
+AL2023 = 'NAME="Amazon Linux"\nVERSION="2023"\nID="amzn"\nID_LIKE="fedora"\nVERSION_ID="2023"\nPRETTY_NAME="Amazon Linux 2023.9.20251110"\n'
+"""/etc/os-release as the default image and an AL2023 image write it (os-release(5))."""
+
+
+def image_host(tmp_path: Path, os_release: str, python: tuple[int, int], installed: tuple[str, ...] = ()):
+    """services.service_host on an image with this os-release, system Python and extra interpreters."""
+    release = tmp_path / "os-release"
+    release.write_text(os_release)
+    return functools.partial(services.service_host, os_release=str(release), system=python,
+                             exists=lambda candidate: candidate in installed, home_of=lambda user: f"/home/{user}")
+
+
+def test_on_amazon_linux_2023_jupyter_runs_as_ec2_user_in_its_home_on_a_newer_python(tmp_path):
+    path = write_services(tmp_path, {"region": REGION, "jupyter": {
+        "install": "pip", "root_dir": None, "token_parameter": PARAMETER, "kms_key_id": "alias/k"}})
+
+    class Ssm:
+        def get_parameter_history(self, **request):
+            return {"Parameters": [{"Version": 1, "Value": "unset"}, {"Version": 2, "Value": "the-token"}]}
+
+    run, became, prepared = Runner(), [], []
+    result = jupyter.serve_jupyter(run, lambda region: Ssm(), path=path, become=lambda *call: became.append(call),
+                                   prepare=lambda *call: prepared.append(call), venv=str(tmp_path / "venv"),
+                                   host=image_host(tmp_path, AL2023, (3, 9), installed=("/usr/bin/python3.11",)))
+    assert result == 1
+    assert run.calls[0][0] == "/usr/bin/python3.11", "AL2023's system Python 3.9 is older than JupyterLab takes"
+    user, argv, env, cwd = became[0]
+    assert (user, cwd, env["HOME"]) == ("ec2-user", "/home/ec2-user", "/home/ec2-user")
+    assert prepared == [("/home/ec2-user", "ec2-user")]
+
+
+def test_a_service_the_image_cannot_run_stops_with_the_reason_and_is_not_restarted(tmp_path, caplog):
+    path = write_services(tmp_path, {"region": REGION, "jupyter": {
+        "install": "pip", "root_dir": None, "token_parameter": PARAMETER, "kms_key_id": "alias/k"},
+        "tensorboard": {"install": "pip", "log_dir": "/logs"}})
+    never = dict(become=lambda *call: pytest.fail("must not start"), venv=str(tmp_path / "venv"))
+    run = Runner()
+    assert jupyter.serve_jupyter(run, lambda region: pytest.fail("no token"), path=path,
+                                 host=image_host(tmp_path, AL2023, (3, 9)), **never) == services.UNSUPPORTED_IMAGE
+    assert "JupyterLab needs Python 3.10 or later, and this image has /usr/bin/python3 3.9" in caplog.text
+    debian = 'PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n'
+    assert tensorboard.serve_tensorboard(run, path=path, host=image_host(tmp_path, debian, (3, 11)),
+                                         **never) == services.UNSUPPORTED_IMAGE
+    assert "services run on Ubuntu and Amazon Linux 2023 images, and this one is Debian GNU/Linux 12" in caplog.text
+    assert run.calls == [], "nothing installed"
+    for unit in ("gpucloud-jupyter.service", "gpucloud-tensorboard.service"):
+        text = (Path(services.__file__).parent / unit).read_text()
+        assert f"RestartPreventExitStatus={services.UNSUPPORTED_IMAGE}" in text
 
 
 def test_docker_run_takes_env_names_not_values_and_publishes_the_port():

@@ -26,8 +26,6 @@ from gpucloud.userdata.layout import DATA_MOUNT, PERSIST_MOUNT
 TOKEN_PLACEHOLDER = "unset"
 """The parameter's value until a node first starts JupyterLab and writes the token it made: the
 only value Pulumi ever sees (`ignore_changes` keeps it from undoing the node's write)."""
-DEFAULT_HOME = "/home/ubuntu"
-"""The default AMI's login user's home (Ubuntu images log in as ubuntu)."""
 PARAMETER_TIER = "Standard"
 """Standard parameters cost nothing to store (Systems Manager pricing, "Parameter Store", read
 2026-11-25); a token is far below the 4 KB they hold."""
@@ -36,8 +34,9 @@ CONTAINERS_TAG = "gpu-cloud:containers"
 (the `imdsv2-required` policy allows 2 only where this tag says "true")."""
 
 
-def jupyter_root_dir(group: GroupConfig) -> str:
-    """Where a group's notebooks live: the persistent volume when it has one (it outlives the node)."""
+def jupyter_root_dir(group: GroupConfig) -> str | None:
+    """Where a group's notebooks live: the persistent volume when it has one (it outlives the node);
+    None: the home of the image's login user, which the node knows (gpucloud.node.services.image_family)."""
     jupyter = group.services.jupyter
     if jupyter is not None and jupyter.root_dir:
         return jupyter.root_dir
@@ -45,7 +44,7 @@ def jupyter_root_dir(group: GroupConfig) -> str:
         return f"{PERSIST_MOUNT}/home"
     if group.data_volume_gib:
         return f"{DATA_MOUNT}/home"
-    return DEFAULT_HOME
+    return None
 
 
 def node_services_document(config: StackConfig, group: GroupConfig, base: str, region: str) -> dict | None:

@@ -66,7 +66,8 @@ class JupyterConfig(ConfigModel):
     not with egress endpointsOnly); image: the group's own AMI (amiId) has it."""
     root_dir: LocalPath | None = None
     """Where notebooks live. Default: /persist/home on a group with persistentVolumeGiB (it survives
-    the node), else /data/home with dataVolumeGiB, else /home/ubuntu."""
+    the node), else /data/home with dataVolumeGiB, else the home of the image's login user (/home/ubuntu on the
+    default image, /home/ec2-user on Amazon Linux 2023)."""
 
 
 class TensorBoardConfig(ConfigModel):

@@ -1,6 +1,6 @@
 """`serve jupyter`: JupyterLab on port 8888, run by gpucloud-jupyter.service (beside this module)
-once the gate has passed, as the image's login user, in its home on the persistent volume when the
-group has one.
+once the gate has passed, as the image's login user (`services.service_host`), in a home on the
+persistent volume when the group has one, else in that user's own home.
 
 Its token lives in SSM Parameter Store, a SecureString under the project key. The stack creates
 the parameter holding a placeholder; at the first start a node makes a token and overwrites the
@@ -27,12 +27,15 @@ from typing import Any
 
 from gpucloud.node.commands import CommandRunner
 from gpucloud.node.services import (
-    SERVICE_USER,
+    UNSUPPORTED_IMAGE,
     ServiceError,
+    ServiceHost,
+    UnsupportedImage,
     base_environment,
     exec_as,
     install_venv,
     prepare_directory,
+    service_host,
     service_settings,
 )
 
@@ -41,6 +44,9 @@ VENV = "/opt/gpucloud/jupyter"
 REQUIREMENTS = ["jupyterlab==4.6.6"]
 """From PyPI at the first start (`install: pip`); `--system-site-packages` lets kernels import the
 image's own packages."""
+REQUIRES_PYTHON = (3, 10)
+"""jupyterlab 4.6.6's Requires-Python, >=3.10 (the METADATA of its wheel on PyPI, read 2026-11-28):
+more than AL2023's system Python 3.9."""
 TOKEN_PLACEHOLDER = "unset"
 """What the stack writes (gpucloud.components.node_services.TOKEN_PLACEHOLDER: a test holds them equal)."""
 
@@ -98,19 +104,24 @@ def jupyter_argv(bin_dir: str | None, root_dir: str) -> list[str]:
 
 def serve_jupyter(run: CommandRunner, ssm_client: Callable[[str], Any], path: str | None = None,
                   become: Callable[..., None] = exec_as, prepare: Callable[[str, str], None] = prepare_directory,
-                  venv: str = VENV) -> int:
+                  venv: str = VENV, host: Callable[..., ServiceHost] = service_host) -> int:
     """Install (once), fetch the token, then become JupyterLab. Returns only on failure."""
     settings = service_settings("jupyter", *([path] if path else []))
     try:
-        bin_dir = install_venv(run, venv, REQUIREMENTS) if settings["install"] == "pip" else None
+        pip = settings["install"] == "pip"
+        node = host("JupyterLab", REQUIRES_PYTHON if pip else None)
+        bin_dir = install_venv(run, venv, REQUIREMENTS, node.python) if pip else None
+    except UnsupportedImage as error:
+        log.error("JupyterLab cannot run on this image: %s", error)
+        return UNSUPPORTED_IMAGE
     except ServiceError as error:
         log.error("cannot install JupyterLab: %s", error)
         return 1
     token = jupyter_token(ssm_client(settings["region"]), settings["token_parameter"], settings["kms_key_id"])
-    root_dir = settings["root_dir"]
-    prepare(root_dir, SERVICE_USER)
+    root_dir = settings.get("root_dir") or node.home
+    prepare(root_dir, node.user)
     # HOME on the notebooks' volume: `pip install --user` from a notebook, and JupyterLab's own
     # settings, outlive the node with the notebooks.
     env = {**base_environment(settings["region"]), "JUPYTER_TOKEN": token, "HOME": root_dir}
-    become(SERVICE_USER, jupyter_argv(bin_dir, root_dir), env, root_dir)
+    become(node.user, jupyter_argv(bin_dir, root_dir), env, root_dir)
     return 1

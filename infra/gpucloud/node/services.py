@@ -6,6 +6,12 @@ jupyter.py, ...); the agent bundle installs them all, and none is enabled: only 
 run by gpucloud-node-services.service (which Requires= and follows the gate), starts those the
 group's /etc/gpucloud/services.json names. A node of a group that serves nothing has no such file,
 and the command does nothing.
+
+JupyterLab and TensorBoard run as the image's login user, with a Python the pinned release takes,
+both chosen per image family (`image_family`, `service_python`): the default image is Ubuntu 22.04,
+and a group's own image (amiId) may be Amazon Linux 2023, whose system Python stays 3.9 ("Python in
+AL2023", AL2023 user guide, read 2026-11-28). Any other family, or no Python new enough, stops the
+service with the reason and exit status UNSUPPORTED_IMAGE, which its unit does not restart.
 """
 
 from __future__ import annotations
@@ -14,7 +20,9 @@ import json
 import logging
 import os
 import pwd
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +34,11 @@ SYSTEMD_RUNTIME_DIR = "/run/systemd/system"
 JUPYTER_UNIT = "gpucloud-jupyter.service"
 TENSORBOARD_UNIT = "gpucloud-tensorboard.service"
 CONTAINER_UNIT = "gpucloud-container@{}.service"
-SERVICE_USER = "ubuntu"
-"""The default AMI's login user: JupyterLab and TensorBoard run as it, not as root."""
+OS_RELEASE_PATH = "/etc/os-release"
+SYSTEM_PYTHON = "/usr/bin/python3"
+UNSUPPORTED_IMAGE = 78
+"""Exit status of a service that cannot run on this image (sysexits' EX_CONFIG): its unit's
+RestartPreventExitStatus, so systemd does not retry what cannot succeed."""
 INSTALL_TIMEOUT_S = 1800
 RESTART = {"always": "always", "on-failure": "on-failure", "no": "no"}
 """Container restart policies, as systemd's Restart= spells them."""
@@ -37,6 +48,76 @@ log = logging.getLogger(__name__)
 
 class ServiceError(RuntimeError):
     """A service cannot start: a missing install, an unreadable token, a bad services file."""
+
+
+class UnsupportedImage(ServiceError):
+    """The image is of a family the services do not know, or has no Python the service takes."""
+
+
+@dataclass(frozen=True)
+class ImageFamily:
+    name: str
+    user: str
+    """The image's default login user, which JupyterLab and TensorBoard run as (not root): ubuntu on
+    Ubuntu AMIs, ec2-user on AL2023 (EC2 user guide, "Manage system users on your Amazon EC2 Linux
+    instance", default user names; read 2026-11-28)."""
+
+
+IMAGE_FAMILIES = {"ubuntu": ImageFamily("Ubuntu", "ubuntu"), "amzn 2023": ImageFamily("Amazon Linux 2023", "ec2-user")}
+"""By /etc/os-release: `ID` for Ubuntu, `ID VERSION_ID` for Amazon Linux (AL2's Python 3.7 cannot
+run the agent)."""
+
+
+def image_family(path: str = OS_RELEASE_PATH) -> ImageFamily:
+    """The family of the image this node runs, from /etc/os-release (os-release(5))."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition("=")
+            fields[key.strip()] = value.strip().strip('"')
+    except OSError as error:
+        raise UnsupportedImage(f"cannot tell the image's family: {error}") from error
+    family = IMAGE_FAMILIES.get(fields.get("ID", "")) or IMAGE_FAMILIES.get(f"{fields.get('ID')} {fields.get('VERSION_ID')}")
+    if family is None:
+        raise UnsupportedImage(f"services run on Ubuntu and Amazon Linux 2023 images, and this one is "
+                               f"{fields.get('PRETTY_NAME') or fields.get('ID') or 'of no known family'}")
+    return family
+
+
+@dataclass(frozen=True)
+class ServiceHost:
+    """What a service runs as on this node, and the Python that makes its virtual environment."""
+
+    user: str
+    home: str
+    python: str
+
+
+def service_host(service: str, minimum: tuple[int, int] | None, os_release: str = OS_RELEASE_PATH,
+                 system: tuple[int, ...] = tuple(sys.version_info[:2]), exists: Callable[[str], bool] = os.path.exists,
+                 home_of: Callable[[str], str] = lambda user: pwd.getpwnam(user).pw_dir) -> ServiceHost:
+    """The image family's login user and its home, and a Python of at least `minimum` for `service`
+    (None: the image has the service itself, `install: image`)."""
+    user = image_family(os_release).user
+    python = service_python(service, minimum, system, exists) if minimum else SYSTEM_PYTHON
+    return ServiceHost(user, home_of(user), python)
+
+
+def service_python(service: str, minimum: tuple[int, int], system: tuple[int, ...] = tuple(sys.version_info[:2]),
+                   exists: Callable[[str], bool] = os.path.exists) -> str:
+    """The interpreter for a service's virtual environment: the system Python (the one the agent runs
+    on) when new enough, else the newest /usr/bin/python3.N of at least `minimum` (AL2023 ships 3.11
+    and later beside its 3.9)."""
+    if tuple(system) >= minimum:
+        return SYSTEM_PYTHON
+    for minor in range(20, minimum[1] - 1, -1):
+        candidate = f"/usr/bin/python3.{minor}"
+        if exists(candidate):
+            return candidate
+    raise UnsupportedImage(
+        f"{service} needs Python {minimum[0]}.{minimum[1]} or later, and this image has {SYSTEM_PYTHON} "
+        f"{system[0]}.{system[1]} and no /usr/bin/python3.N from {minimum[0]}.{minimum[1]} on: add one to the image "
+        f"(on Amazon Linux 2023, dnf install python3.11), or use install: image with an image that has {service}")
 
 
 def load_services(path: str = SERVICES_PATH) -> dict[str, Any] | None:
@@ -93,7 +174,7 @@ def service_settings(name: str, path: str = SERVICES_PATH) -> dict[str, Any]:
     return {"region": document.get("region"), **document[name]}
 
 
-def install_venv(run: CommandRunner, directory: str, requirements: list[str], python: str = "/usr/bin/python3",
+def install_venv(run: CommandRunner, directory: str, requirements: list[str], python: str = SYSTEM_PYTHON,
                  installer: Installer | None = None) -> str:
     """A virtual environment at `directory` with the pinned requirements (once: an existing one is
     kept), seeing the image's own packages (boto3); returns its bin directory. Where the image lacks

@@ -15,17 +15,22 @@ from collections.abc import Callable
 
 from gpucloud.node.commands import CommandRunner
 from gpucloud.node.services import (
-    SERVICE_USER,
+    UNSUPPORTED_IMAGE,
     ServiceError,
+    ServiceHost,
+    UnsupportedImage,
     base_environment,
     exec_as,
     install_venv,
+    service_host,
     service_settings,
 )
 
 PORT = 6006
 VENV = "/opt/gpucloud/tensorboard"
 REQUIREMENTS = ["tensorboard==2.20.0"]
+REQUIRES_PYTHON = (3, 9)
+"""tensorboard 2.20.0's Requires-Python, >=3.9 (the METADATA of its wheel on PyPI, read 2026-11-28)."""
 
 log = logging.getLogger(__name__)
 
@@ -36,14 +41,19 @@ def tensorboard_argv(bin_dir: str | None, log_dir: str) -> list[str]:
 
 
 def serve_tensorboard(run: CommandRunner, path: str | None = None, become: Callable[..., None] = exec_as,
-                      venv: str = VENV) -> int:
-    """Install (once), then become TensorBoard. Returns only on failure."""
+                      venv: str = VENV, host: Callable[..., ServiceHost] = service_host) -> int:
+    """Install (once), then become TensorBoard, as the image's login user. Returns only on failure."""
     settings = service_settings("tensorboard", *([path] if path else []))
     try:
-        bin_dir = install_venv(run, venv, REQUIREMENTS) if settings["install"] == "pip" else None
+        pip = settings["install"] == "pip"
+        node = host("TensorBoard", REQUIRES_PYTHON if pip else None)
+        bin_dir = install_venv(run, venv, REQUIREMENTS, node.python) if pip else None
+    except UnsupportedImage as error:
+        log.error("TensorBoard cannot run on this image: %s", error)
+        return UNSUPPORTED_IMAGE
     except ServiceError as error:
         log.error("cannot install TensorBoard: %s", error)
         return 1
     env = base_environment(settings["region"])
-    become(SERVICE_USER, tensorboard_argv(bin_dir, settings["log_dir"]), env, "/tmp")
+    become(node.user, tensorboard_argv(bin_dir, settings["log_dir"]), env, "/tmp")
     return 1

@@ -19,7 +19,8 @@ NODE_PYTHON = "/usr/bin/python3"
 """The image's own Python: 3.10 on the default AMI (Deep Learning Base OSS Nvidia Driver GPU AMI,
 Ubuntu 22.04: "python_location /usr/bin/python3.10" in its release notes,
 https://docs.aws.amazon.com/dlami/latest/devguide/ , read 2026-11-24), which also carries boto3.
-The agent keeps to Python 3.9 so that Amazon Linux 2023 images run it too."""
+The agent keeps to Python 3.9 so that Amazon Linux 2023 images run it too (the services choose
+their user and Python per image family: gpucloud.node.services.image_family)."""
 AGENT_COMMAND_PATH = "/usr/local/bin/gpucloud-node"
 BOOT_MANIFEST_MEMBER = "boot/manifest.json"
 STORAGE_SCRIPT_PATH = "/usr/local/sbin/gpucloud-storage"
