@@ -28,7 +28,7 @@ from typing import Any
 
 import gpucloud
 import pytest
-from gpucloud.testing.iam_actions import iam_calls, stack_tag_context
+from gpucloud.testing.iam_actions import deployer_calls, iam_calls, stack_tag_context
 
 ACCESS_CALLS_PATH = Path(gpucloud.__file__).parent / "data" / "access_calls.json"
 MEASURE = "GPUCLOUD_MEASURE_CALLS"
@@ -73,6 +73,7 @@ _IDS = (
     (re.compile(r"\bi-[0-9a-f]{8,17}\b"), "${instanceId}"),
     (re.compile(r"\bvol-[0-9a-f]{8,17}\b"), "${volumeId}"),
     (re.compile(r"arn:aws:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]+"), "${keyArn}"),
+    (re.compile(r"agent/gpucloud-node-[0-9a-f]{64}\.zip"), "${agentBundleKey}"),
     (re.compile(r"gpu-cloud/[^/:${}]+/[^/:${}]+/jupyter-token"), "gpu-cloud/${nameBase}/${group}/jupyter-token"),
 )
 _JOB_KEY = re.compile(r"^(?:\$\{writePrefix\}|[^$]*?)jobs/(?:[^/$]+|\$\{job\})/")
@@ -113,16 +114,21 @@ def _uri_values(uri: Any) -> dict[str, str]:
 
 
 def _settings_values(settings) -> dict[str, str]:
-    from gpucloud.naming import autoscaling_group_name, job_document_name, job_log_group_name, jupyter_token_parameter_name
+    from gpucloud import naming
 
     base = settings.name_base
     found = {
-        job_document_name(base): "gpu-cloud-${nameBase}-run",
-        job_log_group_name(base): "/gpu-cloud/${nameBase}/jobs",
+        naming.job_document_name(base): "gpu-cloud-${nameBase}-run",
+        naming.job_log_group_name(base): "/gpu-cloud/${nameBase}/jobs",
+        naming.artifacts_bucket_name(base, ACCOUNT): "${artifactsBucket}",
+        naming.instance_role_name(base): "gpu-cloud-${nameBase}-node",
+        naming.backup_role_name(base): "gpu-cloud-${nameBase}-backup",
+        naming.flow_logs_role_name(base): "gpu-cloud-${nameBase}-flow-logs",
+        f"gpu-cloud-{base}-grafana": "gpu-cloud-${nameBase}-grafana",  # components/grafana_workspace.py
     }
     for group in settings.config.groups:
-        found[autoscaling_group_name(base, group.name)] = "gpu-cloud-${nameBase}-${group}"
-        found[jupyter_token_parameter_name(base, group.name)] = "/gpu-cloud/${nameBase}/${group}/jupyter-token"
+        found[naming.autoscaling_group_name(base, group.name)] = "gpu-cloud-${nameBase}-${group}"
+        found[naming.jupyter_token_parameter_name(base, group.name)] = "/gpu-cloud/${nameBase}/${group}/jupyter-token"
     if settings.config.data:
         found[settings.config.data.bucket] = "${dataBucket}"
         for prefix in settings.config.data.write_prefixes:
@@ -153,7 +159,26 @@ def placeholders(text: str, values: Mapping[str, str]) -> str:
         text = text.replace(concrete, values[concrete])
     for pattern, placeholder in _IDS:
         text = pattern.sub(placeholder, text)
-    return text.replace(ACCOUNT, "${account}")
+    return text.replace(ACCOUNT, "${account}").replace("arn:aws:", "arn:${partition}:")
+
+
+def _authorizations(actor: str, request: Request) -> list[tuple[str | None, Any]]:
+    """(feature where the call says it, authorization) for one request: the deployer's are only
+    those another policy decides or that pass a role (iam_actions.deployer_calls)."""
+    if actor == "deployer":
+        return [(found.feature, found.call) for found in deployer_calls(
+            request.service, request.operation, request.params, request.response, _role_of_profile)]
+    return [(None, call) for call in iam_calls(request.service, request.operation, request.params, request.response,
+                                               lambda volume: volume in request.encrypted_volumes)]
+
+
+def _role_of_profile(profile_arn: str) -> str:
+    """The role in an instance profile, as moto holds it."""
+    from moto.iam.models import iam_backends
+
+    profiles = iam_backends[ACCOUNT]["global"].instance_profiles.values()
+    [role] = next(profile for profile in profiles if profile.arn == profile_arn).roles
+    return role.arn
 
 
 def under_jobs(text: str) -> str:
@@ -169,12 +194,11 @@ def entries(actor: str, feature: str, measured_by: str, requests: Iterable[Reque
     """The file's entries for what one test measured, sorted and without repeats."""
     found: dict[str, dict] = {}
     for request in requests:
-        for call in iam_calls(request.service, request.operation, request.params, request.response,
-                              lambda volume: volume in request.encrypted_volumes):
+        for call_feature, call in _authorizations(actor, request):
             resource = under_jobs(placeholders(call.resource, request.values))
             context = {key: under_jobs(placeholders(value, request.values)) for key, value in call.context.items()}
             context = dict(sorted((context | stack_tag_context(call.action, resource)).items()))
-            entry = {"actor": actor, "feature": request.feature or feature, "measuredBy": measured_by, "action": call.action,
+            entry = {"actor": actor, "feature": call_feature or request.feature or feature, "measuredBy": measured_by, "action": call.action,
                      "resource": resource, "context": context,
                      "endpoint": request.service if through_vpc and call.via is None else None}
             found[json.dumps(entry, sort_keys=True)] = entry
@@ -256,8 +280,9 @@ class ActorCalls:
 
     active: ActorCalls | None = None
 
-    def __init__(self, code: tuple[str, ...]) -> None:
+    def __init__(self, code: tuple[str, ...], values: Mapping[str, str] | None = None) -> None:
         self.code = code
+        self.values = dict(values or {})
         self.requests: list[Request] = []
         self._libraries = _library_paths()
         self._lock = threading.Lock()
@@ -270,7 +295,7 @@ class ActorCalls:
             frame = frame.f_back
         if frame is None or not frame.f_code.co_filename.startswith(self.code):
             return None
-        return values_in_frames(frame, self.code)
+        return self.values | values_in_frames(frame, self.code)
 
     def add(self, request: Request) -> None:
         with self._lock:
@@ -293,10 +318,23 @@ class ActorCalls:
             request.response = make_api_call(client, operation_name, api_params)
             return request.response
 
+        def recorded_unsent(check):
+            def unsent(client, operation, params):
+                values = calls.caller_values()
+                if values is not None:
+                    calls.add(Request(client.meta.service_model.endpoint_prefix, operation, dict(params), values=values))
+                return check(client, operation, params)
+            return unsent
+
         ActorCalls.active = self
         try:
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(BaseClient, "_make_api_call", recorded_api_call)
+                # The engine checks a call moto lacks against its model without sending it: the
+                # deployer still makes it (gpucloud.testing.service_model.check_unsent).
+                for name, module in list(sys.modules.items()):
+                    if name.startswith("gpucloud.testing.handlers.") and hasattr(module, "check_unsent"):
+                        patch.setattr(module, "check_unsent", recorded_unsent(module.check_unsent))
                 yield self
         finally:
             ActorCalls.active = None
@@ -361,7 +399,8 @@ def pytest_runtest_call(item):
     if marker is None:
         return (yield)
     actor, feature = marker.args
-    calls = ActorCalls(CODE_OF[actor.split(":")[0]])
+    given = {concrete: placeholder for value in item.funcargs.values() for concrete, placeholder in values_of(value).items()}
+    calls = ActorCalls(CODE_OF[actor.split(":")[0]], given)
     with calls.recording():
         outcome = yield
     test = item.nodeid.split("[")[0]

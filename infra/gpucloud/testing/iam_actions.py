@@ -219,3 +219,71 @@ def iam_calls(service: str, operation: str, params: Mapping[str, Any], response:
     elif service == "ec2":
         calls += _ec2_kms_calls(operation, params, encrypted_volume)
     return calls
+
+
+# --- what `pulumi up` calls that rests on a policy other than the deployer's own ------------------
+
+@dataclass(frozen=True)
+class DeployerCall:
+    """A deployer's authorization another policy decides (the key policy, a bucket policy) or that
+    passes a role, with the stack feature that makes it."""
+
+    feature: str
+    call: IamCall
+
+
+def _key_through(service: str, actions: tuple[str, ...], context: Mapping[str, str] | None = None) -> list[IamCall]:
+    return [_kms(action, service, {**(context or {}), **({"kms:GrantIsForAWSResource": "true"} if action == "kms:CreateGrant" else {})})
+            for action in actions]
+
+
+def _pass_role(role_arn: str, service: str) -> IamCall:
+    """iam:PassRole on the role, with the service it is passed to (Service Authorization Reference,
+    AWS Identity and Access Management: iam:PassedToService; IAM user guide, "Grant a user
+    permissions to pass a role to an AWS service"; read 2026-11-28)."""
+    return IamCall("iam:PassRole", role_arn, {"iam:PassedToService": service})
+
+
+def deployer_calls(service: str, operation: str, params: Mapping[str, Any], response: Mapping[str, Any] | None = None,
+                   role_of_profile: Callable[[str], str] = lambda arn: arn) -> list[DeployerCall]:
+    """What one call of `pulumi up` needs besides the deployer's identity policy, read 2026-11-28:
+    - a SecureString parameter under the key: kms:Encrypt through ssm (KMS developer guide, "How AWS
+      Systems Manager Parameter Store uses AWS KMS");
+    - an object put under SSE-KMS: s3:PutObject (the bucket policy decides too) and
+      kms:GenerateDataKey through s3 (S3 user guide, "Using server-side encryption with AWS KMS keys");
+    - an encrypted volume: kms:GenerateDataKeyWithoutPlaintext through ec2, the volume's id as
+      encryption context, and kms:DescribeKey (KMS developer guide, "How Amazon Elastic Block Store
+      (Amazon EBS) uses AWS KMS");
+    - a backup vault, a Lustre file system, a Prometheus workspace under the key: the service keeps
+      a grant for the resource, made through it (AWS Backup developer guide, "Encryption for backups
+      in AWS Backup"; FSx for Lustre user guide, "Encrypting data at rest"; AMP user guide,
+      "Encryption at rest");
+    - a role handed to a service: iam:PassRole (launch template instance profile -> ec2, backup
+      selection -> backup, flow logs -> vpc-flow-logs, Grafana workspace -> grafana)."""
+    response = response or {}
+    found: list[tuple[str, IamCall]] = []
+    if service == "ssm" and operation in ("PutParameter", "GetParameter"):
+        found += [("services.jupyter", call) for call in _ssm_kms_calls(operation, params, response)]
+    elif (service, operation) == ("s3", "PutObject") and params.get("ServerSideEncryption") == "aws:kms":
+        found += [("agentBundle", call) for call in iam_calls(service, operation, params, response)]
+    elif (service, operation) == ("ec2", "CreateVolume") and params.get("KmsKeyId"):
+        found += [("persistentVolume", call) for call in _key_through(
+            "ec2", ("kms:DescribeKey", "kms:GenerateDataKeyWithoutPlaintext"),
+            {"kms:EncryptionContext:aws:ebs:id": "${volumeId}"})]
+    elif (service, operation) == ("backup", "CreateBackupVault") and params.get("EncryptionKeyArn"):
+        found += [("backup", call) for call in _key_through("backup", ("kms:CreateGrant", "kms:DescribeKey"))]
+    elif (service, operation) == ("fsx", "CreateFileSystem") and params.get("KmsKeyId"):
+        found += [("storage.lustre", call) for call in _key_through("fsx", ("kms:CreateGrant", "kms:DescribeKey"))]
+    elif (service, operation) == ("aps", "CreateWorkspace") and params.get("kmsKeyArn"):
+        found += [("monitoring.prometheus", call) for call in _key_through("aps", ("kms:CreateGrant", "kms:DescribeKey"))]
+    elif (service, operation) == ("ec2", "CreateLaunchTemplate"):
+        profile = params.get("LaunchTemplateData", {}).get("IamInstanceProfile", {}).get("Arn")
+        if profile:
+            found.append(("groups", _pass_role(role_of_profile(profile), "ec2.amazonaws.com")))
+    elif (service, operation) == ("backup", "CreateBackupSelection"):
+        found.append(("backup", _pass_role(params["BackupSelection"]["IamRoleArn"], "backup.amazonaws.com")))
+    elif (service, operation) == ("ec2", "CreateFlowLogs") and params.get("DeliverLogsPermissionArn"):
+        found.append(("flowLogs", _pass_role(params["DeliverLogsPermissionArn"], "vpc-flow-logs.amazonaws.com")))
+    elif (service, operation) == ("grafana", "CreateWorkspace") and params.get("workspaceRoleArn"):
+        found.append(("monitoring.grafana", _pass_role(params["workspaceRoleArn"], "grafana.amazonaws.com")))
+    return [DeployerCall(feature, call) for feature, call in found]

@@ -18,6 +18,7 @@ import re
 
 from gpucloud.testing.handlers.kms import require_key
 from gpucloud.testing.registry import Account, Created, ResourceRequest, drop_none, refused, resource
+from gpucloud.testing.service_model import check_unsent
 
 _VAULT_NAME = re.compile(r"[A-Za-z0-9_-]{2,50}")
 _DISPLAY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,50}")
@@ -89,6 +90,8 @@ def record_selection(account: Account, request: ResourceRequest) -> Created:
     name = request.physical_name()
     _require_name("CreateBackupSelection", "backup selection name", name, _DISPLAY_NAME,
                   "1-50 letters, digits, '-', '_' and '.'")
+    check_unsent(account.client("backup"), "CreateBackupSelection", {"BackupPlanId": inputs["planId"], "BackupSelection": drop_none({
+        "SelectionName": name, "IamRoleArn": inputs["iamRoleArn"], "Resources": inputs.get("resources") or None})})
     return Created(
         id=f"{inputs['planId']}-{name}",
         outputs={"name": name},

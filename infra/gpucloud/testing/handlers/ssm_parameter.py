@@ -17,7 +17,8 @@ standard 4 KB, advanced 8 KB; read 2026-11-25)."""
 def create_parameter(account: Account, request: ResourceRequest) -> Created:
     """What the provider sends (internal/service/ssm/parameter.go at 0073593e, read 2026-11-25): one
     PutParameter, the key only with SecureString, and it refuses `insecureValue` on a SecureString
-    (after AWS took it: here before). AWS refuses a SecureString whose key is missing or disabled
+    (after AWS took it: here before); then it reads the parameter back with decryption
+    (resourceParameterRead: findParameterByName with withDecryption true; read 2026-11-28). AWS refuses a SecureString whose key is missing or disabled
     and a standard value above 4 KB; moto checks neither."""
     inputs = request.inputs
     kind = inputs["type"]
@@ -45,7 +46,7 @@ def create_parameter(account: Account, request: ResourceRequest) -> Created:
         "DataType": inputs.get("dataType"),
         "Tags": aws_tags(inputs.get("tags")) or None,
     }))
-    stored = ssm.get_parameter(Name=name)["Parameter"]
+    stored = ssm.get_parameter(Name=name, WithDecryption=True)["Parameter"]
     arn = account.arn("ssm", f"parameter{name}" if name.startswith("/") else f"parameter/{name}")
     return Created(id=name, outputs={"arn": arn, "name": name, "version": stored["Version"], "keyId": key_id,
                                      "tier": tier or "Standard"})
