@@ -22,7 +22,7 @@ from gpucloud.config import load_stack_file
 from gpucloud.documents.jobs import job_document_content
 from gpucloud.naming import job_document_name, job_log_group_name
 from gpucloud.ops.job_control import logs, stop
-from gpucloud.ops.jobs import Clients, Clock, JobError, new_job, run
+from gpucloud.ops.jobs import Clients, Clock, Job, JobError, new_job, run
 from gpucloud.ops.nodes import ordered_nodes
 from gpucloud.testing import moto_account, service_model
 from access_recording import stood_in
@@ -189,6 +189,41 @@ def test_a_job_on_more_than_50_nodes_goes_out_50_instances_a_command_and_stops_t
     assert clients.ssm.cancelled == list(attempt.commands)
     assert [len(request["InstanceIds"]) for request in clients.ssm.sent[2:]] == [50, 10]
     assert all(request["Parameters"]["action"] == ["launch-stop"] for request in clients.ssm.sent[2:])
+
+
+def test_without_a_record_a_job_on_more_than_50_nodes_is_found_again_from_both_its_commands(aws):
+    grown = large_group(aws, 60)
+    settings = grown.model_copy(update={"config": grown.config.model_copy(update={"data": None})})
+    clients = clients_with(aws, lambda command, instance, calls: ("InProgress", -1) if calls <= 60 else ("Success", 0))
+    job = new_job(settings, "trainers", COMMAND, nodes=60, job_id="trainers-20261125190000-0061")
+    run(clients, settings, job, say=lambda line: None, clock=FakeClock())
+    clients.ssm.status = lambda command, instance, calls: ("InProgress", -1)
+    sent_to = {request["CommandId"]: request["InstanceIds"] for request in clients.ssm.sent}
+
+    class Pages:
+        """moto's ListCommands, each command with the instances it was sent to: moto adds every
+        instance of the region to a command sent without Targets (moto/ssm/models.py, Command)."""
+
+        def paginate(self):
+            for page in clients.ssm.client.get_paginator("list_commands").paginate():
+                yield {**page, "Commands": [{**command, "InstanceIds": sent_to[command["CommandId"]]}
+                                            for command in page["Commands"]]}
+
+    clients.ssm.get_paginator = lambda name: Pages()
+    found = stop(clients, settings, job.job_id, say=lambda line: None)
+
+    assert found.nodes == 60 and [attempt.attempt for attempt in found.attempts] == [0]
+    assert found.attempts[0].commands == job.attempts[0].commands
+    assert [node.instance_id for node in found.attempts[0].nodes] == [node.instance_id for node in job.attempts[0].nodes]
+    assert sorted(clients.ssm.cancelled) == sorted(job.attempts[0].commands)
+
+
+def test_a_record_written_before_batches_still_reads():
+    record = {"job_id": "trainers-x", "stack": "vision-train", "group": "trainers", "group_name": GROUP, "nodes": 1,
+              "command": ["train"], "attempts": [{"attempt": 0, "command_id": "c-1",
+                                                  "nodes": [{"instance_id": "i-1", "private_ip": "10.0.0.1"}]}]}
+    [attempt] = Job.from_json(json.dumps(record)).attempts
+    assert attempt.commands == {"c-1": ["i-1"]} and attempt.command_of("i-1") == "c-1"
 
 
 def test_a_send_that_fails_stops_what_was_sent_and_lowers_the_group_back(aws):
