@@ -56,6 +56,9 @@ class AppliedResource:
     retain_on_delete: bool = False
     ignore_changes: tuple[str, ...] = ()
     replace_on_changes: tuple[str, ...] = ()
+    delete_before_replace: bool | None = None
+    """The `deleteBeforeReplace` resource option: True or False where the program set it (either
+    overrides the provider's choice), None where the provider decides."""
     dependencies: tuple[str, ...] = ()
     validated: bool = True
     note: str = ""
@@ -205,6 +208,7 @@ class RecordingMonitor(mocks.MockMonitor):
                     retain_on_delete=bool(request.retainOnDelete),
                     ignore_changes=tuple(request.ignoreChanges),
                     replace_on_changes=tuple(request.replaceOnChanges),
+                    delete_before_replace=bool(request.deleteBeforeReplace) if request.deleteBeforeReplaceDefined else None,
                     dependencies=tuple(request.dependencies),
                 )
             )
