@@ -4,6 +4,7 @@ before the thing exists."""
 from __future__ import annotations
 
 import hashlib
+import re
 
 NODE_METRICS_NAMESPACE = "gpu-cloud/Node"
 """Where the node agent counts node faults, replacements and held replacements (its copy of the
@@ -167,14 +168,35 @@ ending with a hyphen, and a load balancer's not starting with `internal-` (terra
 internal/service/elbv2/validate.go, validName and validTargetGroupName, read 2026-11-25)."""
 
 
-def elb_name(base: str, group: str, kind: str) -> str:
+def elb_name(base: str, group: str, kind: str, *, replaced_by: str = "") -> str:
     """A group's load balancer (`kind` "lb") or target group ("tg") name: `gc-`, the base and group
     lowercased with `_` as `-`, cut to fit 32, and a hash of the whole that keeps two stacks whose
-    names share a long start apart."""
-    digest = hashlib.sha256(f"{base}/{group}/{kind}".encode("utf-8")).hexdigest()[:6]
+    names share a long start apart. `replaced_by` joins the hash: the values whose change replaces
+    the resource, so its replacement has a name of its own and can exist beside the old one."""
+    hashed = "/".join([base, group, kind, *([replaced_by] if replaced_by else [])])
+    digest = hashlib.sha256(hashed.encode("utf-8")).hexdigest()[:6]
     tail = f"-{kind}-{digest}"
     slug = f"{base}-{group}".lower().replace("_", "-")
     return f"gc-{slug[: ELB_NAME_MAX_LENGTH - 3 - len(tail)].strip('-')}{tail}"
+
+
+def target_group_name(base: str, group: str, port: int, protocol: str = "HTTP", target_type: str = "instance") -> str:
+    """A group's target group name, which changes with each value whose change replaces a target
+    group (port, protocol, target type: ForceNew in terraform-provider-aws
+    internal/service/elbv2/target_group.go, data/provider_rules.json), so Pulumi can create the
+    replacement before it deletes the old one while the listener still forwards to it."""
+    return elb_name(base, group, "tg", replaced_by=f"{protocol}:{port}:{target_type}")
+
+
+def association_name(file_system: str, path: str) -> str:
+    """The Pulumi name of a data repository association: the file system's, `-link-`, the file
+    system path as letters, digits and hyphens, and a hash of the path, so that two paths never
+    share a name. It follows the path, not the prefix's place in the list: a prefix added or
+    removed leaves the others' names, and so the resources, alone (FSx refuses a second
+    association on a path or prefix, and Pulumi creates a renamed one before deleting the old)."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", path).strip("-")
+    digest = hashlib.sha256(path.encode("utf-8")).hexdigest()[:6]
+    return f"{file_system}-link-{slug}-{digest}"
 
 
 def endpoint_logs_bucket_name(base: str, group: str, account_id: str) -> str:

@@ -29,7 +29,14 @@ from gpucloud.components.volume_backup import VolumeBackup
 from gpucloud.config.storage import s3_mount_entries
 from gpucloud.lookups import ResolvedGroup, ResolvedStack
 from gpucloud.lookups.requirements import aws_instance_requirements
-from gpucloud.naming import AUTOSCALING_SERVICE, GROUP_TAG, autoscaling_group_name, elb_name, endpoint_logs_bucket_name
+from gpucloud.naming import (
+    AUTOSCALING_SERVICE,
+    GROUP_TAG,
+    autoscaling_group_name,
+    elb_name,
+    endpoint_logs_bucket_name,
+    target_group_name,
+)
 
 
 @dataclass(frozen=True)
@@ -229,7 +236,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
             subnet_ids, routing = endpoint_placement(settings.endpoint, self.network, [s.id for s in group.subnets])
             outputs["endpointUrl"] = InferenceEndpoint(f"{prefix}-endpoint", InferenceEndpointArgs(
                 endpoint=settings.endpoint, load_balancer_name=elb_name(base, settings.name, "lb"),
-                target_group_name=elb_name(base, settings.name, "tg"), vpc_id=self.vpc_id,
+                target_group_name=target_group_name(base, settings.name, settings.endpoint.port), vpc_id=self.vpc_id,
                 subnet_ids=subnet_ids, routing=routing,
                 node_security_group_id=security_group.security_group_id, autoscaling_group_name=instances.group_name,
                 logs_bucket_name=endpoint_logs_bucket_name(base, settings.name, stack.account_id),

@@ -45,7 +45,8 @@ class InferenceEndpointArgs:
     endpoint: EndpointConfig
     load_balancer_name: str
     target_group_name: str
-    """32 characters at most each (`gpucloud.naming.elb_name`)."""
+    """32 characters at most each (`gpucloud.naming.elb_name`); the target group's changes with its
+    port (`gpucloud.naming.target_group_name`)."""
     vpc_id: pulumi.Input[str]
     subnet_ids: Sequence[pulumi.Input[str]]
     """Subnets in at least two zones (an Application Load Balancer needs two): private ones, or
@@ -69,6 +70,14 @@ class InferenceEndpoint(pulumi.ComponentResource):
     out), the nodes' rule admitting it, a target group with the server's health check, slow start
     and deregistration delay, its attachment to the Auto Scaling group, a listener, target
     tracking on requests per node, and the access-log bucket.
+
+    A change of port replaces the target group: the new one (its own name) is created, the listener
+    switched to it and the attachment replaced, and only then the old one deleted. The bridge alone
+    would delete first, as for any resource whose name the program gives
+    (pulumi-terraform-bridge pkg/tfbridge/schema.go nameRequiresDeleteBeforeReplace), and ELB does not
+    delete a target group an action still references (DeleteTargetGroup, ELB API reference); the
+    `deleteBeforeReplace: false` option overrides the bridge (pulumi/pulumi
+    pkg/resource/deploy/step_generator.go), read 2026-11-28.
 
     The attachment is an `aws.autoscaling.Attachment` (AttachLoadBalancerTargetGroups): the group
     never sets `targetGroupArns` itself, which the provider keeps optional and computed, so the
@@ -142,7 +151,11 @@ class InferenceEndpoint(pulumi.ComponentResource):
                 "healthy_threshold": endpoint.healthy_threshold, "unhealthy_threshold": endpoint.unhealthy_threshold,
                 "matcher": "200",
             },
-            tags={**args.tags, "Name": args.target_group_name}, opts=child,
+            tags={**args.tags, "Name": args.target_group_name},
+            # Its name is given, so the bridge would replace it delete-first, which ELB refuses while
+            # the listener forwards to it (pulumi/pulumi-aws#4220). The name changes with what
+            # replaces it (`naming.target_group_name`), so the replacement is created first instead.
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=False),
         )
         self.listener = aws.lb.Listener(
             f"{name}-listener", load_balancer_arn=self.load_balancer.arn, port=listener_port,

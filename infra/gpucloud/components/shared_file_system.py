@@ -27,6 +27,7 @@ import pulumi_aws as aws
 from gpucloud.config.storage import lustre_path
 from gpucloud.documents.file_system_bucket import file_system_bucket_policy
 from gpucloud.lookups.storage import file_system_zone
+from gpucloud.naming import association_name
 
 if TYPE_CHECKING:
     from gpucloud.lookups import ResolvedStack
@@ -119,7 +120,7 @@ class SharedFileSystem(pulumi.ComponentResource):
         )
         self.associations = [
             aws.fsx.DataRepositoryAssociation(
-                f"{name}-link-{index}",
+                association_name(name, spec["path"]),
                 file_system_id=self.file_system.id,
                 file_system_path=spec["path"],
                 data_repository_path=spec["repository"],
@@ -128,10 +129,12 @@ class SharedFileSystem(pulumi.ComponentResource):
                     "auto_import_policy": {"events": ALL_EVENTS},
                     **({"auto_export_policy": {"events": ALL_EVENTS}} if spec["export"] else {}),
                 },
-                tags={**args.tags, "Name": f"{name}-link-{index}"},
+                tags={**args.tags, "Name": association_name(name, spec["path"])},
                 # Not under the (protected) file system: children inherit `protect`, and a prefix
-                # dropped from the config must be able to take its association with it.
-                opts=pulumi.ResourceOptions(parent=self),
+                # dropped from the config must be able to take its association with it. The alias
+                # is the name by list position that earlier versions gave, so a deployed
+                # association keeps its resource.
+                opts=pulumi.ResourceOptions(parent=self, aliases=[pulumi.Alias(name=f"{name}-link-{index}")]),
             )
             for index, spec in enumerate(association_specs(args.bucket, args.read_prefixes, args.write_prefixes))
         ]
