@@ -4,7 +4,10 @@ Two plans of the same stack on the same engine, the base and the change, compare
 resource the way `pulumi preview --diff` compares state and program: a URN only in the change is
 created, one only in the base deleted; a resource in both whose inputs differ is updated, or
 replaced where the provider's ForceNew rules (`data/provider_rules.json`, read from
-terraform-provider-aws) say so. Each plan runs on its own fresh moto account, whose ids are random:
+terraform-provider-aws) say so, or its one-way rules given the old and new values
+(`data/change_rules.json`: a Lustre file system that shrinks; a volume that shrinks is refused).
+The order Pulumi runs the change in, and what AWS refuses because of it, is `change_order`'s.
+Each plan runs on its own fresh moto account, whose ids are random:
 ids and ARNs are compared as references to the resource that made them (`${name.id}`), and a
 resource that is replaced hands its replacement's new ids to whatever refers to it, which may then
 be replaced in turn, as in the real engine.
@@ -17,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpucloud.plan.change_rules import may_be_one_way, one_way
 from gpucloud.plan.diff_findings import diff_findings
 from gpucloud.plan.model import Plan, PlanFinding
 from gpucloud.testing import AppliedResource
@@ -36,27 +40,17 @@ DATA_RESOURCES = {
 """Resource types that hold data or an identity others depend on: replacing or deleting one is a
 mandatory violation unless the stack file lists it under `gpu-cloud:intendedReplacements`."""
 
-REPLACED_BY_CUSTOMIZE_DIFF = {
-    ("aws:ec2/vpcEndpoint:VpcEndpoint", "privateDnsEnabled"):
-        "CustomizeDiff replaces an endpoint that is not an Interface when it changes (provider_rules.json note)",
-    ("aws:fsx/lustreFileSystem:LustreFileSystem", "storageCapacity"):
-        "CustomizeDiff replaces a file system whose storage capacity shrinks, or any SCRATCH_1 one (provider_rules.json note)",
-    ("aws:fsx/lustreFileSystem:LustreFileSystem", "fileSystemTypeVersion"):
-        "CustomizeDiff replaces a file system whose Lustre version goes down; an upgrade is in place (provider_rules.json note)",
-    ("aws:fsx/lustreFileSystem:LustreFileSystem", "metadataConfiguration.iops"):
-        "CustomizeDiff replaces a file system whose USER_PROVISIONED metadata IOPS shrink (provider_rules.json note)",
-}
-"""Properties outside the ForceNew list that the provider's CustomizeDiff may still force to
-replace, depending on other values: reported as "may replace"."""
-
 GROUP_TYPE = "aws:autoscaling/group:Group"
 LAUNCH_TEMPLATE_TYPE = "aws:ec2/launchTemplate:LaunchTemplate"
 
 _IDENTIFIER_KEY = re.compile(r"(^id|^arn|Id|Arn|Ids)$")
 """Outputs AWS hands out as identifiers (`serviceAccountId`, a number in Grafana): compared by
-reference whatever their shape."""
-_SHARED_OUTPUTS = frozenset({"ownerId", "accountId", "region", "availabilityZoneId"})
-"""Identifier outputs every resource of the account shares: not one resource's own."""
+reference whatever their shape, but only where an input of an identifier's name holds them (a
+dashboard id of 1 says nothing about a `minSize` of 1)."""
+_SHARED_OUTPUTS = frozenset({"ownerId", "accountId", "owner", "region", "availabilityZoneId"})
+"""Outputs every resource of the account shares (the account id): not one resource's own, and
+never a reference wherever they appear."""
+_UNSET: Any = object()
 _REFERENCE = re.compile(r"\$\{[^}]+\}")
 _RANDOM = re.compile(r"[0-9a-f]{8,}")
 
@@ -70,9 +64,12 @@ class PropertyChange:
     new: Any
     forces_replacement: bool = False
     reason: str = ""
-    """Why it replaces (ForceNew and the provider file, replaceOnChanges, a replaced dependency)
-    or why it may ("behaviour not known"); empty for a plain in-place update."""
+    """Why it replaces (ForceNew and the provider file, replaceOnChanges, a replaced dependency,
+    a one-way change), why it may ("behaviour not known") or why AWS refuses it; empty for a plain
+    in-place update."""
     may_replace: bool = False
+    refused: bool = False
+    """An in-place update the provider or AWS refuses (`change_rules.json` oneWay): it cannot be applied."""
 
     @property
     def kind(self) -> str:
@@ -94,6 +91,9 @@ class ResourceChange:
     changes: list[PropertyChange] = field(default_factory=list)
     ignored: list[PropertyChange] = field(default_factory=list)
     """Changes to properties the resource ignores (`ignoreChanges`): the engine leaves them alone."""
+    old_inputs: dict[str, Any] | None = None
+    new_inputs: dict[str, Any] | None = None
+    """Each side's inputs with generated ids as references (`${name.id}`), as compared."""
 
     @property
     def replace_reasons(self) -> list[PropertyChange]:
@@ -102,6 +102,10 @@ class ResourceChange:
     @property
     def may_replace(self) -> list[PropertyChange]:
         return [change for change in self.changes if change.may_replace]
+
+    @property
+    def refused(self) -> list[PropertyChange]:
+        return [change for change in self.changes if change.refused]
 
     @property
     def custom(self) -> bool:
@@ -153,17 +157,32 @@ class PlanDiff:
 def references(plan: Plan) -> dict[str, str]:
     """The values AWS handed out in this plan (ids, ARNs, names with random parts), each mapped
     to `${name.key}` of the resource that returned it, so two runs on fresh accounts compare."""
-    found: dict[str, str] = {}
+    return _reference_tables(plan)[0]
+
+
+def identifiers(plan: Plan) -> dict[str, str]:
+    """Identifier outputs that look like any other value (Grafana's dashboard id 1, a service
+    account id of six digits): references only where an input of an identifier's name holds them."""
+    return _reference_tables(plan)[1]
+
+
+def _reference_tables(plan: Plan) -> tuple[dict[str, str], dict[str, str]]:
+    shared = {str(value) for resource in plan.resources for key, value in resource.outputs.items() if key in _SHARED_OUTPUTS}
+    anywhere: dict[str, str] = {}
+    keyed: dict[str, str] = {}
     for resource in sorted(plan.resources, key=lambda item: item.urn):
         if not resource.custom:
             continue
-        if resource.id and _generated(resource.id, whole=True):
-            found.setdefault(resource.id, f"${{{resource.name}.id}}")
+        if resource.id and resource.id not in shared and _generated(resource.id, whole=True):
+            anywhere.setdefault(resource.id, f"${{{resource.name}.id}}")
         for key, value in sorted(resource.outputs.items()):
-            if isinstance(value, (str, int)) and not isinstance(value, bool) and key not in _SHARED_OUTPUTS and (
-                    _IDENTIFIER_KEY.search(key) or _generated(str(value), whole=False)):
-                found.setdefault(str(value), f"${{{resource.name}.{key}}}")
-    return found
+            if not isinstance(value, (str, int)) or isinstance(value, bool) or key in _SHARED_OUTPUTS or str(value) in shared:
+                continue
+            if _generated(str(value), whole=False):
+                anywhere.setdefault(str(value), f"${{{resource.name}.{key}}}")
+            elif _IDENTIFIER_KEY.search(key):
+                keyed.setdefault(str(value), f"${{{resource.name}.{key}}}")
+    return anywhere, {value: reference for value, reference in keyed.items() if value not in anywhere}
 
 
 def _generated(value: str, *, whole: bool) -> bool:
@@ -174,18 +193,21 @@ def _generated(value: str, *, whole: bool) -> bool:
     return whole or value.startswith("arn:") or bool(_RANDOM.search(value))
 
 
-def normalized(value: Any, table: dict[str, str], pattern: re.Pattern[str] | None) -> Any:
-    """`value` with every generated id, whole or inside a string (a policy document), replaced by its reference."""
+def normalized(value: Any, table: dict[str, str], pattern: re.Pattern[str] | None,
+               keyed: dict[str, str] | None = None, key: str = "") -> Any:
+    """`value` with every generated id, whole or inside a string (a policy document), replaced by
+    its reference; an identifier of `keyed` only as the whole value of an identifier-named input."""
     if isinstance(value, dict):
-        return {key: normalized(item, table, pattern) for key, item in value.items()}
+        return {name: normalized(item, table, pattern, keyed, name) for name, item in value.items()}
     if isinstance(value, list):
-        return [normalized(item, table, pattern) for item in value]
-    if isinstance(value, int) and not isinstance(value, bool) and str(value) in table:
-        return table[str(value)]
-    if isinstance(value, str):
-        if value in table:
-            return table[value]
-        if pattern is not None:
+        return [normalized(item, table, pattern, keyed, key) for item in value]
+    if isinstance(value, (int, str)) and not isinstance(value, bool):
+        text = str(value)
+        if text in table and (isinstance(value, str) or key == "" or _IDENTIFIER_KEY.search(key)):
+            return table[text]
+        if keyed and text in keyed and _IDENTIFIER_KEY.search(key):
+            return keyed[text]
+        if isinstance(value, str) and pattern is not None:
             return pattern.sub(lambda match: table[match.group(0)], value)
     return value
 
@@ -221,12 +243,13 @@ def _under(path: str, ancestor: str) -> bool:
     return path == ancestor or path.startswith(ancestor + ".") or path.startswith(ancestor + "[")
 
 
-def classify(resource: AppliedResource, path: str) -> tuple[bool, bool, str]:
+def classify(resource: AppliedResource, path: str, old: Any = _UNSET, new: Any = _UNSET) -> tuple[bool, bool, str]:
     """(forces replacement, may replace, why) for a change at `path` of this resource.
 
     A type with provider rules has its whole ForceNew list there (read from its provider file), so
-    a property outside it updates in place, except where CustomizeDiff may still replace; a type
-    without rules is not known, and each change to it may replace."""
+    a property outside it updates in place, unless a one-way rule (`change_rules.json`, the
+    provider's CustomizeDiff) replaces it given the old and new values; without the values, such a
+    rule may replace it. A type without rules is not known, and each change to it may replace."""
     general = rule_path(path)
     top = re.split(r"[.\[]", path, maxsplit=1)[0]
     if "*" in resource.replace_on_changes or any(_under(general, rule_path(item)) or _under(top, item)
@@ -237,22 +260,30 @@ def classify(resource: AppliedResource, path: str) -> tuple[bool, bool, str]:
     for forced in force_new(resource.type):
         if _under(general, forced) or _under(forced, general):
             return True, False, f"ForceNew on {forced} ({source_of(resource.type)})"
-    customized = REPLACED_BY_CUSTOMIZE_DIFF.get((resource.type, general))
-    if customized:
-        return False, True, f"{customized} ({source_of(resource.type)})"
+    rule = may_be_one_way(resource.type, general) if old is _UNSET else one_way(resource.type, general, old, new, resource.inputs)
+    if rule is not None and rule.outcome == "replaces":
+        return True, False, rule.reason
+    if rule is not None and rule.outcome == "may replace":
+        return False, True, rule.reason
     return False, False, ""
+
+
+def refusal(resource: AppliedResource, path: str, old: Any, new: Any) -> str:
+    """Why the provider or AWS refuses this in-place update (a one-way rule), or ""."""
+    rule = one_way(resource.type, rule_path(path), old, new, resource.inputs)
+    return rule.reason if rule is not None and rule.outcome == "refused" else ""
 
 
 def diff_plans(base: Plan, current: Plan, *, intended: tuple[str, ...] = (),
                base_label: str = "base", current_label: str = "working tree") -> PlanDiff:
     """Compare two plans of one stack: every resource's operation, the properties behind it, and
     the findings a reviewer must see (data replaced or deleted, nodes dropped or rolled)."""
-    old_table, new_table = references(base), references(current)
+    (old_table, old_keyed), (new_table, new_keyed) = _reference_tables(base), _reference_tables(current)
     old_pattern, new_pattern = _pattern(old_table), _pattern(new_table)
     before = {resource.urn: resource for resource in base.resources}
     after = {resource.urn: resource for resource in current.resources}
-    old_inputs = {urn: normalized(resource.inputs, old_table, old_pattern) for urn, resource in before.items()}
-    new_inputs = {urn: normalized(resource.inputs, new_table, new_pattern) for urn, resource in after.items()}
+    old_inputs = {urn: normalized(resource.inputs, old_table, old_pattern, old_keyed) for urn, resource in before.items()}
+    new_inputs = {urn: normalized(resource.inputs, new_table, new_pattern, new_keyed) for urn, resource in after.items()}
     changes: dict[str, ResourceChange] = {}
     for urn, resource in after.items():
         if urn not in before:
@@ -266,7 +297,8 @@ def diff_plans(base: Plan, current: Plan, *, intended: tuple[str, ...] = (),
         if urn not in after:
             changes[urn] = ResourceChange("delete", urn, resource.type, resource.name, resource, None)
     _cascade(changes, new_inputs, after)
-    for change in changes.values():
+    for urn, change in changes.items():
+        change.old_inputs, change.new_inputs = old_inputs.get(urn), new_inputs.get(urn)
         if change.op == "same" and change.changes:
             change.op = "replace" if change.replace_reasons else "update"
     ordered = [changes[urn] for urn in [*after, *(urn for urn in before if urn not in after)]]
@@ -280,8 +312,9 @@ def _record(change: ResourceChange, resource: AppliedResource, path: str, old: A
     if top in resource.ignore_changes or path in resource.ignore_changes:
         change.ignored.append(PropertyChange(path, old, new, reason="ignoreChanges"))
         return
-    forces, may, why = classify(resource, path)
-    change.changes.append(PropertyChange(path, old, new, forces, why, may))
+    forces, may, why = classify(resource, path, old, new)
+    refused = "" if forces or may else refusal(resource, path, old, new)
+    change.changes.append(PropertyChange(path, old, new, forces, why or refused, may, bool(refused)))
 
 
 def _cascade(changes: dict[str, ResourceChange], new_inputs: dict[str, Any], after: dict[str, AppliedResource]) -> None:

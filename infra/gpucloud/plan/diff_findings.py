@@ -1,6 +1,7 @@
 """What a reviewer of a stack change must not miss: data or identity replaced or deleted (a
 mandatory violation unless the stack file says it is intended), an Auto Scaling group replaced or
-deleted, or a launch template change that rolls every node, each with the nodes it touches."""
+deleted, a launch template change that rolls every node, each with the nodes it touches, an update
+AWS refuses, and what the order Pulumi applies the change in breaks (`change_order`)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,7 @@ def _rolls_every_node(change: ResourceChange) -> list[str]:
 def diff_findings(diff: PlanDiff, intended: tuple[str, ...]) -> list[PlanFinding]:
     """The findings of a diff, in the order of its changes; intended entries the change does not
     need are warned about, so a stale one does not wave through a later replacement."""
+    from gpucloud.plan.change_order import order_findings
     from gpucloud.plan.diff import DATA_RESOURCES, GROUP_TYPE
 
     found: list[PlanFinding] = []
@@ -96,11 +98,16 @@ def diff_findings(diff: PlanDiff, intended: tuple[str, ...]) -> list[PlanFinding
                                      f"{change.name}: {', '.join(templates)} change(s), and the group's instance refresh replaces "
                                      f"every node with the new version: {nodes} node(s) at desired capacity {nodes}, "
                                      f"up to maxSize {change.new.inputs.get('maxSize')}", change.urn))
+        for item in change.refused:
+            found.append(PlanFinding("diff", "failure", "update-refused",
+                                     f"{change.name} ({change.type}): {item.path} {shown(item.old)} -> {shown(item.new)} "
+                                     f"cannot be applied: {item.reason}", change.urn))
         if change.may_replace:
             paths = ", ".join(item.path for item in change.may_replace)
             found.append(PlanFinding("diff", "warning", "may-replace",
                                      f"{change.name} ({change.type}) may be replaced: {paths} changes and "
                                      f"{change.may_replace[0].reason}", change.urn))
+    found.extend(order_findings(diff))
     for name in intended:
         if name not in used:
             found.append(PlanFinding("diff", "warning", "intended-replacement-unused",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gpucloud.plan.change_order import DELETE_FIRST, replacement_order
 from gpucloud.plan.diff import PlanDiff
 from gpucloud.testing import AppliedResource
 
@@ -41,12 +42,15 @@ def to_preview_json(diff: PlanDiff) -> dict[str, Any]:
             step["gpucloudMayReplace"] = [item.path for item in change.may_replace]
         if change.ignored:
             step["gpucloudIgnoredChanges"] = [item.path for item in change.ignored]
+        if change.refused:
+            step["gpucloudRefused"] = [item.path for item in change.refused]
         if change.op == "replace":
             # A replacement is the trio `pulumi preview --diff` prints (pulumi/pulumi#1824, #8185):
-            # the new resource, the swap, then the old one deleted.
-            steps.append({**step, "op": "create-replacement"})
-            steps.append(step)
-            steps.append({**step, "op": "delete-replaced"})
+            # the new resource, the swap, then the old one deleted; delete-first, the old one goes first.
+            order = replacement_order(change)
+            step["gpucloudReplaceOrder"] = order.order
+            trio = [{**step, "op": "create-replacement"}, step, {**step, "op": "delete-replaced"}]
+            steps.extend(reversed(trio) if order.order == DELETE_FIRST else trio)
             continue
         steps.append(step)
     document: dict[str, Any] = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.text import Text
 
+from gpucloud.plan.change_order import DELETE_FIRST, replacement_order
 from gpucloud.plan.diff import PlanDiff, ResourceChange
 from gpucloud.plan.diff_findings import shown
 
@@ -18,7 +19,8 @@ def _heading(change: ResourceChange) -> Text:
     symbol, style = SYMBOLS[change.op]
     line = Text(f"{symbol:>2} {change.type}: ({change.op}) ", style=style) + Text(change.name, style="bold")
     if change.replace_reasons:
-        line += Text(f"  [replace: {', '.join(item.path for item in change.replace_reasons)}]", style="magenta")
+        first = "  (delete first)" if replacement_order(change).order == DELETE_FIRST else ""
+        line += Text(f"  [replace: {', '.join(item.path for item in change.replace_reasons)}]{first}", style="magenta")
     elif change.may_replace:
         line += Text(f"  [MAY REPLACE: {', '.join(item.path for item in change.may_replace)}]", style="bold magenta")
     return line
@@ -33,6 +35,8 @@ def _property_lines(change: ResourceChange) -> list[Text]:
             text += Text(f"  (forces replacement: {item.reason})", style="magenta")
         elif item.may_replace:
             text += Text(f"  (may replace: {item.reason})", style="bold magenta")
+        elif item.refused:
+            text += Text(f"  (refused: {item.reason})", style="bold red")
         lines.append(text)
     for item in change.ignored:
         lines.append(Text(f"        {item.path}: {shown(item.old)} => {shown(item.new)}  (ignored: ignoreChanges)", style="dim"))
