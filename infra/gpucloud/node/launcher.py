@@ -38,7 +38,7 @@ from typing import Any
 
 from gpucloud.node.checkpoints import CheckpointError, CheckpointStore, file_states, unchanged_files
 from gpucloud.node.commands import CommandRunner
-from gpucloud.node.containers import ecr_region, pull_image
+from gpucloud.node.job_container import container_argv, efa_devices, pull_job_image
 from gpucloud.node.imds import InstanceMetadata, MetadataError
 from gpucloud.node.job_processes import (
     DRAINED,
@@ -64,8 +64,6 @@ EXIT_DRAINED = 75
 scale-in, replacement); the checkpoint was synced, and the job should resume elsewhere."""
 EXIT_IMAGE = 69
 """sysexits.h EX_UNAVAILABLE: the job's private ECR image could not be pulled; the command did not start."""
-DOCKER_CONFIG_DIR = "run/gpucloud/docker"
-"""Under the root, `job-<id>/` keeps a job's ECR login: root-only, outside what the container mounts."""
 EXIT_NOT_FOUND = 127
 EXIT_NOT_EXECUTABLE = 126
 """The shell's statuses for a command that is missing or cannot be run."""
@@ -237,34 +235,6 @@ def host_environment(base: Mapping[str, str], fabric: Mapping[str, str], job: Ma
     return environment
 
 
-def efa_devices(root: Path) -> list[str]:
-    """The EFA verbs devices a container needs passed in (AWS Batch user guide, "Running MNP jobs
-    with EFA" and EKS's EFA device plugin both hand /dev/infiniband/uverbsN to the container;
-    read 2026-11-25)."""
-    return sorted(f"/{path.relative_to(root).as_posix()}" for path in (root / "dev/infiniband").glob("uverbs*"))
-
-
-def container_argv(spec: JobSpec, names: Sequence[str], mounts: Sequence[Path], devices: Sequence[str],
-                   command: Sequence[str]) -> list[str]:
-    """`docker run` with the GPUs, the host's network (NCCL reaches the other nodes and IMDS with
-    a hop limit of 1) and IPC namespace (NCCL's shared memory between local ranks). Values reach
-    the container by name (`-e NAME`), from docker's own environment, never on the command line.
-    EFA needs unlimited locked memory to register buffers (EC2 user guide, "Get started with EFA
-    and NCCL"; read 2026-11-25)."""
-    argv = ["docker", "run", "--rm", "--name", container_name(spec.job_id), "--gpus", "all",
-            "--network", "host", "--ipc", "host"]
-    if devices:
-        argv += ["--ulimit", "memlock=-1:-1"]
-        for device in devices:
-            argv += ["--device", device]
-    for mount in mounts:
-        argv += ["--volume", f"{mount}:{mount}"]
-    for name in sorted(names):
-        argv += ["--env", name]
-    assert spec.image is not None
-    return argv + [spec.image, *command]
-
-
 def exit_status(returncode: int) -> int:
     """A command killed by signal N exits 128+N, as a shell reports it."""
     return 128 - returncode if returncode < 0 else returncode
@@ -332,7 +302,7 @@ class Launch:
         argv = expand_arguments(spec.command, job)
         if spec.image:
             devices = efa_devices(self.root or Path("/"))
-            argv = container_argv(spec, [*fabric, *job], [directory, checkpoints], devices, argv)
+            argv = container_argv(spec.job_id, spec.image, [*fabric, *job], [directory, checkpoints], devices, argv)
             (directory / "container").write_text(container_name(spec.job_id) + "\n", encoding="utf-8")
         log.info("job %s attempt %d: node %d of %d (master %s:%d), %d process(es) per node: %s",
                  spec.job_id, spec.attempt, rank, len(spec.nodes), spec.nodes[0], spec.port, nproc, " ".join(argv))
@@ -346,14 +316,8 @@ class Launch:
         return status
 
     def _pull(self, image: str) -> None:
-        """Log in to the image's ECR registry and pull it, as a container service's image is
-        pulled; an image from another registry is left to `docker run` to pull."""
-        region = ecr_region(image)
-        if region is None or self.ecr_client is None:
-            return
-        config_dir = (self.root or root_path()) / DOCKER_CONFIG_DIR / f"job-{self.spec.job_id}"
         try:
-            pull_image(self.run, image, region, self.ecr_client, str(config_dir))
+            pull_job_image(self.run, self.spec.job_id, image, self.root or root_path(), self.ecr_client)
         except ServiceError as error:
             raise LaunchError(str(error), EXIT_IMAGE) from error
 
