@@ -84,6 +84,7 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
 
     prometheus = example.settings.config.monitoring.prometheus.enabled
     region = example.settings.region
+    jupyter = any(group.services.jupyter is not None for group in example.settings.config.groups)
     assert {sid: statement["Principal"] for sid, statement in statements.items()} == {
         "AccountAdministersKey": {"AWS": root},
         "ProjectInstanceRolesUseKey": {"AWS": root},
@@ -96,6 +97,7 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
         ]},
         "AutoScalingAttachesEncryptedVolumes": {"AWS": autoscaling},
         "CloudWatchLogsEncryptsProjectLogGroups": {"Service": f"logs.{region}.amazonaws.com"},
+        **({"AccountUsesKeyForStackParametersOnlyThroughParameterStore": {"AWS": root}} if jupyter else {}),
     }
     assert statements["CloudWatchLogsEncryptsProjectLogGroups"]["Condition"]["ArnLike"] == {
         "kms:EncryptionContext:aws:logs:arn": [
