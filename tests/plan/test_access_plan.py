@@ -9,6 +9,9 @@ import io
 import pytest
 from rich.console import Console
 
+import dataclasses
+import json
+
 from gpucloud.plan import access as plan_access
 from gpucloud.plan.access import load_calls
 from gpucloud.plan.access_documents import collect_documents
@@ -23,7 +26,7 @@ DATA = "arn:aws:s3:::demo-data"
 @pytest.fixture(scope="module")
 def settings():
     return settings_for(minimal_config(data={"bucket": "demo-data", "readPrefixes": ["datasets/", "labels/"],
-                                             "writePrefixes": ["runs/"]}))
+                                             "writePrefixes": ["runs/"]}, access={"jobRunnerPolicy": True}))
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +51,10 @@ def test_a_denied_call_fails_the_plan_naming_actor_action_resource_and_what_lack
 def test_json_carries_the_access_object(plan):
     access = plan.to_preview_json()["access"]
 
-    assert set(access) == {"calls", "actors", "denied", "unmeasured", "unusedGrants", "unfilled"}
-    # 2 reads (one per read prefix), 1 write, 2 denied writes, 1 launch hook, 1 alarm; the unused
-    # feature's call and the one the plan cannot fill are left out
-    assert access["calls"] == 7 and access["actors"] == 2
+    assert set(access) == {"calls", "actors", "denied", "unmeasured", "unusedGrants", "beyondStack", "unfilled"}
+    # 2 reads (one per read prefix), 1 write, 2 denied writes, 1 launch hook, 1 alarm, 2 of the job
+    # runner; the unused feature's call and the one the plan cannot fill are left out
+    assert access["calls"] == 9 and access["actors"] == 3
     assert [(call["actor"], call["action"], call["resource"]) for call in access["denied"]] == [
         ("node", "s3:PutObject", f"{DATA}/datasets/overwritten.tar"),
         ("node", "s3:PutObject", f"{DATA}/labels/overwritten.tar"),
@@ -63,7 +66,7 @@ def test_json_carries_the_access_object(plan):
     assert access["unfilled"] == ["noSuchPlaceholder (drain)"]
     unused = {(hint["principal"].rsplit("/", 1)[-1], hint["action"]) for hint in access["unusedGrants"]}
     assert ("gpu-cloud-demo-node", "autoscaling:SetInstanceHealth") in unused
-    assert not any(action in ("s3:GetObject", "s3:PutObject") for _role, action in unused)
+    assert not any(action in ("s3:GetObject", "s3:PutObject") for role, action in unused if role == "gpu-cloud-demo-node")
 
 
 def test_the_plan_prints_one_access_line_and_names_the_unmeasured(plan):
@@ -72,7 +75,7 @@ def test_the_plan_prints_one_access_line_and_names_the_unmeasured(plan):
     out = console.file.getvalue()
 
     unmeasured = len(plan.access["unmeasured"])
-    assert f"Access: 7 calls of 2 actors checked, 2 denied, {unmeasured} unmeasured" in out
+    assert f"Access: 9 calls of 3 actors checked, 2 denied, {unmeasured} unmeasured" in out
     assert "watch (node) is used by this stack, but no test measured its calls" in out
     assert "calls left unchecked, the plan has no value for: noSuchPlaceholder (drain)" in out
 
@@ -108,3 +111,28 @@ def test_a_group_s_calls_name_its_own_auto_scaling_group(plan):
 
     assert group_arn.endswith(":autoScalingGroupName/gpu-cloud-demo-workers")
     assert "autoscaling:CompleteLifecycleAction" not in unused
+
+
+def test_the_team_policy_allows_its_commands_on_this_stack_and_nothing_of_another(plan):
+    team = [call for call in plan.access["denied"] if call["actor"] == "person:jobRunner"]
+
+    assert team == [] and plan.access["beyondStack"] == []
+
+
+def test_a_team_policy_that_reaches_beyond_the_stack_fails(settings, plan):
+    """The job runner's policy widened to every bucket: another stack's job records become writable."""
+    def widened(resource):
+        if resource.type != "aws:iam/policy:Policy":
+            return resource
+        document = json.loads(resource.state["policy"])
+        document["Statement"].append({"Sid": "Everywhere", "Effect": "Allow", "Action": "s3:PutObject", "Resource": "*"})
+        return dataclasses.replace(resource, outputs={**resource.outputs, "policy": json.dumps(document)})
+
+    access, findings = plan_access.check_access(settings, [widened(r) for r in plan.resources], load_calls(CALLS))
+
+    reached = sorted(call["resource"] for call in access["beyondStack"])
+    job = "jobs/workers-20261128120000-0a1b/job.json"
+    assert reached == [f"arn:aws:s3:::demo-data/other-prefix/{job}", f"arn:aws:s3:::other-demo-data/runs/{job}"]
+    beyond = [finding for finding in findings if finding.rule == "access-beyond-stack"]
+    assert len(beyond) == 2 and all(finding.severity == "failure" for finding in beyond)
+    assert ":Everywhere" in beyond[0].message

@@ -23,9 +23,9 @@ from gpucloud.naming import (
     role_arn,
 )
 from gpucloud.plan.access_documents import collect_documents, plan_account
+from gpucloud.plan.access_report import findings, unused_grants
 from gpucloud.plan.model import PlanFinding
-from gpucloud.policy.access import DEPLOYER, Call, Documents, action_matches, evaluate
-from gpucloud.policy.iam_documents import parse_document
+from gpucloud.policy.access import DEPLOYER, Call, Documents, evaluate
 from gpucloud.testing import AppliedResource
 
 ACCESS_CALLS_PATH = Path(__file__).resolve().parents[1] / "data" / "access_calls.json"
@@ -157,13 +157,14 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(item)
 
 
-def _substitute(value: Any, binding: Mapping[str, str]) -> Any:
+def _substitute(value: Any, binding: Mapping[str, str], keep: bool = False) -> Any:
     if isinstance(value, str):
-        return _PLACEHOLDER.sub(lambda match: binding[match.group(1)], value)
+        return _PLACEHOLDER.sub(lambda match: binding.get(match.group(1), match.group(0)) if keep
+                                else binding[match.group(1)], value)
     if isinstance(value, Mapping):
-        return {_substitute(key, binding): _substitute(item, binding) for key, item in value.items()}
+        return {_substitute(key, binding, keep): _substitute(item, binding, keep) for key, item in value.items()}
     if isinstance(value, list):
-        return [_substitute(item, binding) for item in value]
+        return [_substitute(item, binding, keep) for item in value]
     return value
 
 
@@ -187,34 +188,80 @@ def check_access(settings: StackSettings, resources: Sequence[AppliedResource],
     if recorded is None or account is None:
         return None, []
     partition = partition_of(settings.region)
-    team = f"arn:{partition}:iam::{account}:policy/{job_runner_policy_name(settings.name_base)}"
-    holders = {team: f"arn:{partition}:iam::{account}:role/{job_runner_policy_name(settings.name_base)}"}
-    if not any(r.custom and r.state.get("arn") == team for r in resources):
-        holders = {}
+    holders = _team_holders(settings, resources, partition, account)
     documents = collect_documents(resources, partition, account, holders)
     calls, unfilled = _stack_calls(settings, resources, account, recorded)
-    checked: list[tuple[dict[str, Any], Call]] = []
-    for entry in calls:
-        principal = principal_of(entry["actor"], partition, account, settings, holders)
-        checked.append((entry, Call(actor=entry["actor"], principal=principal, action=entry["action"],
-                                    resource=entry["resource"], context=entry.get("context") or {},
-                                    endpoint=entry.get("endpoint"))))
-    denied = []
-    for entry, call in checked:
-        decision = evaluate(call, documents)
-        if not decision.allowed:
-            denied.append({"actor": call.actor, "principal": call.principal, "feature": entry.get("feature"),
-                           "action": call.action, "resource": call.resource, "endpoint": call.endpoint,
-                           "reason": decision.reason, "measuredBy": entry.get("measuredBy")})
+    checked = [(entry, _call(entry, principal_of(entry["actor"], partition, account, settings, holders)))
+               for entry in calls]
+    denied = [_listed_call(entry, call, decision.reason) for entry, call in checked
+              if not (decision := evaluate(call, documents)).allowed]
     measured = {call["feature"] for call in recorded.get("calls", [])}
     measured |= {feature for features in (recorded.get("features") or {}).values() for feature in features}
     unmeasured = [{"feature": feature, "actor": actor} for feature, (actor, _groups) in stack_features(settings).items()
                   if feature not in measured]
     access = {"calls": len(checked), "actors": len({call.actor for _entry, call in checked}), "denied": denied,
               "unmeasured": unmeasured, "unusedGrants": unused_grants(documents, [call for _entry, call in checked])}
+    beyond = _beyond_stack(settings, resources, account, recorded, holders, documents)
+    if holders:
+        access["beyondStack"] = beyond
     if unfilled:
         access["unfilled"] = sorted(unfilled)
-    return access, _findings(access)
+    return access, findings(access)
+
+
+def _team_holders(settings: StackSettings, resources: Sequence[AppliedResource], partition: str,
+                  account: str) -> dict[str, str]:
+    """The stack's team policy (`access.jobRunnerPolicy`) -> the role the check takes as holding it
+    (the account attaches it to its own people), when the stack makes one."""
+    name = job_runner_policy_name(settings.name_base)
+    team = f"arn:{partition}:iam::{account}:policy/{name}"
+    if not any(r.custom and r.state.get("arn") == team for r in resources):
+        return {}
+    return {team: f"arn:{partition}:iam::{account}:role/{name}"}
+
+
+def _call(entry: Mapping[str, Any], principal: str) -> Call:
+    return Call(actor=entry["actor"], principal=principal, action=entry["action"], resource=entry["resource"],
+                context=entry.get("context") or {}, endpoint=entry.get("endpoint"))
+
+
+def _listed_call(entry: Mapping[str, Any], call: Call, reason: str) -> dict[str, Any]:
+    return {"actor": call.actor, "principal": call.principal, "feature": entry.get("feature"), "action": call.action,
+            "resource": call.resource, "endpoint": call.endpoint, "reason": reason, "measuredBy": entry.get("measuredBy")}
+
+
+def _beyond_stack(settings: StackSettings, resources: Sequence[AppliedResource], account: str,
+                  recorded: Mapping[str, Any], holders: Mapping[str, str], documents: Documents) -> list[dict[str, Any]]:
+    """The team policy's calls made on another stack's resources (a stack whose name starts with
+    this one's, another group, another bucket) that the policy would still allow. A call that
+    names no resource of the stack (Run Command's reads, `Resource: "*"`) cannot be scoped and is
+    left out (docs/guides/jobs.md says what that exposes)."""
+    if not holders:
+        return []
+    partition = partition_of(settings.region)
+    data = settings.config.data
+    elsewhere = [{"nameBase": f"{settings.name_base}-other"}, {"group": "other-group"}]
+    if data:
+        elsewhere += [{"dataBucket": f"other-{data.bucket}"}, {"writePrefix": "other-prefix/"}]
+    team = [call for call in recorded.get("calls", []) if call.get("actor") == "person:jobRunner"]
+    own, _ = _stack_calls(settings, resources, account, {"calls": team})
+    other: list[dict[str, Any]] = []
+    for binding in elsewhere:
+        other += _stack_calls(settings, resources, account, {"calls": [_partly(call, binding) for call in team]})[0]
+    allowed = []
+    for entry in other:
+        if entry in own:
+            continue
+        call = _call(entry, principal_of(entry["actor"], partition, account, settings, holders))
+        decision = evaluate(call, documents)
+        if decision.allowed:
+            allowed.append(_listed_call(entry, call, decision.reason))
+    return allowed
+
+
+def _partly(value: Any, binding: Mapping[str, str]) -> Any:
+    """`value` with the placeholders `binding` names filled, the others kept."""
+    return _substitute(value, binding, keep=True)
 
 
 def _stack_calls(settings: StackSettings, resources: Sequence[AppliedResource], account: str,
@@ -237,57 +284,3 @@ def _stack_calls(settings: StackSettings, resources: Sequence[AppliedResource], 
             for call in filled:
                 calls.setdefault(json.dumps({k: v for k, v in call.items() if k != "measuredBy"}, sort_keys=True), call)
     return list(calls.values()), unfilled
-
-
-def unused_grants(documents: Documents, calls: Sequence[Call]) -> list[dict[str, str]]:
-    """Identity-policy actions that no checked call of the principal uses, for the principals the
-    recordings speak for: least-privilege hints."""
-    by_principal: dict[str, list[str]] = {}
-    for call in calls:
-        by_principal.setdefault(call.principal, []).append(call.action)
-    hints = []
-    for principal, actions in sorted(by_principal.items()):
-        for document in documents.identity.get(principal, ()):
-            for statement in parse_document(document):
-                if not statement.allow or statement.not_actions:
-                    continue
-                hints += [{"principal": principal, "policy": str(document.get("Id", "")), "sid": statement.sid,
-                           "action": pattern}
-                          for pattern in statement.actions if not any(action_matches(pattern, a) for a in actions)]
-    return hints
-
-
-def _findings(access: Mapping[str, Any]) -> list[PlanFinding]:
-    findings = [
-        PlanFinding(source="access", severity="failure", rule="access-denied",
-                    message=f"{call['actor']} cannot {call['action']} on {call['resource']}"
-                            + (f" through the {call['endpoint']} endpoint" if call["endpoint"] else "")
-                            + f": {call['reason']} (feature {call['feature']}, {call['measuredBy']})")
-        for call in access["denied"]
-    ]
-    findings += [
-        PlanFinding(source="access", severity="warning", rule="access-unmeasured",
-                    message=f"{item['feature']} ({item['actor']}) is used by this stack, but no test measured its "
-                            "calls, so its access is not proven (access_calls.json)")
-        for item in access["unmeasured"]
-    ]
-    if access.get("unfilled"):
-        findings.append(PlanFinding(source="access", severity="warning", rule="access-unfilled",
-                                    message="calls left unchecked, the plan has no value for: "
-                                            + ", ".join(access["unfilled"])))
-    by_principal: dict[str, list[str]] = {}
-    for hint in access["unusedGrants"]:
-        by_principal.setdefault(hint["principal"], []).append(hint["action"])
-    findings += [
-        PlanFinding(source="access", severity="info", rule="access-unused-grant",
-                    message=f"{principal} is granted {len(actions)} action(s) no measured call uses: "
-                            f"{', '.join(sorted(set(actions)))} (least-privilege hint)")
-        for principal, actions in by_principal.items()
-    ]
-    return findings
-
-
-def access_summary(access: Mapping[str, Any]) -> str:
-    """The plan's one line on access."""
-    return (f"Access: {access['calls']} calls of {access['actors']} actors checked, {len(access['denied'])} denied, "
-            f"{len(access['unmeasured'])} unmeasured")

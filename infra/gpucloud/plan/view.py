@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gpucloud.plan.access import access_summary
+from gpucloud.plan.access_report import access_summary
 from gpucloud.plan.image_software import image_software_line
 from gpucloud.plan.model import POLICY_PACK, Plan
 from gpucloud.plan.purchase import purchase_line
