@@ -235,7 +235,7 @@ def _beyond_stack(settings: StackSettings, resources: Sequence[AppliedResource],
     """The team policy's calls made on another stack's resources (a stack whose name starts with
     this one's, another group, another bucket) that the policy would still allow. A call that
     names no resource of the stack (Run Command's reads, `Resource: "*"`) cannot be scoped and is
-    left out (docs/guides/jobs.md says what that exposes)."""
+    left out (docs/guides/training-jobs.md says what that exposes)."""
     if not holders:
         return []
     partition = partition_of(settings.region)
