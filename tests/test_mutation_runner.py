@@ -39,6 +39,22 @@ def test_every_operator_makes_valid_python_that_differs_from_the_module():
         ast.parse(code)
 
 
+def test_a_run_mutates_the_package_snapshot_it_took_not_the_working_tree(tmp_path):
+    """Others edit the working tree during a long run: each module's mutants are listed from and
+    applied to the snapshot its run took; a mutant whose source moved on says so instead of
+    writing None as the module."""
+    module = tmp_path / "gpucloud" / "ops" / "tiny.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("def due(now, deadline):\n    return now >= deadline\n", encoding="utf-8")
+    package = module.parents[1]
+    flipped = next(mutant for mutant in mutation.mutants("ops/tiny.py", package) if "GtE_Lt" in mutant.operator)
+
+    assert "return now < deadline" in flipped.code(package)
+    module.write_text("def due(now, deadline):\n    return False\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"ops/tiny.py has no .*GtE_Lt#0 \(the module changed"):
+        flipped.code(package)
+
+
 def test_the_runner_as_documented_kills_a_mutant_of_a_small_module():
     """The real runner end to end, in its own process: the module's tests pass without a mutant (a
     plugin or conftest that breaks under the runner's pytest options fails here, not in every

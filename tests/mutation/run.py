@@ -3,7 +3,9 @@
 For each module of modules.toml, cosmic-ray enumerates its mutants (the operators in OPERATORS),
 a seeded sample of them is drawn, and each sampled mutant runs against that module's own test
 files. The mutated module lives in a temporary copy of the package that shadows the installed
-one through PYTHONPATH, so the working tree is never written. See README.md beside this file.
+one through PYTHONPATH, so the working tree is never written. Each module's run works on one
+snapshot of the package, taken before its baseline, so an edit to the working tree meanwhile
+changes none of its mutants. See README.md beside this file.
 
     python tests/mutation/run.py [--sample 40 | --all | --mutant ID ...] [--seed 1] [--jobs 2] [module ...]
 """
@@ -115,14 +117,17 @@ class Mutant:
         """How `--mutant` names it: the operator and which of its points in the module."""
         return f"{self.operator}#{self.occurrence}"
 
-    def code(self) -> str:
-        source = (PACKAGE / self.module).read_text(encoding="utf-8")
-        return mutate_code(source, dict(OPERATORS)[self.operator], self.occurrence)
+    def code(self, package: Path = PACKAGE) -> str:
+        source = (package / self.module).read_text(encoding="utf-8")
+        mutated = mutate_code(source, dict(OPERATORS)[self.operator], self.occurrence)
+        if mutated is None:
+            raise ValueError(f"{self.module} has no {self.id} (the module changed since its mutants were listed)")
+        return mutated
 
-    def change(self) -> tuple[str, str]:
+    def change(self, package: Path = PACKAGE) -> tuple[str, str]:
         """The mutated line(s), before and after."""
-        old = (PACKAGE / self.module).read_text(encoding="utf-8").splitlines()
-        new = self.code().splitlines()
+        old = (package / self.module).read_text(encoding="utf-8").splitlines()
+        new = self.code(package).splitlines()
         _, i1, i2, j1, j2 = next(op for op in difflib.SequenceMatcher(None, old, new).get_opcodes() if op[0] != "equal")
         return _shown(old[i1:i2]), _shown(new[j1:j2])
 
@@ -144,9 +149,9 @@ def _in_annotation(node) -> bool:
     return False
 
 
-def mutants(module: str) -> list[Mutant]:
+def mutants(module: str, package: Path = PACKAGE) -> list[Mutant]:
     """Every mutant of one module, in a stable order (operator, then position)."""
-    nodes = list(ast_nodes(get_ast((PACKAGE / module).read_text(encoding="utf-8"))))
+    nodes = list(ast_nodes(get_ast((package / module).read_text(encoding="utf-8"))))
     found = []
     for name, operator in OPERATORS:
         points = [(node, start) for node in nodes for start, _end in operator.mutation_positions(node)]
@@ -155,12 +160,13 @@ def mutants(module: str) -> list[Mutant]:
     return found
 
 
-def run_tests(tests: list[str], timeout: float, mutant: Mutant | None = None) -> tuple[str, float, str]:
+def run_tests(tests: list[str], timeout: float, mutant: Mutant | None = None,
+              package: Path = PACKAGE) -> tuple[str, float, str]:
     """'killed', 'survived' or 'timeout', the seconds the tests took, and the end of pytest's output."""
     with tempfile.TemporaryDirectory(prefix="gpucloud-mutant-") as copy:
-        shutil.copytree(PACKAGE, Path(copy) / "gpucloud", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(package, Path(copy) / "gpucloud", ignore=shutil.ignore_patterns("__pycache__"))
         if mutant is not None:
-            (Path(copy) / "gpucloud" / mutant.module).write_text(mutant.code(), encoding="utf-8")
+            (Path(copy) / "gpucloud" / mutant.module).write_text(mutant.code(package), encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [copy, os.environ.get("PYTHONPATH")])),
                "PYTHONDONTWRITEBYTECODE": "1"}
         started = time.monotonic()
@@ -173,13 +179,36 @@ def run_tests(tests: list[str], timeout: float, mutant: Mutant | None = None) ->
         return ("survived" if result.returncode == 0 else "killed"), time.monotonic() - started, tail
 
 
-def chosen(module: str, ids: list[str]) -> list[Mutant]:
+def chosen(module: str, ids: list[str], package: Path = PACKAGE) -> list[Mutant]:
     """The mutants of one module that `--mutant` names, in the order given."""
-    by_id = {mutant.id: mutant for mutant in mutants(module)}
+    by_id = {mutant.id: mutant for mutant in mutants(module, package)}
     unknown = [name for name in ids if name not in by_id]
     if unknown:
         raise SystemExit(f"{module} has no mutant {', '.join(unknown)} (ids are printed with each survivor)")
     return [by_id[name] for name in ids]
+
+
+def run_module(module: str, tests: list[str], package: Path, args) -> tuple[tuple | None, list]:
+    """One module's table row and its survivors with their changed lines (None: its tests fail unmutated)."""
+    outcome, baseline, output = run_tests(tests, timeout=600, package=package)
+    if outcome != "survived":
+        print(f"{module}: its tests fail without any mutant ({' '.join(tests)}):\n{output}", file=sys.stderr)
+        return None, []
+    everything = mutants(module, package)
+    if args.mutant:
+        sample = chosen(module, args.mutant, package)
+    else:
+        size = len(everything) if args.all else min(args.sample, len(everything))
+        sample = sorted(random.Random(f"{args.seed}:{module}").sample(everything, size),
+                        key=lambda mutant: (mutant.line, mutant.operator))
+    timeout = 4 * baseline + 30
+    with ThreadPoolExecutor(args.jobs) as pool:
+        outcomes = list(pool.map(lambda mutant: run_tests(tests, timeout, mutant, package)[0], sample))
+    counts = {kind: outcomes.count(kind) for kind in ("killed", "survived", "timeout")}
+    score = (counts["killed"] + counts["timeout"]) / len(sample) if sample else 1.0
+    print(f"{module}: {counts['survived']} of {len(sample)} survived", file=sys.stderr, flush=True)
+    lived = [(mutant, mutant.change(package)) for mutant, outcome in zip(sample, outcomes) if outcome == "survived"]
+    return (module, len(everything), len(sample), *counts.values(), f"{score:.0%}"), lived
 
 
 def main() -> int:
@@ -203,45 +232,35 @@ def main() -> int:
         parser.error(f"not in {MODULES.name}: {', '.join(unknown)}")
     if args.mutant and len(args.modules) != 1:
         parser.error("--mutant names mutants of exactly one module")
-    named = chosen(selected[0], args.mutant) if args.mutant else None
+    if args.mutant:
+        chosen(selected[0], args.mutant)
 
     started = time.monotonic()
-    rows, survivors = [], []
+    rows, survivors, failing = [], [], []
     drawn = ("the mutants named" if args.mutant else "every mutant" if args.all
              else f"seed {args.seed}, up to {args.sample} mutants per module")
     print(f"{drawn}, {args.jobs} jobs", flush=True)
     for module in selected:
-        tests = table[module]
-        outcome, baseline, output = run_tests(tests, timeout=600)
-        if outcome != "survived":
-            print(f"{module}: its tests fail without any mutant ({' '.join(tests)}):\n{output}", file=sys.stderr)
-            return 2
-        everything = mutants(module)
-        if named:
-            sample = named
-        else:
-            size = len(everything) if args.all else min(args.sample, len(everything))
-            sample = sorted(random.Random(f"{args.seed}:{module}").sample(everything, size),
-                            key=lambda mutant: (mutant.line, mutant.operator))
-        timeout = 4 * baseline + 30
-        with ThreadPoolExecutor(args.jobs) as pool:
-            outcomes = list(pool.map(lambda mutant: run_tests(tests, timeout, mutant)[0], sample))
-        counts = {kind: outcomes.count(kind) for kind in ("killed", "survived", "timeout")}
-        score = (counts["killed"] + counts["timeout"]) / len(sample) if sample else 1.0
-        rows.append((module, len(everything), len(sample), *counts.values(), f"{score:.0%}"))
-        survivors += [mutant for mutant, outcome in zip(sample, outcomes) if outcome == "survived"]
-        print(f"{module}: {counts['survived']} of {len(sample)} survived", file=sys.stderr, flush=True)
-
+        with tempfile.TemporaryDirectory(prefix="gpucloud-snapshot-") as snapshot:
+            package = Path(snapshot) / "gpucloud"
+            shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+            row, lived = run_module(module, table[module], package, args)
+        if row is None:
+            failing.append(module)
+            continue
+        rows.append(row)
+        survivors += lived
     header = ("module", "mutants", "sampled", "killed", "survived", "timeout", "score")
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(str(cell).ljust(width) if i == 0 else str(cell).rjust(width)
                         for i, (cell, width) in enumerate(zip(row, widths))))
-    for mutant in survivors:
-        before, after = mutant.change()
+    for mutant, (before, after) in survivors:
         print(f"\nsurvived: infra/gpucloud/{mutant.module}:{mutant.line}  {mutant.id}\n  - {before}\n  + {after}")
     print(f"\n{len(survivors)} survived; {time.monotonic() - started:.0f} s")
-    return 0
+    if failing:
+        print(f"not run, their tests fail without any mutant: {', '.join(failing)}")
+    return 2 if failing else 0
 
 
 if __name__ == "__main__":
