@@ -418,3 +418,14 @@ def test_one_way_changes_are_decided_from_the_old_and_new_values(type_, inputs, 
 
     found = "replace" if forces else "may replace" if may else "refused" if refused else "update"
     assert found == expected
+
+
+def test_an_attachment_renamed_with_the_same_pair_is_detached_by_the_old_ones_delete():
+    pair = {"autoscalingGroupName": "gpu-cloud-x-servers", "lbTargetGroupArn": "${tg.id}"}
+    renamed = change_of("new-attachment", "aws:autoscaling/attachment:Attachment", "create", None, pair)
+    old = change_of("old-attachment", "aws:autoscaling/attachment:Attachment", "delete", pair, None)
+
+    [finding] = order_findings(PlanDiff(base=None, current=None, changes=[renamed, old]))  # type: ignore[arg-type]
+
+    assert finding.rule == "change-order-collision" and finding.urn == renamed.urn
+    assert "deleting the old one at the end of the update removes it" in finding.message

@@ -124,7 +124,7 @@ def _collisions(diff: PlanDiff, orders: dict[str, Order]) -> list[PlanFinding]:
         for new in (change for change in arriving if change.type == rule["type"]):
             key = _key(new.new_inputs, rule["paths"])
             scope = _key(new.new_inputs, rule["scope"])
-            if key is None or scope is None or _refers_to(scope, replaced):
+            if key is None or scope is None or _refers_to((key, scope), replaced):
                 continue
             why = orders[new.urn].why if new.urn in orders else "a resource new to the program is created before those that left it are deleted"
             for old in (change for change in leaving if change.type == rule["type"]):
