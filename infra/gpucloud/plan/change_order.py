@@ -44,7 +44,8 @@ class Order:
 
 
 def _named_field(resource_type: str) -> str | None:
-    """The auto-named field whose user-given value makes the bridge delete first, if the type has one."""
+    """The auto-named field whose user-given value makes the bridge delete first, if the type has
+    one; the types of other providers (grafana) were not read, and are taken as create-first."""
     rules = change_rules()["order"]["userGivenName"]
     if not resource_type.startswith("aws:") or resource_type in rules["pluginFramework"]:
         return None
