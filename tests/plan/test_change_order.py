@@ -429,3 +429,15 @@ def test_an_attachment_renamed_with_the_same_pair_is_detached_by_the_old_ones_de
 
     assert finding.rule == "change-order-collision" and finding.urn == renamed.urn
     assert "deleting the old one at the end of the update removes it" in finding.message
+
+
+def test_a_security_group_replaced_delete_first_while_a_rule_of_another_group_admits_it_fails():
+    group = change_of("lb-sg", "aws:ec2/securityGroup:SecurityGroup", "replace", {"name": "lb", "vpcId": "${vpc.id}", "description": "a"},
+                      {"name": "lb", "vpcId": "${vpc.id}", "description": "b"})
+    rule = {"securityGroupId": "${nodes-sg.id}", "referencedSecurityGroupId": "${lb-sg.id}", "fromPort": 8000}
+    admitting = change_of("nodes-from-lb", "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "update", rule, rule)
+
+    [finding] = order_findings(PlanDiff(base=None, current=None, changes=[group, admitting]))  # type: ignore[arg-type]
+
+    assert finding.rule == "change-order-in-use" and "DependencyViolation" in finding.message
+    assert "nodes-from-lb (aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule) still uses it through referencedSecurityGroupId" in finding.message
