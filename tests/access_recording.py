@@ -218,6 +218,13 @@ def recorded() -> list[dict]:
     return json.loads(ACCESS_CALLS_PATH.read_text(encoding="utf-8"))["calls"]
 
 
+def recorded_features() -> dict[str, list[str]]:
+    """actor -> every feature the file holds a call of (measured or declared)."""
+    if not ACCESS_CALLS_PATH.exists():
+        return {}
+    return json.loads(ACCESS_CALLS_PATH.read_text(encoding="utf-8"))["features"]
+
+
 def recorded_for(measured_by: str) -> list[dict]:
     return [entry for entry in recorded() if entry["measuredBy"] == measured_by]
 
@@ -230,11 +237,11 @@ def check(measured_by: str, measured: list[dict]) -> None:
         f"{json.dumps(held, indent=1)}: measure again ({COMMAND})")
 
 
-def write(measured: Mapping[str, list[dict]], drop_declared: bool = False) -> None:
-    """Replace the entries of the tests that ran (and, with `drop_declared`, every declared one)."""
+def write(measured: Mapping[str, list[dict]], declared: list[dict] | None = None) -> None:
+    """Replace the entries of the tests that ran (and, given `declared`, every declared one)."""
     kept = [entry for entry in recorded() if entry["measuredBy"] not in measured
-            and not (drop_declared and entry["measuredBy"].startswith("declared:"))]
-    calls = sorted(kept + [entry for entries_ in measured.values() for entry in entries_], key=sort_key)
+            and not (declared is not None and entry["measuredBy"].startswith("declared:"))]
+    calls = sorted(kept + [entry for entries_ in measured.values() for entry in entries_] + (declared or []), key=sort_key)
     features: dict[str, set[str]] = {}
     for entry in calls:
         features.setdefault(entry["actor"], set()).add(entry["feature"])

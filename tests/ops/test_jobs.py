@@ -191,6 +191,7 @@ def test_a_job_on_more_than_50_nodes_goes_out_50_instances_a_command_and_stops_t
     assert all(request["Parameters"]["action"] == ["launch-stop"] for request in clients.ssm.sent[2:])
 
 
+@pytest.mark.access_calls("person:jobRunner", "stop")
 def test_without_a_record_a_job_on_more_than_50_nodes_is_found_again_from_both_its_commands(aws):
     grown = large_group(aws, 60)
     settings = grown.model_copy(update={"config": grown.config.model_copy(update={"data": None})})
@@ -203,6 +204,8 @@ def test_without_a_record_a_job_on_more_than_50_nodes_is_found_again_from_both_i
     class Pages:
         """moto's ListCommands, each command with the instances it was sent to: moto adds every
         instance of the region to a command sent without Targets (moto/ssm/models.py, Command)."""
+
+        stands_in_for_aws = True
 
         def paginate(self):
             for page in clients.ssm.client.get_paginator("list_commands").paginate():
@@ -404,6 +407,7 @@ def test_logs_print_each_node_s_output_labelled_and_follow_until_the_end(aws):
     list_commands = clients.ssm.client.list_commands
 
     def scripted_list_commands(**request):
+        stood_in("ssm", "ListCommands", request)
         answer = list_commands(**request)
         answer["Commands"][0]["Status"] = running["status"]
         return answer

@@ -32,6 +32,9 @@ _REGIONAL = "${region}:${account}"
 OBJECT = f"{_PREFIX}:s3:::<Bucket>/<Key>"
 BUCKET = f"{_PREFIX}:s3:::<Bucket>"
 AUTOSCALING_GROUP = f"{_PREFIX}:autoscaling:{_REGIONAL}:autoScalingGroup:${{autoScalingGroupId}}:autoScalingGroupName/<AutoScalingGroupName>"
+OWN_GROUP = AUTOSCALING_GROUP.replace("<AutoScalingGroupName>", "gpu-cloud-${nameBase}-${group}")
+"""The group of the instance the request names (SetInstanceHealth names only the instance; AWS
+authorizes it on that instance's group): the node's own, in any stack (naming.autoscaling_group_name)."""
 INSTANCE = f"{_PREFIX}:ec2:{_REGIONAL}:instance/<InstanceId>"
 VOLUME = f"{_PREFIX}:ec2:{_REGIONAL}:volume/<VolumeId>"
 PARAMETER = f"{_PREFIX}:ssm:{_REGIONAL}:parameter/<Name>"
@@ -82,7 +85,7 @@ ACTIONS: Mapping[tuple[str, str], Action] = {
     ("autoscaling", "DescribeLifecycleHooks"): Action("autoscaling:DescribeLifecycleHooks"),
     ("autoscaling", "CompleteLifecycleAction"): Action("autoscaling:CompleteLifecycleAction", (AUTOSCALING_GROUP,)),
     ("autoscaling", "RecordLifecycleActionHeartbeat"): Action("autoscaling:RecordLifecycleActionHeartbeat", (AUTOSCALING_GROUP,)),
-    ("autoscaling", "SetInstanceHealth"): Action("autoscaling:SetInstanceHealth", (AUTOSCALING_GROUP,)),
+    ("autoscaling", "SetInstanceHealth"): Action("autoscaling:SetInstanceHealth", (OWN_GROUP,)),
     ("autoscaling", "SetDesiredCapacity"): Action("autoscaling:SetDesiredCapacity", (AUTOSCALING_GROUP,)),
     ("autoscaling", "UpdateAutoScalingGroup"): Action("autoscaling:UpdateAutoScalingGroup", (AUTOSCALING_GROUP,)),
     ("monitoring", "PutMetricData"): Action("cloudwatch:PutMetricData", context={"cloudwatch:namespace": "<Namespace>"}),
