@@ -136,3 +136,22 @@ def test_a_team_policy_that_reaches_beyond_the_stack_fails(settings, plan):
     beyond = [finding for finding in findings if finding.rule == "access-beyond-stack"]
     assert len(beyond) == 2 and all(finding.severity == "failure" for finding in beyond)
     assert ":Everywhere" in beyond[0].message
+
+
+def test_a_call_made_as_another_principal_is_checked_as_that_principal(settings, plan):
+    """FSx reaches the data bucket with its own role; the bucket is the user's, so the policy that
+    counts is the one the stack asks its owner to add (the dataBucketPolicyForFileSystem output)."""
+    role = "arn:aws:iam::123456789012:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_fs-1"
+    recorded = {"calls": [{"actor": "service:s3.data-source.lustre.fsx.amazonaws.com", "feature": "budget",  # any feature the stack uses
+                           "measuredBy": "declared: hand-made", "action": "s3:GetObject", "principal": role,
+                           "resource": "arn:${partition}:s3:::${dataBucket}/${readPrefix}${objectKey}", "context": {}, "endpoint": None}]}
+    asked = {"Version": "2012-10-17", "Statement": [{"Sid": "FileSystemReads", "Effect": "Allow", "Principal": {"AWS": role},
+                                                     "Action": "s3:GetObject", "Resource": f"{DATA}/datasets/*"}]}
+
+    alone, _ = plan_access.check_access(settings, plan.resources, recorded)
+    asked_for, _ = plan_access.check_access(settings, plan.resources, recorded,
+                                            {"dataBucketPolicyForFileSystem": json.dumps(asked)})
+
+    assert [(call["principal"], call["resource"]) for call in alone["denied"]] == [
+        (role, f"{DATA}/datasets/example/object.bin"), (role, f"{DATA}/labels/example/object.bin")]
+    assert [call["resource"] for call in asked_for["denied"]] == [f"{DATA}/labels/example/object.bin"]

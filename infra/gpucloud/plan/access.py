@@ -5,6 +5,7 @@ uses that no test measured is named; an identity grant no measured call uses is 
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import re
@@ -14,27 +15,32 @@ from typing import Any
 
 from gpucloud.config import StackSettings
 from gpucloud.config.node_endpoints import group_features
+from gpucloud.documents.load_balancer_logs import log_writer
 from gpucloud.naming import (
     autoscaling_group_name,
+    endpoint_logs_bucket_name,
     instance_role_name,
     job_log_group_name,
     job_runner_policy_name,
     jupyter_token_parameter_name,
     role_arn,
 )
-from gpucloud.plan.access_documents import collect_documents, plan_account
+from gpucloud.plan.access_documents import collect_documents, named, plan_account
 from gpucloud.plan.access_report import findings, unused_grants
 from gpucloud.plan.model import PlanFinding
 from gpucloud.policy.access import DEPLOYER, Call, Documents, evaluate
 from gpucloud.testing import AppliedResource
 
+DATA_BUCKET_POLICY_OUTPUT = "dataBucketPolicyForFileSystem"
 ACCESS_CALLS_PATH = Path(__file__).resolve().parents[1] / "data" / "access_calls.json"
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z][A-Za-z0-9]*)\}")
 EXAMPLE_JOB_TIME = "20261128120000-0a1b"
 """A job id is `<group>-<utc time>-<4 hex>` (ops/jobs.py new_job_id); the check uses this one."""
 EXAMPLE_INSTANCE = "i-0123456789abcdef0"
 EXAMPLE_VOLUME = "vol-0123456789abcdef0"
-PER_GROUP = frozenset({"group", "job", "parameterName", "autoScalingGroupId"})
+PER_GROUP = frozenset({"group", "job", "parameterName", "autoScalingGroupId", "endpointLogsBucket", "accessLogsPrefix"})
+EXAMPLE_OBJECT = "example/object.bin"
+EXAMPLE_LOG_STREAM = f"0b5c8f3e-example-command/{EXAMPLE_INSTANCE}/aws-runShellScript/stdout"
 BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
 AUTOSCALING_GROUP = "aws:autoscaling/group:Group"
 _GROUP_ARN = re.compile(r":autoScalingGroup:(?P<id>[^:]+):autoScalingGroupName/(?P<name>.+)$")
@@ -60,6 +66,7 @@ def stack_features(settings: StackSettings) -> dict[str, tuple[str, list[str]]]:
         for feature in group_features(config, group):
             features.setdefault(feature, ("node", []))[1].append(group.name)
     jupyter = [group.name for group in config.groups if group.services.jupyter is not None]
+    logging = [group.name for group in config.groups if group.endpoint is not None and group.endpoint.access_logs.enabled]
     stack_wide = {
         "sessionManager": ("node", config.access.ssm), "run": ("person:jobRunner", config.access.ssm),
         "logs": ("person:jobRunner", config.access.ssm), "stop": ("person:jobRunner", config.access.ssm),
@@ -69,14 +76,14 @@ def stack_features(settings: StackSettings) -> dict[str, tuple[str, list[str]]]:
         "monitoring.prometheus": ("deployer", config.monitoring.prometheus.enabled),
         "monitoring.grafana": ("deployer", config.monitoring.grafana.enabled),
         "monitoring.alarms": ("service:cloudwatch.amazonaws.com", True), "budget": ("service:budgets.amazonaws.com", True),
-        "endpoint.accessLogs": ("service:logdelivery.elasticloadbalancing.amazonaws.com", any(
-            group.endpoint is not None and group.endpoint.access_logs.enabled for group in config.groups)),
+        "endpoint.accessLogs": ("service:logdelivery.elasticloadbalancing.amazonaws.com", bool(logging)),
         "backup": ("deployer", any(group.persistent_volume_gib for group in config.groups)),
         "logGroups": ("service:logs.amazonaws.com", True),
     }
+    concerns = {"services.jupyter": jupyter, "endpoint.accessLogs": logging}
     for feature, (actor, used) in stack_wide.items():
         if used:
-            features.setdefault(feature, (actor, everyone))
+            features.setdefault(feature, (actor, concerns.get(feature, everyone)))
     return features
 
 
@@ -91,9 +98,12 @@ def placeholder_values(settings: StackSettings, resources: Sequence[AppliedResou
         "dataBucket": [data.bucket] if data else [], "readPrefix": list(data.read_prefixes) if data else [],
         "writePrefix": list(data.write_prefixes) if data else [],
         "instanceId": [EXAMPLE_INSTANCE], "volumeId": [EXAMPLE_VOLUME], "logGroup": [job_log_group_name(base)],
+        "objectKey": [EXAMPLE_OBJECT], "logStream": [EXAMPLE_LOG_STREAM],
+        "elbLogWriter": [next(iter(log_writer(settings.region, partition_of(settings.region)).values()))],
         "repository": sorted({match["repository"] for group in config.groups for match in group.services.ecr_images}),
     }
     found = {"keyArn": ("aws:kms/key:Key", "arn"), "keyId": ("aws:kms/key:Key", "keyId"),
+             "alarmName": ("aws:cloudwatch/metricAlarm:MetricAlarm", "name"), "budgetName": ("aws:budgets/budget:Budget", "name"),
              "topicArn": ("aws:sns/topic:Topic", "arn"), "fileSystemId": ("aws:fsx/lustreFileSystem:LustreFileSystem", "id")}
     for name, (kind, key) in found.items():
         values[name] = sorted({str(r.state.get(key) or r.id) for r in resources if r.custom and r.type == kind})
@@ -117,11 +127,18 @@ def _group_ids(resources: Sequence[AppliedResource]) -> dict[str, str]:
     return ids
 
 
-def _group_values(settings: StackSettings, group: str, group_ids: Mapping[str, str]) -> dict[str, list[str]]:
+def _group_values(settings: StackSettings, group: str, group_ids: Mapping[str, str], account: str) -> dict[str, list[str]]:
+    """What a group's own names fill: its job ids, token parameter, Auto Scaling group, endpoint logs."""
     values = {"group": [group], "job": [f"{group}-{EXAMPLE_JOB_TIME}"],
               "parameterName": [jupyter_token_parameter_name(settings.name_base, group)]}
     own = group_ids.get(autoscaling_group_name(settings.name_base, group))
-    return {**values, "autoScalingGroupId": [own]} if own else values
+    if own:
+        values["autoScalingGroupId"] = [own]
+    endpoint = next(g.endpoint for g in settings.config.groups if g.name == group)
+    if endpoint is not None:
+        values["endpointLogsBucket"] = [endpoint_logs_bucket_name(settings.name_base, group, account)]
+        values["accessLogsPrefix"] = [endpoint.access_logs.prefix]
+    return values
 
 
 def fill(template: Mapping[str, Any], values: Mapping[str, list[str]]) -> tuple[list[dict[str, Any]], set[str]]:
@@ -181,15 +198,21 @@ def principal_of(actor: str, partition: str, account: str, settings: StackSettin
     return DEPLOYER if actor == "deployer" else actor
 
 
-def check_access(settings: StackSettings, resources: Sequence[AppliedResource],
-                 recorded: Mapping[str, Any] | None) -> tuple[dict[str, Any] | None, list[PlanFinding]]:
-    """The plan's `access` object and its findings; (None, []) where no calls are recorded."""
+def check_access(settings: StackSettings, resources: Sequence[AppliedResource], recorded: Mapping[str, Any] | None,
+                 outputs: Mapping[str, Any] | None = None) -> tuple[dict[str, Any] | None, list[PlanFinding]]:
+    """The plan's `access` object and its findings; (None, []) where no calls are recorded. The
+    data bucket is not the stack's: its policy is the one the stack asks its owner to add (the
+    `dataBucketPolicyForFileSystem` output), where the stack has one."""
     account = plan_account(resources)
     if recorded is None or account is None:
         return None, []
     partition = partition_of(settings.region)
     holders = _team_holders(settings, resources, partition, account)
     documents = collect_documents(resources, partition, account, holders)
+    asked = (outputs or {}).get(DATA_BUCKET_POLICY_OUTPUT)
+    if asked and settings.config.data:
+        owned = (f"arn:{partition}:s3:::{settings.config.data.bucket}", named(asked, f"the {DATA_BUCKET_POLICY_OUTPUT} output"))
+        documents = dataclasses.replace(documents, resource=[*documents.resource, owned])
     calls, unfilled = _stack_calls(settings, resources, account, recorded)
     checked = [(entry, _call(entry, principal_of(entry["actor"], partition, account, settings, holders)))
                for entry in calls]
@@ -221,7 +244,9 @@ def _team_holders(settings: StackSettings, resources: Sequence[AppliedResource],
 
 
 def _call(entry: Mapping[str, Any], principal: str) -> Call:
-    return Call(actor=entry["actor"], principal=principal, action=entry["action"], resource=entry["resource"],
+    """The call as the evaluator takes it; a call that says who AWS sees make it (a service's role,
+    another account) is made by that principal, not the actor's."""
+    return Call(actor=entry["actor"], principal=entry.get("principal") or principal, action=entry["action"], resource=entry["resource"],
                 context=entry.get("context") or {}, endpoint=entry.get("endpoint"))
 
 
@@ -279,7 +304,7 @@ def _stack_calls(settings: StackSettings, resources: Sequence[AppliedResource], 
         groups = features[template["feature"]][1]
         group_bound = template.get("actor") == "node" or bool(PER_GROUP & placeholders(template))
         for group in groups if group_bound else [None]:
-            filled, missing = fill(template, {**values, **(_group_values(settings, group, group_ids) if group else {})})
+            filled, missing = fill(template, {**values, **(_group_values(settings, group, group_ids, account) if group else {})})
             unfilled |= {f"{name} ({template['feature']})" for name in missing}
             for call in filled:
                 calls.setdefault(json.dumps({k: v for k, v in call.items() if k != "measuredBy"}, sort_keys=True), call)

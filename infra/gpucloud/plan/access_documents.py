@@ -55,7 +55,7 @@ def collect_documents(resources: Iterable[AppliedResource], partition: str, acco
     team policy the account attaches to its own people)."""
     custom = [resource for resource in resources if resource.custom]
     role_arns = {str(r.state.get("name")): str(r.state.get("arn")) for r in custom if r.type == IAM_ROLE}
-    managed = {str(r.state.get("arn")): _named(r.state.get("policy"), f"policy {r.name}")
+    managed = {str(r.state.get("arn")): named(r.state.get("policy"), f"policy {r.name}")
                for r in custom if r.type == IAM_POLICY}
     identity: dict[str, list[dict]] = {}
     for resource in custom:
@@ -64,7 +64,7 @@ def collect_documents(resources: Iterable[AppliedResource], partition: str, acco
             continue
         for where, document in identity_documents(resource.type, resource.state):
             if document:
-                identity.setdefault(owner, []).append(_named(document, f"{resource.name} {where}"))
+                identity.setdefault(owner, []).append(named(document, f"{resource.name} {where}"))
         for policy_arn in attached_policy_arns(resource.type, resource.state):
             document = managed.get(str(policy_arn)) or _aws_managed(str(policy_arn))
             if document:
@@ -92,15 +92,15 @@ def _resource_policies(custom: list[AppliedResource], partition: str, account: s
         state, name = resource.state, resource.name
         if resource.type == KMS_KEY:
             document = state.get("policy") or default_key_policy(partition, account)
-            policies.append((str(state.get("arn")), _named(document, f"key policy of {name}")))
+            policies.append((str(state.get("arn")), named(document, f"key policy of {name}")))
         elif resource.type == BUCKET_POLICY and state.get("policy"):
-            policies.append((f"arn:{partition}:s3:::{state.get('bucket')}", _named(state["policy"], f"bucket policy {name}")))
+            policies.append((f"arn:{partition}:s3:::{state.get('bucket')}", named(state["policy"], f"bucket policy {name}")))
         elif resource.type in (BUCKET, BUCKET_V2) and _present(state.get("policy")):
-            policies.append((f"arn:{partition}:s3:::{state.get('bucket')}", _named(state["policy"], f"bucket policy of {name}")))
+            policies.append((f"arn:{partition}:s3:::{state.get('bucket')}", named(state["policy"], f"bucket policy of {name}")))
         elif resource.type == TOPIC_POLICY and state.get("policy"):
-            policies.append((str(state.get("arn")), _named(state["policy"], f"topic policy {name}")))
+            policies.append((str(state.get("arn")), named(state["policy"], f"topic policy {name}")))
         elif resource.type == TOPIC and _present(state.get("policy")):
-            policies.append((str(state.get("arn")), _named(state["policy"], f"topic policy of {name}")))
+            policies.append((str(state.get("arn")), named(state["policy"], f"topic policy of {name}")))
     return policies
 
 
@@ -111,7 +111,7 @@ def _endpoint_policies(custom: list[AppliedResource]) -> dict[str, dict]:
     for resource in custom:
         if resource.type == VPC_ENDPOINT and _present(resource.state.get("policy")):
             service = str(resource.state.get("serviceName") or "").split(".", 3)[-1]
-            policies[service] = _named(resource.state["policy"], f"{service} endpoint policy ({resource.name})")
+            policies[service] = named(resource.state["policy"], f"{service} endpoint policy ({resource.name})")
     return policies
 
 
@@ -119,7 +119,7 @@ def _present(document: Any) -> bool:
     return bool(document) and not (isinstance(document, str) and not document.strip())
 
 
-def _named(document: Any, name: str) -> dict:
+def named(document: Any, name: str) -> dict:
     """The document as a dict, its `Id` (the optional policy element) naming where it comes from."""
     body = json.loads(document) if isinstance(document, str) else dict(document)
     return {**body, "Id": name} if isinstance(body, dict) else body
@@ -136,4 +136,4 @@ def _aws_managed(policy_arn: str) -> dict | None:
     """An AWS managed policy's document, from moto's copy of AWS's policies."""
     found = _AWS_MANAGED.match(policy_arn)
     data = _managed_policies().get(found["name"]) if found else None
-    return _named(data["Document"], f"AWS managed policy {found['name']}") if found and data else None
+    return named(data["Document"], f"AWS managed policy {found['name']}") if found and data else None

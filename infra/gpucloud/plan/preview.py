@@ -97,7 +97,7 @@ def plan_stack(
     gpus = {kind.name: kind.node_gpu_count for group in resolved[0].groups for kind in group.instance_types}
     plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved, gpus)
     plan.findings.extend(budget)
-    plan.access, access_findings = check_access(settings, plan.resources, load_calls())
+    plan.access, access_findings = check_access(settings, plan.resources, load_calls(), plan.outputs)
     plan.findings.extend(access_findings)
     plan.purchase_options = purchase_options(settings.config)
     plan.image_software = image_software(settings.config)
