@@ -155,3 +155,23 @@ def test_a_call_made_as_another_principal_is_checked_as_that_principal(settings,
     assert [(call["principal"], call["resource"]) for call in alone["denied"]] == [
         (role, f"{DATA}/datasets/example/object.bin"), (role, f"{DATA}/labels/example/object.bin")]
     assert [call["resource"] for call in asked_for["denied"]] == [f"{DATA}/labels/example/object.bin"]
+
+
+def test_an_attached_aws_managed_policy_counts_for_access_but_is_not_the_stacks_to_narrow():
+    from gpucloud.plan.access_report import unused_grants
+    from gpucloud.policy.access import Call
+    from gpucloud.testing import AppliedResource
+
+    role = "arn:aws:iam::123456789012:role/demo-backup"
+    resources = [
+        AppliedResource(urn="urn:role", type="aws:iam/role:Role", name="backup-role", custom=True,
+                        outputs={"name": "demo-backup", "arn": role}),
+        AppliedResource(urn="urn:attachment", type="aws:iam/rolePolicyAttachment:RolePolicyAttachment", name="backup",
+                        custom=True, inputs={"role": "demo-backup",
+                                             "policyArn": "arn:aws:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup"}),
+    ]
+    documents = collect_documents(resources, "aws", "123456789012")
+
+    managed = documents.identity[role]
+    assert [document["Id"] for document in managed] == ["AWS managed policy AWSBackupServiceRolePolicyForBackup"]
+    assert unused_grants(documents, [Call("service:backup.amazonaws.com", role, "kms:DescribeKey", "*", {}, None)]) == []

@@ -27,8 +27,9 @@ from gpucloud.policy.resource_types import (
 from gpucloud.policy.rules.iam import attached_policy_arns, identity_documents
 from gpucloud.testing import AppliedResource
 
+AWS_MANAGED = "AWS managed policy"
 _ARN_ACCOUNT = re.compile(r"^arn:[^:]+:[^:]*:[^:]*:(\d{12}):")
-_AWS_MANAGED = re.compile(r"^arn:aws[a-z-]*:iam::aws:policy/(?:.+/)?(?P<name>[^/]+)$")
+_AWS_MANAGED_ARN = re.compile(r"^arn:aws[a-z-]*:iam::aws:policy/(?:.+/)?(?P<name>[^/]+)$")
 
 
 def plan_account(resources: Iterable[AppliedResource]) -> str | None:
@@ -134,6 +135,6 @@ def _managed_policies() -> dict[str, Any]:
 
 def _aws_managed(policy_arn: str) -> dict | None:
     """An AWS managed policy's document, from moto's copy of AWS's policies."""
-    found = _AWS_MANAGED.match(policy_arn)
+    found = _AWS_MANAGED_ARN.match(policy_arn)
     data = _managed_policies().get(found["name"]) if found else None
-    return named(data["Document"], f"AWS managed policy {found['name']}") if found and data else None
+    return named(data["Document"], f"{AWS_MANAGED} {found['name']}") if found and data else None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gpucloud.plan.access_documents import AWS_MANAGED
 from gpucloud.plan.model import PlanFinding
 from gpucloud.policy.access import Call, Documents, action_matches
 from gpucloud.policy.iam_documents import parse_document
@@ -13,13 +14,15 @@ from gpucloud.policy.iam_documents import parse_document
 
 def unused_grants(documents: Documents, calls: Sequence[Call]) -> list[dict[str, str]]:
     """Identity-policy actions that no checked call of the principal uses, for the principals the
-    recordings speak for: least-privilege hints."""
+    recordings speak for: least-privilege hints (on the stack's own policies, not AWS managed ones)."""
     by_principal: dict[str, list[str]] = {}
     for call in calls:
         by_principal.setdefault(call.principal, []).append(call.action)
     hints = []
     for principal, actions in sorted(by_principal.items()):
         for document in documents.identity.get(principal, ()):
+            if str(document.get("Id", "")).startswith(AWS_MANAGED):
+                continue  # AWS's to write, not the stack's to narrow
             for statement in parse_document(document):
                 if not statement.allow or statement.not_actions:
                     continue
