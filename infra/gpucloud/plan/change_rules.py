@@ -66,7 +66,8 @@ def _applies_where(rule: dict[str, Any], inputs: dict[str, Any]) -> bool:
 
 def one_way(resource_type: str, path: str, old: Any, new: Any, inputs: dict[str, Any]) -> OneWay | None:
     """The first one-way rule that this change of `path` (in the rules' `[]` form) meets, given the
-    resource's new inputs for the rules' conditions; None where none applies."""
+    resource's new inputs for the rules' conditions; `may replace` where the values cannot tell
+    whether a replacing rule applies; None where none applies."""
     undecided = None
     for rule in change_rules()["oneWay"]:
         if rule["type"] != resource_type or rule["path"] != path or not _applies_where(rule, inputs):
@@ -74,7 +75,7 @@ def one_way(resource_type: str, path: str, old: Any, new: Any, inputs: dict[str,
         moved = _direction(rule, old, new)
         if moved:
             return OneWay(rule["outcome"], f"{rule['why']} ({rule['source']}, read {change_rules()['read']})")
-        if moved is None and undecided is None:
+        if moved is None and undecided is None and rule["outcome"] == "replaces":
             undecided = OneWay("may replace", f"{rule['why']}; the values do not tell whether this change does ({rule['source']})")
     return undecided
 
