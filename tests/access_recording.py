@@ -156,7 +156,9 @@ def placeholders(text: str, values: Mapping[str, str]) -> str:
     """The text with the test's concrete values as placeholders: the longest value first, then
     AWS's generated ids and the account."""
     for concrete in sorted(values, key=len, reverse=True):
-        text = text.replace(concrete, values[concrete])
+        # Whole names only: a bucket a test calls `b` is not every b in an ARN.
+        after = r"(?![A-Za-z0-9_.-])" if concrete[-1:].isalnum() else ""
+        text = re.sub(rf"(?<![A-Za-z0-9_.$-]){re.escape(concrete)}{after}", lambda match: values[concrete], text)
     for pattern, placeholder in _IDS:
         text = pattern.sub(placeholder, text)
     return text.replace(ACCOUNT, "${account}").replace("arn:aws:", "arn:${partition}:")
