@@ -43,6 +43,7 @@ EXAMPLE_OBJECT = "example/object.bin"
 EXAMPLE_LOG_STREAM = f"0b5c8f3e-example-command/{EXAMPLE_INSTANCE}/aws-runShellScript/stdout"
 BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
 AUTOSCALING_GROUP = "aws:autoscaling/group:Group"
+LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 _GROUP_ARN = re.compile(r":autoScalingGroup:(?P<id>[^:]+):autoScalingGroupName/(?P<name>.+)$")
 
 
@@ -107,6 +108,8 @@ def placeholder_values(settings: StackSettings, resources: Sequence[AppliedResou
              "topicArn": ("aws:sns/topic:Topic", "arn"), "fileSystemId": ("aws:fsx/lustreFileSystem:LustreFileSystem", "id")}
     for name, (kind, key) in found.items():
         values[name] = sorted({str(r.state.get(key) or r.id) for r in resources if r.custom and r.type == kind})
+    values["encryptedLogGroup"] = sorted(str(r.state.get("name")) for r in resources if r.custom and r.type == LOG_GROUP
+                                         and r.state.get("kmsKeyId") in (*values["keyArn"], *values["keyId"]))
     bundle = [r.state for r in resources if r.custom and r.type == BUCKET_OBJECT and str(r.state.get("key")).startswith("agent/")]
     values["artifactsBucket"] = [str(bundle[0]["bucket"])] if bundle else []
     values["agentBundleKey"] = [str(bundle[0]["key"])] if bundle else []
