@@ -27,12 +27,15 @@ SNS_KEYS = ("declared: Enable compatibility between event sources from AWS servi
 ALARMS = "declared: Using Amazon CloudWatch alarms, Amazon SNS topic actions (CloudWatch user guide), read 2026-11-28"
 BUDGETS = "declared: Creating an Amazon SNS topic for budget notifications (AWS Cost Management user guide), read 2026-11-28"
 LOGS_KEY = "declared: Encrypt log data in CloudWatch Logs using AWS Key Management Service (CloudWatch Logs user guide), read 2026-11-28"
+AUTOSCALING_KEY = ("declared: Required AWS KMS key policy for use with encrypted volumes (Amazon EC2 Auto Scaling user guide), "
+                   "read 2026-11-28")
 BACKUP = "declared: Encryption for backups in AWS Backup (AWS Backup developer guide), read 2026-11-28"
 AMP_ALERTS = ("declared: Give Amazon Managed Service for Prometheus permission to send alert messages to your Amazon SNS "
               "topic (AMP user guide), read 2026-11-28")
 CW_AGENT = "declared: Create IAM roles and users for use with the CloudWatch agent (CloudWatch user guide), read 2026-11-28"
 SSM_AGENT = ("declared: Use VPC endpoints to improve the security of EC2 instances (Systems Manager user guide) and "
              "aws/amazon-ssm-agent cloudwatchlogspublisher, read 2026-11-28")
+MOUNTPOINT = "declared: awslabs/mountpoint-s3 doc/CONFIGURATION.md, IAM permissions, read 2026-11-28"
 ECR_PULL = ("declared: Amazon ECR interface VPC endpoints (AWS PrivateLink) and Private repository policies, "
             "pulling an image (Amazon ECR user guide), read 2026-11-28")
 
@@ -99,11 +102,39 @@ def _backup() -> list[dict]:
     return calls
 
 
+def _autoscaling() -> list[dict]:
+    """Auto Scaling launches each node with its root volume encrypted under the key, with its
+    service-linked role: that role uses the key and makes a grant for the instance's volumes."""
+    role = f"arn:{P}:iam::{A}:role/aws-service-role/autoscaling.amazonaws.com/AWSServiceRoleForAutoScaling"
+    actor = "service:autoscaling.amazonaws.com"
+    calls = [call(actor, "groups", AUTOSCALING_KEY, action, KEY, principal=role)
+             for action in ("kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKeyWithoutPlaintext", "kms:ReEncryptFrom")]
+    calls.append(call(actor, "groups", AUTOSCALING_KEY, "kms:CreateGrant", KEY, {"kms:GrantIsForAWSResource": "true"}, principal=role))
+    return calls
+
+
 def _load_balancer_logs() -> list[dict]:
     """Elastic Load Balancing writes a group's access logs under `<prefix>/AWSLogs/<account>/`."""
     resource = f"arn:{P}:s3:::${{endpointLogsBucket}}/${{accessLogsPrefix}}/AWSLogs/{A}/${{objectKey}}"
     return [call("service:logdelivery.elasticloadbalancing.amazonaws.com", "endpoint.accessLogs", ELB_LOGS,
                  "s3:PutObject", resource, principal="${elbLogWriter}")]
+
+
+def _mountpoint() -> list[dict]:
+    """mount-s3 on the node, with the node role: it lists a mounted prefix and reads its objects;
+    a read-write mount (the write prefixes, `--allow-overwrite`) writes and abandons uploads. With
+    `storage.s3Mount.install: download` the node first fetches the package unsigned from AWS's
+    release bucket through the S3 gateway endpoint (node/shared_storage.py MOUNT_S3_RELEASE)."""
+    bucket = f"arn:{P}:s3:::${{dataBucket}}"
+    calls = [call("node", "storage.s3Mount", MOUNTPOINT, "s3:ListBucket", bucket, {"s3:prefix": prefix}, "s3")
+             for prefix in ("${readPrefix}", "${writePrefix}")]
+    calls += [call("node", "storage.s3Mount", MOUNTPOINT, "s3:GetObject", f"{bucket}/{prefix}${{objectKey}}", endpoint="s3")
+              for prefix in ("${readPrefix}", "${writePrefix}")]
+    calls += [call("node", "storage.s3Mount", MOUNTPOINT, action, f"{bucket}/${{writePrefix}}${{objectKey}}", endpoint="s3")
+              for action in ("s3:AbortMultipartUpload", "s3:PutObject")]
+    calls.append(call("node", "storage.s3Mount", MOUNTPOINT, "s3:GetObject",
+                      f"arn:{P}:s3:::mountpoint-s3-release/${{objectKey}}", endpoint="s3", principal="anonymous"))
+    return calls
 
 
 def _node_agents() -> list[dict]:
@@ -137,4 +168,5 @@ def _node_agents() -> list[dict]:
 
 
 def declared_calls() -> list[dict]:
-    return [*_fsx(), *_topic_publishers(), *_logs(), *_backup(), *_load_balancer_logs(), *_node_agents()]
+    return [*_fsx(), *_topic_publishers(), *_logs(), *_backup(), *_autoscaling(), *_load_balancer_logs(), *_mountpoint(),
+            *_node_agents()]
