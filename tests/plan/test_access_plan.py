@@ -184,3 +184,40 @@ def test_placeholders_take_the_stacks_own_names(settings, plan):
     assert values["readPrefix"] == ["datasets/", "labels/"] and values["dataBucket"] == ["demo-data"]
     assert values["keyArn"][0].startswith("arn:aws:kms:us-east-1:123456789012:key/")
     assert values["elbLogWriter"] == ["arn:aws:iam::127311923021:root"]  # us-east-1's Elastic Load Balancing account
+
+
+ENDPOINTS = ["ec2", "autoscaling", "monitoring", "ssm", "ssmmessages", "ec2messages", "logs"]
+
+
+@pytest.fixture(scope="module")
+def endpoints_only():
+    """A network without NAT: every node call goes through an interface endpoint and its policy."""
+    settings = settings_for(minimal_config(
+        network={"egress": "endpointsOnly", "interfaceEndpoints": ENDPOINTS},
+        groups=[{"name": "train", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 2, "dataVolumeGiB": 200}]))
+    return settings, plan_stack(settings)
+
+
+def test_calls_through_the_interface_endpoints_pass_their_policies(endpoints_only):
+    settings, plan = endpoints_only
+    documents = collect_documents(plan.resources, "aws", "123456789012")
+
+    assert set(ENDPOINTS) - {"ec2messages", "ssmmessages"} <= set(documents.endpoints)
+    assert [call for call in plan.access["denied"] if call["endpoint"]] == [] and plan.access["calls"] > 0
+
+
+def test_an_endpoint_policy_that_keeps_a_call_out_fails_the_plan(endpoints_only):
+    settings, plan = endpoints_only
+
+    def closed(resource):
+        if resource.type != "aws:ec2/vpcEndpoint:VpcEndpoint" or not str(resource.state.get("serviceName")).endswith(".autoscaling"):
+            return resource
+        document = json.loads(resource.state["policy"])
+        document["Statement"].append({"Sid": "NoLifecycle", "Effect": "Deny", "Principal": "*",
+                                      "Action": "autoscaling:CompleteLifecycleAction", "Resource": "*"})
+        return dataclasses.replace(resource, outputs={**resource.outputs, "policy": json.dumps(document)})
+
+    access, _ = plan_access.check_access(settings, [closed(r) for r in plan.resources], load_calls())
+
+    reasons = {(call["action"], call["endpoint"], call["reason"].split(":")[-1]) for call in access["denied"] if call["endpoint"]}
+    assert reasons == {("autoscaling:CompleteLifecycleAction", "autoscaling", "NoLifecycle")}
