@@ -146,8 +146,7 @@ def _key_decision(call: Call, key_policies: list[_Policy], identity_allow: str |
     if delegated:
         return Decision(False, f"{delegated[0]} lets IAM policies grant {call.action}, and no identity policy "
                                f"of {call.principal} allows it on {call.resource}")
-    return Decision(False, f"no statement of the {key_policies[0].name} (the key policy) allows "
-                           f"{call.principal} {call.action}")
+    return Decision(False, f"no statement of {key_policies[0].name} allows {call.principal} {call.action}")
 
 
 def _policy(kind: str, name: str, document: dict) -> _Policy:
