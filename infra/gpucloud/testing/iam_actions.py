@@ -253,7 +253,8 @@ def deployer_calls(service: str, operation: str, params: Mapping[str, Any], resp
     - a SecureString parameter under the key: kms:Encrypt through ssm (KMS developer guide, "How AWS
       Systems Manager Parameter Store uses AWS KMS");
     - an object put under SSE-KMS: s3:PutObject (the bucket policy decides too) and
-      kms:GenerateDataKey through s3 (S3 user guide, "Using server-side encryption with AWS KMS keys");
+      kms:GenerateDataKey through s3 (S3 user guide, "Using server-side encryption with AWS KMS keys"),
+      then the provider's HeadObject of it, s3:GetObject;
     - an encrypted volume: kms:GenerateDataKeyWithoutPlaintext through ec2, the volume's id as
       encryption context, and kms:DescribeKey (KMS developer guide, "How Amazon Elastic Block Store
       (Amazon EBS) uses AWS KMS");
@@ -267,7 +268,8 @@ def deployer_calls(service: str, operation: str, params: Mapping[str, Any], resp
     found: list[tuple[str, IamCall]] = []
     if service == "ssm" and operation in ("PutParameter", "GetParameter"):
         found += [("services.jupyter", call) for call in _ssm_kms_calls(operation, params, response)]
-    elif (service, operation) == ("s3", "PutObject") and params.get("ServerSideEncryption") == "aws:kms":
+    elif service == "s3" and operation in ("PutObject", "HeadObject") and "aws:kms" in (
+            params.get("ServerSideEncryption"), response.get("ServerSideEncryption")):
         found += [("agentBundle", call) for call in iam_calls(service, operation, params, response)]
     elif (service, operation) == ("ec2", "CreateVolume") and params.get("KmsKeyId"):
         found += [("persistentVolume", call) for call in _key_through(

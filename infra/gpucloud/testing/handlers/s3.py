@@ -189,6 +189,9 @@ def put_object(account: Account, request: ResourceRequest) -> Created:
             "Tagging": urllib.parse.urlencode(tags) or None,
         })
     )
+    # The provider reads what it uploaded back (internal/service/s3/object.go: resourceObjectUpload
+    # ends in resourceObjectRead, a HeadObject; read 2026-11-28): the bucket's policy decides it too.
+    account.client("s3").head_object(Bucket=inputs["bucket"], Key=inputs["key"])
     return Created(
         id=inputs["key"],
         outputs={
