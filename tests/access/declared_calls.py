@@ -16,8 +16,10 @@ P, R, A = "${partition}", "${region}", "${account}"
 KEY = "${keyArn}"
 TOPIC = "${topicArn}"
 FSX_S3_ROLE = f"arn:{P}:iam::{A}:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_${{fileSystemId}}"
-STACK_LOG_GROUPS = ("/gpu-cloud/${nameBase}/jobs", "/gpu-cloud-vpc/${nameBase}/flow-logs", "/gpu-cloud-aps/${nameBase}/workspace")
-"""The stack's log groups under the project key (components/job_runner.py, network.py, prometheus_workspace.py)."""
+STACK_LOG_GROUPS = {"/gpu-cloud/${nameBase}/jobs": "logGroups", "/gpu-cloud-vpc/${nameBase}/flow-logs": "flowLogs",
+                    "/gpu-cloud-aps/${nameBase}/workspace": "monitoring.prometheus"}
+"""The stack's log groups under the project key, each with the feature that makes it
+(components/job_runner.py; network.py, a network the stack creates; prometheus_workspace.py)."""
 
 FSX_ROLES = "declared: Using service-linked roles for Amazon FSx (FSx for Lustre user guide), read 2026-11-28"
 FSX_LINKS = "declared: Linking your file system to an Amazon S3 bucket (FSx for Lustre user guide), read 2026-11-28"
@@ -85,18 +87,20 @@ def _logs() -> list[dict]:
     """CloudWatch Logs encrypts and decrypts a log group's events under the key, with the group's
     ARN as encryption context."""
     actor = f"service:logs.{R}.amazonaws.com"
-    return [call(actor, "logGroups", LOGS_KEY, action, KEY,
+    return [call(actor, feature, LOGS_KEY, action, KEY,
                  {"kms:EncryptionContext:aws:logs:arn": f"arn:{P}:logs:{R}:{A}:log-group:{group}"})
-            for group in STACK_LOG_GROUPS for action in ("kms:Decrypt", "kms:GenerateDataKey")]
+            for group, feature in STACK_LOG_GROUPS.items() for action in ("kms:Decrypt", "kms:GenerateDataKey")]
 
 
 def _backup() -> list[dict]:
     """AWS Backup snapshots the encrypted persistent volumes with the stack's backup role: an EBS
-    backup keeps its volume's key, which the role must be able to use (EBS through ec2.<region>)."""
+    backup keeps its volume's key, which the role must be able to use (EBS through ec2.<region>): it
+    reads the key, makes a grant for the snapshot and a data key for it (the KMS statements of AWS's
+    AWSBackupServiceRolePolicyForBackup, AWS managed policy reference, read 2026-11-28)."""
     role = f"arn:{P}:iam::{A}:role/gpu-cloud-${{nameBase}}-backup"
     via = {"kms:ViaService": f"ec2.{R}.amazonaws.com", "kms:CallerAccount": A}
     calls = [call("service:backup.amazonaws.com", "backup", BACKUP, action, KEY, via, principal=role)
-             for action in ("kms:DescribeKey", "kms:Decrypt", "kms:GenerateDataKeyWithoutPlaintext")]
+             for action in ("kms:DescribeKey", "kms:GenerateDataKeyWithoutPlaintext")]
     calls.append(call("service:backup.amazonaws.com", "backup", BACKUP, "kms:CreateGrant", KEY,
                       {**via, "kms:GrantIsForAWSResource": "true"}, principal=role))
     return calls
