@@ -94,13 +94,13 @@ def _logs() -> list[dict]:
 
 def _backup() -> list[dict]:
     """AWS Backup snapshots the encrypted persistent volumes with the stack's backup role: an EBS
-    backup keeps its volume's key, which the role must be able to use (EBS through ec2.<region>): it
-    reads the key, makes a grant for the snapshot and a data key for it (the KMS statements of AWS's
-    AWSBackupServiceRolePolicyForBackup, AWS managed policy reference, read 2026-11-28)."""
+    backup keeps its volume's key, which the role must have access to (the page says no more): the
+    role reads the key and EC2 makes a grant for the snapshot through ec2.<region>, the calls the
+    key policy's through-services statements hold to AWS resources."""
     role = f"arn:{P}:iam::{A}:role/gpu-cloud-${{nameBase}}-backup"
     via = {"kms:ViaService": f"ec2.{R}.amazonaws.com", "kms:CallerAccount": A}
     calls = [call("service:backup.amazonaws.com", "backup", BACKUP, action, KEY, via, principal=role)
-             for action in ("kms:DescribeKey", "kms:GenerateDataKeyWithoutPlaintext")]
+             for action in ("kms:DescribeKey",)]
     calls.append(call("service:backup.amazonaws.com", "backup", BACKUP, "kms:CreateGrant", KEY,
                       {**via, "kms:GrantIsForAWSResource": "true"}, principal=role))
     return calls
