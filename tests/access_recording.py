@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -28,6 +27,7 @@ from typing import Any
 
 import gpucloud
 import pytest
+from access_placeholders import ACCOUNT, placeholders, under_jobs, values_in_frames, values_of
 from gpucloud.testing.iam_actions import deployer_calls, iam_calls, stack_tag_context
 
 ACCESS_CALLS_PATH = Path(gpucloud.__file__).parent / "data" / "access_calls.json"
@@ -65,105 +65,6 @@ class Request:
     """The command whose code made the call (`COMMANDS`), where the test's feature is not it."""
 
 
-# --- concrete values -> placeholders -------------------------------------------------------------
-
-ACCOUNT = "123456789012"
-"""moto's account, every test's."""
-_IDS = (
-    (re.compile(r"\bi-[0-9a-f]{8,17}\b"), "${instanceId}"),
-    (re.compile(r"\bvol-[0-9a-f]{8,17}\b"), "${volumeId}"),
-    (re.compile(r"arn:aws:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]+"), "${keyArn}"),
-    (re.compile(r"agent/gpucloud-node-[0-9a-f]{64}\.zip"), "${agentBundleKey}"),
-    (re.compile(r"gpu-cloud/[^/:${}]+/[^/:${}]+/jupyter-token"), "gpu-cloud/${nameBase}/${group}/jupyter-token"),
-)
-_JOB_KEY = re.compile(r"^(?:\$\{writePrefix\}|[^$]*?)jobs/(?:[^/$]+|\$\{job\})/")
-
-
-def values_of(candidate: Any) -> dict[str, str]:
-    """Concrete value -> placeholder expression, from what actor code holds: a node's config (its
-    dataclass or the bootstrap stub's dict), a launcher's JobSpec, a job of `gpucloud run`, a stack's
-    settings."""
-    fields = candidate if isinstance(candidate, Mapping) else getattr(candidate, "__dict__", {})
-    found: dict[str, str] = {}
-    if hasattr(candidate, "name_base") and hasattr(candidate, "config"):  # StackSettings
-        found |= _settings_values(candidate)
-    if fields.get("group_name"):
-        found[str(fields["group_name"])] = "gpu-cloud-${nameBase}-${group}"
-    for name, placeholder in (("checkpoint_bucket", "${dataBucket}"), ("agent_bucket", "${artifactsBucket}"),
-                              ("agent_key", "${agentBundleKey}"), ("job_id", "${job}")):
-        if isinstance(fields.get(name), str) and fields[name]:
-            found[fields[name]] = placeholder
-    if isinstance(fields.get("checkpoint_prefix"), str) and fields["checkpoint_prefix"].strip("/"):
-        found[fields["checkpoint_prefix"].strip("/") + "/"] = "${writePrefix}"
-    if isinstance(fields.get("checkpoint_uri"), str) and fields["checkpoint_uri"].startswith("s3://"):
-        found[fields["checkpoint_uri"][5:].split("/", 1)[0]] = "${dataBucket}"
-    return found
-
-
-def _uri_values(uri: Any) -> dict[str, str]:
-    """A checkpoint URI node code works with: a job's (`...jobs/<id>/`, see `under_jobs`), or the
-    node's own drain location, `<write prefix>checkpoints/<Auto Scaling group>/<instance>/`
-    (gpucloud.node.lifecycle.checkpoint_uri)."""
-    if not isinstance(uri, str) or not uri.startswith("s3://"):
-        return {}
-    bucket, _, key = uri[5:].partition("/")
-    found = {bucket: "${dataBucket}"}
-    if key and "jobs/" not in key:
-        found[key] = "${writePrefix}checkpoints/gpu-cloud-${nameBase}-${group}/${instanceId}/"
-    return found
-
-
-def _settings_values(settings) -> dict[str, str]:
-    from gpucloud import naming
-
-    base = settings.name_base
-    found = {
-        naming.job_document_name(base): "gpu-cloud-${nameBase}-run",
-        naming.job_log_group_name(base): "/gpu-cloud/${nameBase}/jobs",
-        naming.artifacts_bucket_name(base, ACCOUNT): "${artifactsBucket}",
-        naming.instance_role_name(base): "gpu-cloud-${nameBase}-node",
-        naming.backup_role_name(base): "gpu-cloud-${nameBase}-backup",
-        naming.flow_logs_role_name(base): "gpu-cloud-${nameBase}-flow-logs",
-        f"gpu-cloud-{base}-grafana": "gpu-cloud-${nameBase}-grafana",  # components/grafana_workspace.py
-    }
-    for group in settings.config.groups:
-        found[naming.autoscaling_group_name(base, group.name)] = "gpu-cloud-${nameBase}-${group}"
-        found[naming.jupyter_token_parameter_name(base, group.name)] = "/gpu-cloud/${nameBase}/${group}/jupyter-token"
-    if settings.config.data:
-        found[settings.config.data.bucket] = "${dataBucket}"
-        for prefix in settings.config.data.write_prefixes:
-            found[prefix] = "${writePrefix}"
-    return found
-
-
-_HARVESTED = ("config", "spec", "settings", "job")
-
-
-def values_in_frames(frame, code: tuple[str, ...]) -> dict[str, str]:
-    """The values of every frame of actor code (`code`: path prefixes) on the stack, innermost last."""
-    found: dict[str, str] = {}
-    while frame is not None:
-        if frame.f_code.co_filename.startswith(code):
-            for name in _HARVESTED:
-                if name in frame.f_locals:
-                    found = values_of(frame.f_locals[name]) | found
-            found = _uri_values(frame.f_locals.get("uri")) | found
-        frame = frame.f_back
-    return found
-
-
-def placeholders(text: str, values: Mapping[str, str]) -> str:
-    """The text with the test's concrete values as placeholders: the longest value first, then
-    AWS's generated ids and the account."""
-    for concrete in sorted(values, key=len, reverse=True):
-        # Whole names only: a bucket a test calls `b` is not every b in an ARN.
-        after = r"(?![A-Za-z0-9_.-])" if concrete[-1:].isalnum() else ""
-        text = re.sub(rf"(?<![A-Za-z0-9_.$-]){re.escape(concrete)}{after}", lambda match: values[concrete], text)
-    for pattern, placeholder in _IDS:
-        text = pattern.sub(placeholder, text)
-    return text.replace(ACCOUNT, "${account}").replace("arn:aws:", "arn:${partition}:")
-
-
 def _authorizations(actor: str, request: Request) -> list[tuple[str | None, Any]]:
     """(feature where the call says it, authorization) for one request: the deployer's are only
     those another policy decides or that pass a role (iam_actions.deployer_calls)."""
@@ -181,13 +82,6 @@ def _role_of_profile(profile_arn: str) -> str:
     profiles = iam_backends[ACCOUNT]["global"].instance_profiles.values()
     [role] = next(profile for profile in profiles if profile.arn == profile_arn).roles
     return role.arn
-
-
-def under_jobs(text: str) -> str:
-    """A data-bucket key (or key prefix) in a job's folder: what comes before `jobs/<id>/` is the
-    write prefix the job commands put it under (gpucloud.naming.JOBS_FOLDER)."""
-    head, bucket, key = text.rpartition("${dataBucket}/")
-    return head + bucket + _JOB_KEY.sub("${writePrefix}jobs/${job}/", key, count=1)
 
 
 # --- requests -> entries --------------------------------------------------------------------------
@@ -250,14 +144,6 @@ def write(measured: Mapping[str, list[dict]], declared: list[dict] | None = None
     document = {"about": ABOUT, "features": {actor: sorted(names) for actor, names in sorted(features.items())},
                 "calls": calls}
     ACCESS_CALLS_PATH.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-
-
-def frame_outside(libraries: tuple[str, ...], depth: int = 2):
-    """The innermost frame outside the given library paths."""
-    frame = sys._getframe(depth)
-    while frame is not None and frame.f_code.co_filename.startswith(libraries):
-        frame = frame.f_back
-    return frame
 
 
 # --- recording the person commands and the deployer (the node has tests/node/aws_calls.py) ----------

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from access_recording import Request, entries, placeholders, values_of
+from access_placeholders import placeholders, values_of
+from access_recording import Request, entries
 from gpucloud.node.config import NodeConfig
 from gpucloud.testing.iam_actions import UnknownOperationError, deployer_calls, iam_calls
 

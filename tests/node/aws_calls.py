@@ -43,7 +43,8 @@ from botocore.exceptions import UnknownServiceError
 from botocore.session import Session
 
 import gpucloud.node
-from access_recording import ACCOUNT, Request, values_in_frames
+from access_placeholders import ACCOUNT, values_in_frames
+from access_recording import Request
 from gpucloud.config.node_endpoints import ENDPOINT_SERVICES
 import gpucloud.userdata
 

@@ -9,8 +9,8 @@ values into placeholders afterwards.
 
 Sources, read 2026-11-28: the Service Authorization Reference, "Actions, resources, and condition
 keys for" Amazon S3, Amazon EC2 Auto Scaling, Amazon CloudWatch, Amazon EC2, AWS Systems Manager,
-Amazon CloudWatch Logs, Amazon Elastic Container Registry, Amazon Managed Service for Prometheus
-(the action an operation needs, where it is not the operation's name: ListObjectsV2 is
+Amazon CloudWatch Logs, Amazon Elastic Container Registry, Amazon Managed Service for Prometheus,
+AWS Step Functions (the action an operation needs, where it is not the operation's name: ListObjectsV2 is
 s3:ListBucket, HeadObject s3:GetObject, a multipart upload s3:PutObject; each action's resource
 types and their ARN formats). CloudWatch Logs authorizes the log-group actions on the group's ARN
 with `:*` appended (CloudWatch Logs user guide, "Using identity-based policies (IAM policies) for
@@ -108,6 +108,12 @@ ACTIONS: Mapping[tuple[str, str], Action] = {
     ("logs", "GetLogEvents"): Action("logs:GetLogEvents", (LOG_STREAM,)),
     ("logs", "DescribeLogStreams"): Action("logs:DescribeLogStreams", (LOG_GROUP,)),
     ("ecr.api", "GetAuthorizationToken"): Action("ecr:GetAuthorizationToken"),
+    ("states", "StartExecution"): Action("states:StartExecution", ("<stateMachineArn>",)),
+    ("states", "ListExecutions"): Action("states:ListExecutions", ("<stateMachineArn>",)),
+    ("states", "DescribeExecution"): Action("states:DescribeExecution", ("<executionArn>",)),
+    ("states", "StopExecution"): Action("states:StopExecution", ("<executionArn>",)),
+    # No permission is needed, and a Deny cannot stop it (STS API reference, GetCallerIdentity).
+    ("sts", "GetCallerIdentity"): Action("sts:GetCallerIdentity"),
     ("aps-workspaces", "RemoteWrite"): Action("aps:RemoteWrite", (WORKSPACE,)),
 }
 """(service, operation) -> its IAM side. The service is the one the recorders name calls by:
