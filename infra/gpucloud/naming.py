@@ -152,6 +152,19 @@ def job_runner_policy_name(base: str) -> str:
     return f"gpu-cloud-{base}-job-runner"
 
 
+def job_supervisor_name(base: str) -> str:
+    """The stack's job supervisor state machine, and its role (`-role`) and EventBridge rule
+    (`-node-left`). State machine names are 1-80 of letters, digits, `-` and `_`
+    (terraform-provider-aws internal/service/sfn/state_machine.go, `name`; read 2026-11-28)."""
+    return f"gpu-cloud-{base}-jobs"
+
+
+def job_supervisor_log_group_name(base: str) -> str:
+    """Where Step Functions logs the supervisor's executions (under the stack's log prefix, which
+    the key policy lets CloudWatch Logs encrypt)."""
+    return f"{log_group_prefix(base)}job-supervisor"
+
+
 JOBS_FOLDER = "jobs/"
 """Under the stack's first write prefix: each job's record and checkpoints (`jobs/<job id>/`)."""
 

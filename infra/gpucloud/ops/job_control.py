@@ -17,6 +17,7 @@ from gpucloud.config import StackSettings
 from gpucloud.naming import autoscaling_group_name, job_log_group_name
 from gpucloud.ops.jobs import TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record_location, stop_attempt
 from gpucloud.ops.nodes import Node, ordered_nodes
+from gpucloud.ops.supervised_jobs import attempts
 
 RUNNING_COMMAND = frozenset({"Pending", "InProgress", "Cancelling"})
 """Command statuses while some node may still write output (SSM API reference, Command `Status`)."""
@@ -40,7 +41,9 @@ def find_job(clients: Clients, settings: StackSettings, job_id: str) -> Job:
                                "S3 answers AccessDenied for a missing key to a caller without s3:ListBucket there "
                                "(the stack's job-runner policy grants it)") from None
             raise
-        return Job.from_json(body.decode("utf-8"))
+        job = Job.from_json(body.decode("utf-8"))
+        job.attempts = job.attempts or attempts(clients, uri)
+        return job
     return _job_from_commands(clients, settings, job_id)
 
 
@@ -132,8 +135,10 @@ def _events(clients: Clients, group: str, command_id: str) -> list[dict[str, Any
 
 
 def stop(clients: Clients, settings: StackSettings, job_id: str, say: Callable[[str], None] = print) -> Job:
-    """Cancel the job's last attempt and stop its processes on the nodes still in service."""
+    """Stop the job's supervision, then cancel its last attempt and stop its processes on the nodes
+    still in service."""
     job = find_job(clients, settings, job_id)
+    _stop_supervision(clients, job, say)
     if not job.attempts:
         raise JobError(f"job {job_id!r} never started on a node")
     last = job.attempts[-1]
@@ -145,6 +150,17 @@ def stop(clients: Clients, settings: StackSettings, job_id: str, say: Callable[[
     say(f"job {job_id}: cancelled command {', '.join(last.commands)}; launch-stop sent to "
         + (", ".join(f"{node.instance_id} ({node.private_ip})" for node in stopped) or "no node still in service"))
     return job
+
+
+def _stop_supervision(clients: Clients, job: Job, say: Callable[[str], None]) -> None:
+    """StopExecution of the job's supervisor execution while it runs, so that it sends no next
+    attempt. A job without a record (no write prefix) is stopped by its commands alone: the
+    supervisor then reads them Cancelled and ends the job as failed."""
+    if not job.execution:
+        return
+    if clients.states.describe_execution(executionArn=job.execution)["status"] == "RUNNING":
+        clients.states.stop_execution(executionArn=job.execution, error="stopped", cause=f"gpucloud stop --job {job.job_id}")
+        say(f"job {job.job_id}: stopped its supervision ({job.execution})")
 
 
 def _status(clients: Clients, command_id: str, node: Node) -> str:

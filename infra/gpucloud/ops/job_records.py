@@ -36,10 +36,13 @@ class Clients:
     ssm: Any
     logs: Any
     s3: Any
+    states: Any = None
+    """Step Functions: the job supervisor's executions (ops/supervised_jobs.py)."""
+    sts: Any = None
 
     @classmethod
     def of(cls, session) -> Clients:
-        return cls(*(session.client(name) for name in ("autoscaling", "ec2", "ssm", "logs", "s3")))
+        return cls(*(session.client(name) for name in ("autoscaling", "ec2", "ssm", "logs", "s3", "stepfunctions", "sts")))
 
 
 @dataclass
@@ -83,6 +86,8 @@ class Job:
     image: str | None = None
     checkpoint_uri: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
+    execution: str | None = None
+    """The job supervisor's execution ARN (ops/supervised_jobs.py); None for a job `run` supervised itself."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)

@@ -1,0 +1,158 @@
+"""`gpucloud run` through the stack's job supervisor (documents/job_supervisor.py): the job runs
+as an execution of a Step Functions state machine in the stack's account, named by the job id.
+`run --detach` starts it and returns; `run` starts it and follows it (attaching is only a view: a
+follower that dies, with the laptop that ran it, changes nothing); `jobs` lists the stack's
+executions; `stop` (ops/job_control.py) stops the execution before it stops the commands.
+
+Each attempt's record is `<checkpoint URI>attempts/<n>.json`, written by the supervisor; the job's
+own record `<checkpoint URI>job.json` is written here, before the execution starts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gpucloud.config import StackSettings
+from gpucloud.documents.job_supervisor import supervisor_input
+from gpucloud.naming import job_supervisor_name
+from gpucloud.ops.job_records import Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record, record_location
+from gpucloud.ops.jobs import NodeResult, Outcome
+from gpucloud.ops.nodes import Node
+
+PREFLIGHTS = ("off", "quick", "full")
+RUNNING = "RUNNING"
+
+
+def state_machine_arn(clients: Clients, settings: StackSettings) -> str:
+    """The stack's supervisor, from the caller's account and partition (GetCallerIdentity needs no permission)."""
+    caller = clients.sts.get_caller_identity()
+    partition = caller["Arn"].split(":")[1]
+    return f"arn:{partition}:states:{settings.region}:{caller['Account']}:stateMachine:{job_supervisor_name(settings.name_base)}"
+
+
+def execution_arn(machine_arn: str, job_id: str) -> str:
+    """An execution's ARN is its state machine's with `execution` and the execution's name."""
+    return machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{job_id}"
+
+
+def _check_group(clients: Clients, job: Job) -> None:
+    found = clients.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[job.group_name])["AutoScalingGroups"]
+    if not found:
+        raise JobError(f"Auto Scaling group {job.group_name} does not exist: deploy the stack first (pulumi up)")
+    if job.nodes > found[0]["MaxSize"]:
+        raise JobError(f"--nodes {job.nodes} is above {job.group_name}'s MaxSize {found[0]['MaxSize']} (a schedule may "
+                       "have lowered it): ask for fewer nodes or raise it")
+
+
+def start(clients: Clients, settings: StackSettings, job: Job, max_restarts: int = 3, node_timeout: float = 1800.0,
+          poll: int = 60, preflight: str = "off") -> str:
+    """Record the job and start its supervision; returns the execution's ARN."""
+    if preflight not in PREFLIGHTS:
+        raise JobError(f"--preflight {preflight!r}: one of {', '.join(PREFLIGHTS)}")
+    _check_group(clients, job)
+    parameters = {name: value for name, [value] in job.parameters(0, []).items()}
+    launch = {name: parameters[name] for name in ("port", "gpusPerNode", "image", "checkpointUri", "commandB64")}
+    machine = state_machine_arn(clients, settings)
+    job.execution = execution_arn(machine, job.job_id)
+    record(clients, job)
+    started = clients.states.start_execution(
+        stateMachineArn=machine, name=job.job_id,
+        input=json.dumps(supervisor_input(job_id=job.job_id, group_name=job.group_name, nodes=job.nodes, launch=launch,
+                                          max_restarts=max_restarts, node_timeout=int(node_timeout),
+                                          poll_seconds=poll, preflight=preflight)))
+    return started["executionArn"]
+
+
+def attempts(clients: Clients, uri: str | None) -> list[Attempt]:
+    """The attempts the supervisor recorded under a job's checkpoint URI, in order (none without one)."""
+    from botocore.exceptions import ClientError
+
+    found: list[Attempt] = []
+    if not uri:
+        return found
+    bucket, key = record_location(uri)
+    folder = key.removesuffix("job.json")
+    while True:
+        try:
+            body = clients.s3.get_object(Bucket=bucket, Key=f"{folder}attempts/{len(found)}.json")["Body"].read()
+        except ClientError as error:
+            if error.response["Error"]["Code"] in ("NoSuchKey", "404"):
+                return found
+            raise
+        found.append(attempt_from_record(json.loads(body)))
+
+
+def attempt_from_record(item: dict[str, Any]) -> Attempt:
+    """An attempt as the supervisor's RecordBody state writes it."""
+    nodes = [Node(instance, address) for instance, address in zip(item["instanceIds"], item["privateIps"])]
+    return Attempt(item["attempt"], {command["commandId"]: list(command["instanceIds"]) for command in item["commands"]},
+                   nodes)
+
+
+@dataclass(frozen=True)
+class Execution:
+    status: str
+    output: dict[str, Any] | None
+    error: str | None
+    cause: str | None
+
+
+def describe(clients: Clients, arn: str) -> Execution:
+    answer = clients.states.describe_execution(executionArn=arn)
+    output = json.loads(answer["output"]) if answer.get("output") else None
+    return Execution(answer["status"], output, answer.get("error"), answer.get("cause"))
+
+
+def follow(clients: Clients, job: Job, arn: str, say: Callable[[str], None] = print, clock: Clock | None = None,
+           poll: float = 15.0) -> Outcome:
+    """Print each attempt as the supervisor starts it, until the execution ends; the job's outcome."""
+    clock = clock or Clock()
+    shown = 0
+    while True:
+        execution = describe(clients, arn)
+        job.attempts = attempts(clients, job.checkpoint_uri)
+        for attempt in job.attempts[shown:]:
+            say(f"job {job.job_id} attempt {attempt.attempt}: command {', '.join(attempt.commands)} on " + ", ".join(
+                f"node {rank} {node.private_ip} ({node.instance_id})" for rank, node in enumerate(attempt.nodes)))
+        shown = len(job.attempts)
+        if execution.status != RUNNING:
+            return outcome(job, execution)
+        clock.sleep(poll)
+
+
+def _results(job: Job, nodes: list[dict[str, Any]]) -> list[NodeResult]:
+    addresses = {node.instance_id: node.private_ip for attempt in job.attempts for node in attempt.nodes}
+    return [NodeResult(rank, Node(node["instanceId"], addresses.get(node["instanceId"], "?")), node["status"],
+                       node["code"] if node["status"] in ("Success", "Failed", "Cancelled", "TimedOut")
+                       and node["code"] >= 0 else None)
+            for rank, node in enumerate(nodes)]
+
+
+def outcome(job: Job, execution: Execution) -> Outcome:
+    """The job's outcome as `run` reports it: its nodes' exit statuses, or why it stopped."""
+    if execution.status == "SUCCEEDED" and execution.output:
+        return Outcome(job, _results(job, execution.output["nodes"]))
+    if execution.error == "failed" and execution.cause:
+        listed = re.search(r"(\[.*\])$", execution.cause)
+        if listed:
+            return Outcome(job, _results(job, json.loads(listed.group(1))))
+    reason = execution.cause or f"the supervision ended {execution.status}"
+    return Outcome(job, [], stopped=f"job {job.job_id} stopped: {reason}" if not reason.startswith("job ") else reason)
+
+
+def jobs(clients: Clients, settings: StackSettings) -> list[dict[str, Any]]:
+    """The stack's jobs, newest first: id, state, attempts and nodes (attempts from the records)."""
+    machine = state_machine_arn(clients, settings)
+    rows = []
+    for page in clients.states.get_paginator("list_executions").paginate(stateMachineArn=machine):
+        for item in page["executions"]:
+            started = json.loads(clients.states.describe_execution(executionArn=item["executionArn"])["input"])
+            done = attempts(clients, checkpoint_uri(settings, item["name"]))
+            rows.append({"job": item["name"], "state": item["status"], "started": item["startDate"],
+                         "attempts": len(done), "nodes": started["job"]["nodes"],
+                         "addresses": [node.private_ip for node in done[-1].nodes] if done else []})
+    return sorted(rows, key=lambda row: row["started"], reverse=True)

@@ -1,0 +1,80 @@
+"""What moto's Run Command lacks for executing the job supervisor's state machine, and only that.
+
+moto runs no SSM Agent: every invocation it records is `Success` with code 0 at once. `Agents`
+answers GetCommandInvocation from a script instead (`status(command id, instance id, calls)`, the
+number of times that invocation was read), as the nodes' agents would report a job's progress; the
+command, its instances and everything else stay moto's. moto has no CancelCommand (moto 5.2.5,
+`moto/ssm/responses.py`): `Agents` completes it against moto's command (its status becomes
+`Cancelled`, and the cancel is recorded), so the state machine's `aws-sdk:ssm:cancelCommand` runs.
+moto also adds every instance of the region to a command sent without Targets
+(`Command._get_instance_ids_from_targets` with no filter); AWS sends it to the instances named,
+and so does a command sent inside the block. All three hold inside the block only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from unittest import mock
+
+from moto.core.config import default_user_config
+
+Status = Callable[[str, str, int], tuple[str, int]]
+
+
+class Agents:
+    """The scripted SSM Agents of a test's nodes (see the module doc)."""
+
+    def __init__(self, status: Status = lambda command, instance, calls: ("Success", 0)):
+        self.status = status
+        self.calls: dict[tuple[str, str], int] = {}
+        self.cancelled: list[str] = []
+        self._lock = threading.Lock()
+
+    def invocation(self, backend, command_id: str, instance_id: str, plugin_name: str | None = None) -> dict:
+        answer = dict(backend.get_command_by_id(command_id).get_invocation(instance_id, plugin_name))
+        with self._lock:
+            key = (command_id, instance_id)
+            self.calls[key] = self.calls.get(key, 0) + 1
+            calls = self.calls[key]
+        status, code = self.status(command_id, instance_id, calls)
+        return {**answer, "Status": status, "StatusDetails": status, "ResponseCode": code}
+
+    def cancel(self, backend, command_id: str) -> None:
+        backend.get_command_by_id(command_id).status = "Cancelled"
+        with self._lock:
+            self.cancelled.append(command_id)
+
+
+@contextlib.contextmanager
+def executing_state_machines(agents: Agents) -> Iterator[Agents]:
+    """moto's Step Functions executes state machines (`execute_state_machine`), with `agents` as
+    the nodes' SSM Agents and CancelCommand."""
+    from moto.ssm.models import SimpleSystemManagerBackend
+    from moto.ssm.responses import SimpleSystemManagerResponse
+
+    send_command = SimpleSystemManagerBackend.send_command
+
+    def send_to_named_instances(backend, *arguments, **request):
+        named = list(request["instance_ids"] or [])  # moto's Command extends this very list
+        command = send_command(backend, *arguments, **request)
+        command.instance_ids = named
+        command.invocations = [item for item in command.invocations if item["InstanceId"] in named]
+        command.completed_count = command.target_count = len(named)
+        return command
+
+    def get_command_invocation(backend, command_id, instance_id, plugin_name):
+        return agents.invocation(backend, command_id, instance_id, plugin_name)
+
+    def cancel_command(response):
+        from moto.core.responses import EmptyResult
+
+        agents.cancel(response.ssm_backend, response._get_param("CommandId"))
+        return EmptyResult()
+
+    with mock.patch.dict(default_user_config, {"stepfunctions": {"execute_state_machine": True}}), \
+            mock.patch.object(SimpleSystemManagerBackend, "send_command", send_to_named_instances), \
+            mock.patch.object(SimpleSystemManagerBackend, "get_command_invocation", get_command_invocation), \
+            mock.patch.object(SimpleSystemManagerResponse, "cancel_command", cancel_command, create=True):
+        yield agents

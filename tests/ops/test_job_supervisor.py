@@ -1,0 +1,233 @@
+"""The job supervisor's definition EXECUTED by moto's Step Functions interpreter against moto's
+Auto Scaling, EC2, SSM, S3 and SNS: a job that succeeds, one whose node is replaced mid-job
+(resumed from its checkpoint on the new set), one that spends its retry budget (stopped, the topic
+told), one whose user process is killed after it started (the job goes on), `jobs` and `stop`.
+
+What is simulated, and only that (gpucloud.testing.run_command): the nodes' SSM Agents, whose
+invocation statuses come from each test's script, and CancelCommand, which moto lacks. A node
+"leaves" as Auto Scaling makes it leave: TerminateInstanceInAutoScalingGroup, after which moto's
+group launches its replacement."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable
+
+import pytest
+
+from gpucloud.config import load_stack_file
+from gpucloud.documents.job_supervisor import supervisor_definition_content
+from gpucloud.documents.jobs import job_document_content, jobs_prefix
+from gpucloud.naming import job_document_name, job_log_group_name, job_supervisor_name
+from gpucloud.ops.job_control import stop
+from gpucloud.ops.job_records import Clients, Clock, new_job
+from gpucloud.ops.supervised_jobs import describe, follow, jobs, outcome, start
+from gpucloud.testing import moto_account
+from gpucloud.testing.run_command import Agents, executing_state_machines
+from support import STACKS
+
+REGION = "us-east-1"
+SETTINGS = load_stack_file(STACKS / "Pulumi.vision-train.yaml")
+GROUP = "gpu-cloud-vision-train-trainers"
+BUCKET = "example-vision-data"
+COMMAND = ["torchrun", "--nnodes", "$NNODES", "train.py"]
+
+
+@pytest.fixture
+def agents():
+    return Agents()
+
+
+@pytest.fixture
+def aws(agents):
+    """What a deployed vision-train gives a job: the group, the data bucket, the job document and
+    log group, the alerts topic, and the supervisor's state machine built from the stack's values."""
+    with moto_account(REGION) as account, executing_state_machines(agents):
+        session = account.session
+        ec2 = session.client("ec2")
+        vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.20.0.0/24", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
+        image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+        ec2.create_launch_template(LaunchTemplateName="trainers", LaunchTemplateData={"ImageId": image, "InstanceType": "p5.48xlarge"})
+        session.client("autoscaling").create_auto_scaling_group(
+            AutoScalingGroupName=GROUP, MinSize=0, MaxSize=4, DesiredCapacity=1, VPCZoneIdentifier=subnet,
+            LaunchTemplate={"LaunchTemplateName": "trainers", "Version": "$Latest"})
+        session.client("s3").create_bucket(Bucket=BUCKET)
+        session.client("logs").create_log_group(logGroupName=job_log_group_name(SETTINGS.name_base))
+        session.client("ssm").create_document(Name=job_document_name(SETTINGS.name_base), Content=job_document_content(),
+                                              DocumentType="Command", DocumentFormat="JSON")
+        topic = session.client("sns").create_topic(Name="gpu-cloud-vision-train-alerts")["TopicArn"]
+        definition = supervisor_definition_content(
+            document_name=job_document_name(SETTINGS.name_base), log_group_name=job_log_group_name(SETTINGS.name_base),
+            topic_arn=topic, bucket=BUCKET, jobs_prefix=jobs_prefix(SETTINGS.config.data.write_prefixes))
+        session.client("stepfunctions").create_state_machine(
+            name=job_supervisor_name(SETTINGS.name_base), definition=definition,
+            roleArn=f"arn:aws:iam::{account.account_id}:role/gpu-cloud-vision-train-jobs-role")
+        session.topic = topic
+        yield session
+
+
+def ended(clients: Clients, arn: str, timeout: float = 60.0):
+    """The execution once it has ended (moto runs it on a thread of its own)."""
+    deadline = time.monotonic() + timeout
+    while (execution := describe(clients, arn)).status == "RUNNING":
+        assert time.monotonic() < deadline, f"{arn} still running after {timeout} s"
+        time.sleep(0.05)
+    return execution
+
+
+def launches(session) -> list[dict]:
+    """The job document's launch commands, in the order sent."""
+    commands = session.client("ssm").list_commands()["Commands"]
+    return [command for command in commands if command["Parameters"].get("action") == ["launch"]]
+
+
+def notifications(session) -> list[tuple[str, str]]:
+    """(subject, message) of everything published to the stack's topic."""
+    from moto.sns import sns_backends
+
+    topic = sns_backends["123456789012"][REGION].topics[session.topic]
+    return [(subject, message) for _, message, subject, _, _ in topic.sent_notifications]
+
+
+def detached(session, nodes: int = 2, **options) -> tuple[Clients, str, object]:
+    clients = Clients.of(session)
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=nodes)
+    return clients, start(clients, SETTINGS, job, poll=0, **options), job
+
+
+def test_a_detached_job_runs_on_n_nodes_and_its_end_goes_to_the_topic(aws):
+    clients, arn, job = detached(aws, nodes=3)
+
+    execution = ended(clients, arn)
+
+    assert execution.status == "SUCCEEDED"
+    [sent] = launches(aws)
+    parameters = {name: value for name, [value] in sent["Parameters"].items()}
+    addresses = {instance["InstanceId"]: instance["PrivateIpAddress"]
+                 for reservation in aws.client("ec2").describe_instances(InstanceIds=sent["InstanceIds"])["Reservations"]
+                 for instance in reservation["Instances"]}
+    assert sorted(parameters["nodes"].split(",")) == sorted(addresses.values()) and len(addresses) == 3
+    assert parameters | {"nodes": None, "commandB64": None} == {
+        "action": "launch", "job": job.job_id, "nodes": None, "port": "29500", "gpusPerNode": "", "image": "",
+        "attempt": "0", "commandB64": None,
+        "checkpointUri": f"s3://{BUCKET}/runs/vision-train/jobs/{job.job_id}/"}
+    assert json.loads(base64.b64decode(parameters["commandB64"])) == COMMAND
+    assert sent["Comment"] == f"gpucloud job {job.job_id} attempt 0"
+    group = aws.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+    assert group["DesiredCapacity"] == 3
+    result = outcome(job, execution)
+    assert result.exit_code == 0 and [node.status for node in result.results] == ["Success"] * 3
+    [(subject, message)] = notifications(aws)
+    assert subject == f"gpu-cloud job {job.job_id}: succeeded" and message.startswith(f"job {job.job_id} succeeded on attempt 0")
+
+
+def replace_first_node(session, during: dict) -> Callable[[str, str, int], tuple[str, int]]:
+    """Agents whose first attempt loses a node (Auto Scaling replaces it) at its first poll, and
+    whose later commands succeed."""
+
+    def status(command, instance, calls):
+        first = during.setdefault("first", command)
+        if command == first:
+            if "lost" not in during:
+                during["lost"] = instance
+                session.client("autoscaling").terminate_instance_in_auto_scaling_group(
+                    InstanceId=instance, ShouldDecrementDesiredCapacity=False)
+            return "InProgress", -1
+        return "Success", 0
+
+    return status
+
+
+def test_a_node_replaced_mid_job_resumes_from_the_checkpoint_on_the_new_set(aws, agents):
+    during: dict = {}
+    agents.status = replace_first_node(aws, during)
+    clients, arn, job = detached(aws)
+
+    execution = ended(clients, arn)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    first, second = launches(aws)
+    assert [first["Parameters"]["attempt"], second["Parameters"]["attempt"]] == [["0"], ["1"]]
+    assert first["Parameters"]["checkpointUri"] == second["Parameters"]["checkpointUri"] == [
+        f"s3://{BUCKET}/runs/vision-train/jobs/{job.job_id}/"]
+    assert during["lost"] in first["InstanceIds"] and during["lost"] not in second["InstanceIds"]
+    assert len(second["InstanceIds"]) == 2
+    assert agents.cancelled == [first["CommandId"]]
+    stops = [command for command in aws.client("ssm").list_commands()["Commands"]
+             if command["Parameters"].get("action") == ["launch-stop"]]
+    assert [command["InstanceIds"] for command in stops] == [[i for i in first["InstanceIds"] if i != during["lost"]]]
+    follower = follow(clients, job, arn, say=lambda line: None, clock=Clock(sleep=lambda seconds: None))
+    assert [attempt.attempt for attempt in follower.job.attempts] == [0, 1]
+    assert {node.instance_id for node in follower.job.attempts[1].nodes} == set(second["InstanceIds"])
+    assert follower.exit_code == 0
+
+
+def test_the_retry_budget_spent_stops_the_job_and_tells_the_topic(aws, agents):
+    def always_lose(command, instance, calls):
+        if calls == 1:
+            aws.client("autoscaling").terminate_instance_in_auto_scaling_group(
+                InstanceId=instance, ShouldDecrementDesiredCapacity=False)
+        return "InProgress", -1
+
+    agents.status = always_lose
+    clients, arn, job = detached(aws, nodes=1, max_restarts=1)
+
+    execution = ended(clients, arn)
+
+    assert execution.status == "FAILED" and execution.error == "out-of-retries"
+    assert [command["Parameters"]["attempt"] for command in launches(aws)] == [["0"], ["1"]]
+    [(subject, message)] = notifications(aws)
+    assert subject == f"gpu-cloud job {job.job_id}: out-of-retries"
+    assert "after 1 resumes (max restarts)" in message
+    assert outcome(job, execution).exit_code == 1
+
+
+def test_a_node_exit_status_fails_the_job_with_its_reason(aws, agents):
+    agents.status = lambda command, instance, calls: ("Failed", 3)
+    clients, arn, job = detached(aws, nodes=1)
+
+    execution = ended(clients, arn)
+
+    assert execution.status == "FAILED" and execution.error == "failed"
+    assert outcome(job, execution).exit_code == 3
+    [(subject, message)] = notifications(aws)
+    assert subject.endswith(": failed") and '"code":3' in message
+
+
+def test_the_job_goes_on_when_the_user_process_is_killed_after_it_started(aws, agents):
+    agents.status = lambda command, instance, calls: ("InProgress", -1) if calls <= 20 else ("Success", 0)
+
+    class Killed(BaseException):
+        """The user's process ends: the laptop closes, the SSO session expires."""
+
+    def kill(seconds):
+        raise Killed
+
+    clients, arn, job = detached(aws)
+    with pytest.raises(Killed):
+        follow(clients, job, arn, say=lambda line: None, clock=Clock(sleep=kill))
+    del clients
+
+    execution = ended(Clients.of(aws), arn)
+    assert execution.status == "SUCCEEDED"
+    assert [subject for subject, _ in notifications(aws)] == [f"gpu-cloud job {job.job_id}: succeeded"]
+
+
+def test_jobs_lists_the_stack_s_jobs_and_stop_stops_the_supervision_and_the_commands(aws, agents):
+    agents.status = lambda command, instance, calls: ("InProgress", -1)
+    clients, arn, job = detached(aws)
+    deadline = time.monotonic() + 30
+    while not launches(aws):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    [row] = jobs(clients, SETTINGS)
+    assert (row["job"], row["state"], row["nodes"]) == (job.job_id, "RUNNING", 2)
+
+    stop(clients, SETTINGS, job.job_id, say=lambda line: None)
+
+    # AWS ends a stopped execution ABORTED; moto, stopping it inside a Map iteration, FAILED
+    assert ended(clients, arn).status in ("ABORTED", "FAILED")
+    assert agents.cancelled == [launches(aws)[0]["CommandId"]]
