@@ -101,6 +101,7 @@ def test_stack_features_name_each_actor_and_the_groups_a_feature_concerns(settin
     assert features["logs"][0] == "person:jobRunner"  # the command, not CloudWatch Logs' use of the key
     assert features["logGroups"][0] == "service:logs.amazonaws.com"
     assert features["checkpointToS3"] == ("node", ["workers"])
+    assert {"groups", "agentBundle", "flowLogs"} <= set(features)  # every stack; flow logs of the network it creates
     assert "services.jupyter" not in features and "storage.lustre" not in features
 
 
@@ -221,3 +222,26 @@ def test_an_endpoint_policy_that_keeps_a_call_out_fails_the_plan(endpoints_only)
 
     reasons = {(call["action"], call["endpoint"], call["reason"].split(":")[-1]) for call in access["denied"] if call["endpoint"]}
     assert reasons == {("autoscaling:CompleteLifecycleAction", "autoscaling", "NoLifecycle")}
+
+
+def test_the_deployers_calls_carry_the_arn_the_plan_ran_as(settings, plan):
+    """The artifacts bucket lets only the node roles and the deployer read objects (aws:PrincipalArn):
+    the plan's own run is the deployer those policies name."""
+    recorded = {"calls": [{"actor": "deployer", "feature": "agentBundle", "measuredBy": "tests/fixtures/access: hand-made",
+                           "action": "s3:GetObject", "resource": "arn:${partition}:s3:::${artifactsBucket}/${agentBundleKey}",
+                           "context": {}, "endpoint": None}]}
+
+    unknown, _ = plan_access.check_access(settings, plan.resources, recorded)
+    as_planned, _ = plan_access.check_access(settings, plan.resources, recorded, deployer=plan_deployer(plan))
+
+    assert [call["reason"].split(":")[-1] for call in unknown["denied"]] == ["ObjectsReadableOnlyByNodeRolesAndDeployer"]
+    assert as_planned["denied"] == [] and plan.access is not None
+
+
+def plan_deployer(plan) -> str:
+    """The reader of the artifacts bucket's policy that is not a role of the stack: the plan's caller."""
+    policy = next(json.loads(r.state["policy"]) for r in plan.resources
+                  if r.type == "aws:s3/bucketPolicy:BucketPolicy" and "ObjectsReadableOnly" in r.state["policy"])
+    readers = next(s["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] for s in policy["Statement"]
+                   if s["Sid"] == "ObjectsReadableOnlyByNodeRolesAndDeployer")
+    return next(arn for arn in readers if ":role/gpu-cloud-" not in arn)

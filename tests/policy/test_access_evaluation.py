@@ -406,3 +406,19 @@ def test_a_person_outside_the_plan_is_held_to_the_resource_side_only():
     allowed = verdict(person, documents([], [(KEY, DEFAULT_KEY_POLICY)]))
     assert allowed[0] and "person:notebookUser's own identity policy (not in the plan" in allowed[1]
     assert not verdict(person, documents([], [(KEY, services_only)]))[0]
+
+
+def test_an_anonymous_download_is_decided_by_the_endpoint_policy_alone():
+    """Mountpoint's package from AWS's public bucket, unsigned, through the S3 gateway endpoint: a
+    statement held to the account's principals does not admit it; one naming everyone does."""
+    release = "arn:aws:s3:::mountpoint-s3-release/latest/x86_64/mount-s3.deb"
+    account_only = policy(allow("s3:GetObject", "*", Principal="*",
+                                Condition={"StringEquals": {"aws:PrincipalAccount": ACCOUNT}}))
+    with_release = policy(allow("s3:GetObject", "*", Principal="*",
+                                Condition={"StringEquals": {"aws:PrincipalAccount": ACCOUNT}}),
+                          allow("s3:GetObject", "arn:aws:s3:::mountpoint-s3-release/*", Principal="*", Sid="Release"))
+    download = call("s3:GetObject", release, principal="anonymous", endpoint="s3")
+
+    assert not verdict(download, documents(endpoints={"s3": account_only}))[0]
+    allowed, reason = verdict(download, documents(endpoints={"s3": with_release}))
+    assert allowed and "public resource's own policy (not in the plan" in reason

@@ -79,7 +79,8 @@ def stack_features(settings: StackSettings) -> dict[str, tuple[str, list[str]]]:
         "monitoring.alarms": ("service:cloudwatch.amazonaws.com", True), "budget": ("service:budgets.amazonaws.com", True),
         "endpoint.accessLogs": ("service:logdelivery.elasticloadbalancing.amazonaws.com", bool(logging)),
         "backup": ("deployer", any(group.persistent_volume_gib for group in config.groups)),
-        "logGroups": ("service:logs.amazonaws.com", True),
+        "logGroups": ("service:logs.amazonaws.com", True), "groups": ("deployer", True), "agentBundle": ("deployer", True),
+        "flowLogs": ("deployer", config.network.created),
     }
     concerns = {"services.jupyter": jupyter, "endpoint.accessLogs": logging}
     for feature, (actor, used) in stack_wide.items():
@@ -202,10 +203,12 @@ def principal_of(actor: str, partition: str, account: str, settings: StackSettin
 
 
 def check_access(settings: StackSettings, resources: Sequence[AppliedResource], recorded: Mapping[str, Any] | None,
-                 outputs: Mapping[str, Any] | None = None) -> tuple[dict[str, Any] | None, list[PlanFinding]]:
+                 outputs: Mapping[str, Any] | None = None,
+                 deployer: str | None = None) -> tuple[dict[str, Any] | None, list[PlanFinding]]:
     """The plan's `access` object and its findings; (None, []) where no calls are recorded. The
     data bucket is not the stack's: its policy is the one the stack asks its owner to add (the
-    `dataBucketPolicyForFileSystem` output), where the stack has one."""
+    `dataBucketPolicyForFileSystem` output), where the stack has one. `deployer`: the ARN the
+    program ran as (what the stack's policies name as the deployer: aws:PrincipalArn of its calls)."""
     account = plan_account(resources)
     if recorded is None or account is None:
         return None, []
@@ -217,7 +220,7 @@ def check_access(settings: StackSettings, resources: Sequence[AppliedResource], 
         owned = (f"arn:{partition}:s3:::{settings.config.data.bucket}", named(asked, f"the {DATA_BUCKET_POLICY_OUTPUT} output"))
         documents = dataclasses.replace(documents, resource=[*documents.resource, owned])
     calls, unfilled = _stack_calls(settings, resources, account, recorded)
-    checked = [(entry, _call(entry, principal_of(entry["actor"], partition, account, settings, holders)))
+    checked = [(entry, _call(entry, principal_of(entry["actor"], partition, account, settings, holders), deployer))
                for entry in calls]
     denied = [_listed_call(entry, call, decision.reason) for entry, call in checked
               if not (decision := evaluate(call, documents)).allowed]
@@ -246,11 +249,16 @@ def _team_holders(settings: StackSettings, resources: Sequence[AppliedResource],
     return {team: f"arn:{partition}:iam::{account}:role/{name}"}
 
 
-def _call(entry: Mapping[str, Any], principal: str) -> Call:
+def _call(entry: Mapping[str, Any], principal: str, deployer: str | None = None) -> Call:
     """The call as the evaluator takes it; a call that says who AWS sees make it (a service's role,
-    another account) is made by that principal, not the actor's."""
-    return Call(actor=entry["actor"], principal=entry.get("principal") or principal, action=entry["action"], resource=entry["resource"],
-                context=entry.get("context") or {}, endpoint=entry.get("endpoint"))
+    another account) is made by that principal, not the actor's. The deployer's calls carry the ARN
+    the plan ran as, unless they say otherwise."""
+    principal = entry.get("principal") or principal
+    context = dict(entry.get("context") or {})
+    if principal == DEPLOYER and deployer and not any(key.lower() == "aws:principalarn" for key in context):
+        context["aws:PrincipalArn"] = deployer
+    return Call(actor=entry["actor"], principal=principal, action=entry["action"], resource=entry["resource"],
+                context=context, endpoint=entry.get("endpoint"))
 
 
 def _listed_call(entry: Mapping[str, Any], call: Call, reason: str) -> dict[str, Any]:

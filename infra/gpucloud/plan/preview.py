@@ -83,6 +83,7 @@ def plan_stack(
         # without facts too: what no fact says is then not known (the service-linked role), not missing
         seed_account(account, facts or AccountFacts())
         deployment = run_program(program, account, project=PROJECT, stack=settings.stack)
+        deployer = account.client("sts").get_caller_identity()["Arn"]
         plan = _from_deployment(deployment, settings.region, policy_config)
         offerings = {group.config.name: group.block_offering for group in resolved[0].groups if group.block_offering}
         reserved = reserved_capacity(settings, account.capacity_reservations, offerings)
@@ -97,7 +98,7 @@ def plan_stack(
     gpus = {kind.name: kind.node_gpu_count for group in resolved[0].groups for kind in group.instance_types}
     plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved, gpus)
     plan.findings.extend(budget)
-    plan.access, access_findings = check_access(settings, plan.resources, load_calls(), plan.outputs)
+    plan.access, access_findings = check_access(settings, plan.resources, load_calls(), plan.outputs, deployer)
     plan.findings.extend(access_findings)
     plan.purchase_options = purchase_options(settings.config)
     plan.image_software = image_software(settings.config)

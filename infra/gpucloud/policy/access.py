@@ -15,6 +15,9 @@ using endpoint policies"; all read 2026-11-28):
 - the deployer's identity policy is not the stack's, nor is a person's (`person:<who>`) unless the
   plan names a role for them: it is taken as allowing (each reason says so), and only the resource
   side (key, resource and endpoint policies) is evaluated.
+- an anonymous call (`anonymous`: an unsigned download from an AWS public bucket) has no identity
+  and reaches a resource whose policy is AWS's: only the VPC endpoint's policy decides it, where
+  a statement naming everyone (`*`) without a condition on the caller's account admits it.
 
 Kept libraries were read and not used: principalmapper's local_policy_simulation is AGPL-3.0 and
 makes StringNotLike false on a missing key (AWS makes a negated operator true there); moto's IAM
@@ -36,6 +39,9 @@ from .iam_documents import InvalidPolicyDocument, Statement, parse_document
 
 DEPLOYER = "deployer"
 PERSON = "person:"
+ANONYMOUS = "anonymous"
+"""An unsigned request (a public download): no identity and no account; the resource's own policy,
+AWS's public bucket's, is outside the plan."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,9 @@ def _evaluate(call: Call, documents: Documents) -> Decision:
         if not _allows(policy, call, context, documents.account):
             return Decision(False, f"no statement of the {policy.name} allows {call.action} on {call.resource}")
     identity_allow = _first_allow(identity, call, context, documents.account)
-    if _outside(call.principal):
+    if call.principal == ANONYMOUS:
+        identity_allow = "the public resource's own policy (not in the plan, taken as allowing an anonymous call)"
+    elif _outside(call.principal):
         who = "the deployer" if call.principal == DEPLOYER else call.principal
         identity_allow = f"{who}'s own identity policy (not in the plan, taken as allowing)"
     if is_key:
@@ -241,8 +249,9 @@ def _names(named: str, principal: str, account: str) -> str | None:
 
 
 def _outside(principal: str) -> bool:
-    """A principal whose identity policies live outside the plan: the deployer, a person."""
-    return principal == DEPLOYER or principal.startswith(PERSON)
+    """A principal whose identity policies live outside the plan: the deployer, a person; and an
+    anonymous call, which has none."""
+    return principal in (DEPLOYER, ANONYMOUS) or principal.startswith(PERSON)
 
 
 def _is_service(principal: str) -> bool:
@@ -250,6 +259,8 @@ def _is_service(principal: str) -> bool:
 
 
 def _principal_account(principal: str, account: str) -> str | None:
+    if principal == ANONYMOUS:
+        return None
     if _outside(principal):
         return account
     found = _ARN_ACCOUNT.match(principal)
