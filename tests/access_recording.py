@@ -92,7 +92,9 @@ def entries(actor: str, feature: str, measured_by: str, requests: Iterable[Reque
     for request in requests:
         for call_feature, call in _authorizations(actor, request):
             resource = under_jobs(placeholders(call.resource, request.values))
-            context = {key: under_jobs(placeholders(value, request.values)) for key, value in call.context.items()}
+            context = {key: [under_jobs(placeholders(item, request.values)) for item in value]
+                       if isinstance(value, (list, tuple)) else under_jobs(placeholders(value, request.values))
+                       for key, value in call.context.items()}
             context = dict(sorted((context | stack_tag_context(call.action, resource)).items()))
             entry = {"actor": actor, "feature": call_feature or request.feature or feature, "measuredBy": measured_by, "action": call.action,
                      "resource": resource, "context": context,

@@ -15,11 +15,10 @@ from gpucloud.config.node_endpoints import AGENT_CALLS
 P, R, A = "${partition}", "${region}", "${account}"
 KEY = "${keyArn}"
 TOPIC = "${topicArn}"
+EBS_CONTEXT = {"kms:EncryptionContextKeys": ["aws:ebs:id"], "kms:EncryptionContext:aws:ebs:id": "${volumeId}"}
+"""The encryption context EBS sends with a volume's data key (KMS developer guide, "How Amazon
+Elastic Block Store (Amazon EBS) uses AWS KMS": encryption context)."""
 FSX_S3_ROLE = f"arn:{P}:iam::{A}:role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_${{fileSystemId}}"
-STACK_LOG_GROUPS = {"/gpu-cloud/${nameBase}/jobs": "logGroups", "/gpu-cloud-vpc/${nameBase}/flow-logs": "flowLogs",
-                    "/gpu-cloud-aps/${nameBase}/workspace": "monitoring.prometheus"}
-"""The stack's log groups under the project key, each with the feature that makes it
-(components/job_runner.py; network.py, a network the stack creates; prometheus_workspace.py)."""
 
 FSX_ROLES = "declared: Using service-linked roles for Amazon FSx (FSx for Lustre user guide), read 2026-11-28"
 FSX_LINKS = "declared: Linking your file system to an Amazon S3 bucket (FSx for Lustre user guide), read 2026-11-28"
@@ -85,22 +84,24 @@ def _topic_publishers() -> list[dict]:
 
 def _logs() -> list[dict]:
     """CloudWatch Logs encrypts and decrypts a log group's events under the key, with the group's
-    ARN as encryption context."""
+    ARN as encryption context: each of the stack's log groups under the key (`${encryptedLogGroup}`,
+    the plan's: the jobs group, a created network's flow logs, the Prometheus workspace's)."""
     actor = f"service:logs.{R}.amazonaws.com"
-    return [call(actor, feature, LOGS_KEY, action, KEY,
-                 {"kms:EncryptionContext:aws:logs:arn": f"arn:{P}:logs:{R}:{A}:log-group:{group}"})
-            for group, feature in STACK_LOG_GROUPS.items() for action in ("kms:Decrypt", "kms:GenerateDataKey")]
+    context = {"kms:EncryptionContext:aws:logs:arn": f"arn:{P}:logs:{R}:{A}:log-group:${{encryptedLogGroup}}"}
+    return [call(actor, "logGroups", LOGS_KEY, action, KEY, context) for action in ("kms:Decrypt", "kms:GenerateDataKey")]
 
 
 def _backup() -> list[dict]:
     """AWS Backup snapshots the encrypted persistent volumes with the stack's backup role: an EBS
-    backup keeps its volume's key, which the role must have access to (the page says no more): the
-    role reads the key and EC2 makes a grant for the snapshot through ec2.<region>, the calls the
-    key policy's through-services statements hold to AWS resources."""
+    backup keeps its volume's key, which the role must have access to. What it calls is what AWS's
+    own policy for that role grants for EBS (AWSBackupServiceRolePolicyForBackup, AWS managed policy
+    reference, read 2026-11-28, as moto/iam/aws_managed_policies.py copies it): kms:DescribeKey, a
+    grant for an AWS resource, and a data key through ec2.<region> with EBS's encryption context."""
     role = f"arn:{P}:iam::{A}:role/gpu-cloud-${{nameBase}}-backup"
     via = {"kms:ViaService": f"ec2.{R}.amazonaws.com", "kms:CallerAccount": A}
-    calls = [call("service:backup.amazonaws.com", "backup", BACKUP, action, KEY, via, principal=role)
-             for action in ("kms:DescribeKey",)]
+    calls = [call("service:backup.amazonaws.com", "backup", BACKUP, "kms:DescribeKey", KEY, via, principal=role),
+             call("service:backup.amazonaws.com", "backup", BACKUP, "kms:GenerateDataKeyWithoutPlaintext", KEY,
+                  {**via, **EBS_CONTEXT}, principal=role)]
     calls.append(call("service:backup.amazonaws.com", "backup", BACKUP, "kms:CreateGrant", KEY,
                       {**via, "kms:GrantIsForAWSResource": "true"}, principal=role))
     return calls

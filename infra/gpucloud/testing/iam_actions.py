@@ -241,6 +241,11 @@ class DeployerCall:
     call: IamCall
 
 
+EBS_CONTEXT = {"kms:EncryptionContextKeys": ("aws:ebs:id",), "kms:EncryptionContext:aws:ebs:id": "${volumeId}"}
+"""The encryption context EBS sends with a volume's data key (KMS developer guide, "How Amazon
+Elastic Block Store (Amazon EBS) uses AWS KMS": encryption context; read 2026-11-28)."""
+
+
 def _key_through(service: str, actions: tuple[str, ...], context: Mapping[str, str] | None = None) -> list[IamCall]:
     return [_kms(action, service, {**(context or {}), **({"kms:GrantIsForAWSResource": "true"} if action == "kms:CreateGrant" else {})})
             for action in actions]
@@ -278,9 +283,9 @@ def deployer_calls(service: str, operation: str, params: Mapping[str, Any], resp
             params.get("ServerSideEncryption"), response.get("ServerSideEncryption")):
         found += [("agentBundle", call) for call in iam_calls(service, operation, params, response)]
     elif (service, operation) == ("ec2", "CreateVolume") and params.get("KmsKeyId"):
+        found += [("persistentVolume", call) for call in _key_through("ec2", ("kms:DescribeKey",))]
         found += [("persistentVolume", call) for call in _key_through(
-            "ec2", ("kms:DescribeKey", "kms:GenerateDataKeyWithoutPlaintext"),
-            {"kms:EncryptionContext:aws:ebs:id": "${volumeId}"})]
+            "ec2", ("kms:GenerateDataKeyWithoutPlaintext",), EBS_CONTEXT)]
     elif (service, operation) == ("backup", "CreateBackupVault") and params.get("EncryptionKeyArn"):
         found += [("backup", call) for call in _key_through("backup", ("kms:CreateGrant", "kms:DescribeKey"))]
     elif (service, operation) == ("fsx", "CreateFileSystem") and params.get("KmsKeyId"):
