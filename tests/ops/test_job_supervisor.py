@@ -198,7 +198,7 @@ def test_a_node_exit_status_fails_the_job_with_its_reason(aws, agents):
 
 
 def test_the_job_goes_on_when_the_user_process_is_killed_after_it_started(aws, agents):
-    agents.status = lambda command, instance, calls: ("InProgress", -1) if calls <= 20 else ("Success", 0)
+    agents.status = lambda command, instance, calls: ("InProgress", -1) if calls <= 5 else ("Success", 0)
 
     class Killed(BaseException):
         """The user's process ends: the laptop closes, the SSO session expires."""
@@ -231,3 +231,19 @@ def test_jobs_lists_the_stack_s_jobs_and_stop_stops_the_supervision_and_the_comm
     # AWS ends a stopped execution ABORTED; moto, stopping it inside a Map iteration, FAILED
     assert ended(clients, arn).status in ("ABORTED", "FAILED")
     assert agents.cancelled == [launches(aws)[0]["CommandId"]]
+
+
+def test_run_detach_prints_the_job_id_and_jobs_lists_it(aws, capsys):
+    from gpucloud.cli import main
+
+    assert main(["run", "--stack", "vision-train", "--group", "trainers", "--nodes", "2", "--detach", "--poll", "0",
+                 "--", "python", "train.py"]) == 0
+    job_id = capsys.readouterr().out.strip()
+    clients = Clients.of(aws)
+    arn = f"arn:aws:states:{REGION}:123456789012:execution:{job_supervisor_name(SETTINGS.name_base)}:{job_id}"
+    assert ended(clients, arn).status == "SUCCEEDED"
+
+    assert main(["jobs", "--stack", "vision-train"]) == 0
+    [header, row] = capsys.readouterr().out.splitlines()
+    assert header.split() == ["JOB", "STATE", "ATTEMPTS", "NODES", "STARTED"]
+    assert row.split()[:4] == [job_id, "SUCCEEDED", "1", "2"]

@@ -1,4 +1,5 @@
-"""`gpucloud run`, `logs` and `stop`: jobs on a stack's group through SSM Run Command."""
+"""`gpucloud run`, `jobs`, `logs` and `stop`: jobs on a stack's group, supervised in AWS by the
+stack's Step Functions state machine, run through SSM Run Command."""
 
 from __future__ import annotations
 
@@ -38,21 +39,43 @@ def _guarded(action):
 
 
 def run_job(arguments: argparse.Namespace) -> int:
-    """Start the command on N nodes of the group and stay attached until it ends on all of them."""
-    from gpucloud.ops.jobs import new_job, run
+    """Start the job's supervision in AWS; with --detach print its id and return, else follow it to its end."""
+    from gpucloud.ops.jobs import new_job
+    from gpucloud.ops.supervised_jobs import follow, start
 
     def action() -> int:
         settings, clients = _session(arguments)
         command = arguments.command[1:] if arguments.command[:1] == ["--"] else arguments.command
         job = new_job(settings, arguments.group, command, nodes=arguments.nodes, gpus_per_node=arguments.gpus_per_node,
                       image=arguments.image, port=arguments.port)
-        outcome = run(clients, settings, job, max_restarts=arguments.max_restarts, node_timeout=arguments.node_timeout)
+        execution = start(clients, settings, job, max_restarts=arguments.max_restarts, node_timeout=arguments.node_timeout,
+                          poll=arguments.poll, preflight=arguments.preflight)
+        if arguments.detach:
+            print(job.job_id)
+            return 0
+        print(f"job {job.job_id}: supervised in AWS ({execution}); Ctrl-C stops following, not the job")
+        outcome = follow(clients, job, execution)
         for result in outcome.results:
             code = "" if result.exit_code is None else f", exit {result.exit_code}"
             print(f"node {result.rank} {result.node.private_ip} ({result.node.instance_id}): {result.status}{code}")
         if outcome.stopped:
             print(outcome.stopped, file=sys.stderr)
         return outcome.exit_code
+
+    return _guarded(action)
+
+
+def list_jobs(arguments: argparse.Namespace) -> int:
+    """The stack's jobs, newest first."""
+    from gpucloud.ops.supervised_jobs import jobs
+
+    def action() -> int:
+        settings, clients = _session(arguments)
+        print(f"{'JOB':<40} {'STATE':<10} {'ATTEMPTS':>8} {'NODES':>5}  STARTED")
+        for row in jobs(clients, settings):
+            print(f"{row['job']:<40} {row['state']:<10} {row['attempts']:>8} {row['nodes']:>5}  {row['started']:%Y-%m-%d %H:%M:%S}"
+                  + (f"  {','.join(row['addresses'])}" if row["addresses"] else ""))
+        return 0
 
     return _guarded(action)
 
@@ -80,7 +103,7 @@ def stop_job(arguments: argparse.Namespace) -> int:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    """Add `run`, `logs` and `stop`."""
+    """Add `run`, `jobs`, `logs` and `stop`."""
     epilog = f"exit codes: {PLAN_BAD_INPUT} bad stack file or job, {PLAN_FAILED} an AWS call failed"
     run_parser = commands.add_parser(
         "run",
@@ -100,8 +123,19 @@ def register(commands: argparse._SubParsersAction) -> None:
                             help="resume on new nodes at most this many times when a node is replaced (default 3)")
     run_parser.add_argument("--node-timeout", type=float, default=1800.0,
                             help="seconds to wait for N nodes in service, at the start and after a replacement (default 1800)")
+    run_parser.add_argument("--detach", action="store_true",
+                            help="print the job id and return: the stack's job supervisor (Step Functions) runs the job")
+    run_parser.add_argument("--poll", type=int, default=60,
+                            help="seconds between the supervisor's reads of the nodes (default 60; each read is priced "
+                            "per state transition)")
+    run_parser.add_argument("--preflight", choices=("off", "quick", "full"), default="off",
+                            help="run the job document's preflight on the nodes before the job (default off)")
     run_parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
     run_parser.set_defaults(handler=run_job)
+
+    jobs_parser = commands.add_parser("jobs", help="list a stack's jobs: state, attempts, nodes", epilog=epilog)
+    add_stack_source(jobs_parser)
+    jobs_parser.set_defaults(handler=list_jobs)
 
     logs_parser = commands.add_parser("logs", help="print a job's output (every node, every attempt)", epilog=epilog)
     add_stack_source(logs_parser)

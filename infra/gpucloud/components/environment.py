@@ -18,6 +18,7 @@ from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
 from gpucloud.components.grafana_workspace import GrafanaWorkspace
 from gpucloud.components.inference_endpoint import InferenceEndpoint, InferenceEndpointArgs, endpoint_placement
 from gpucloud.components.job_runner import job_runner
+from gpucloud.components.job_supervisor import job_supervisor
 from gpucloud.components.monitoring import GpuMonitoring
 from gpucloud.components.network import GpuNetwork
 from gpucloud.components.node_services import node_services, node_services_document
@@ -92,6 +93,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
         self.instance_groups: dict[str, GpuInstanceGroup] = {}
         group_outputs = {group.config.name: self._group(name, stack, group, child) for group in stack.groups}
         self.jobs = job_runner(name, stack, self.key.key_arn, child)
+        self.job_supervisor = job_supervisor(name, stack, self.key.key_arn, self.monitoring.topic_arn, child)
         self.backup = None
         if parts.backs_up(stack):
             self.backup = VolumeBackup(f"{name}-backup", parts.backup_args(stack, self.key.key_arn), opts=child)
@@ -163,6 +165,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 "jobDocumentName": self.jobs.document_name,
                 "jobLogGroupName": self.jobs.log_group_name,
                 "jobRunnerPolicyArn": self.jobs.team_policy_arn,
+                "jobSupervisorArn": self.job_supervisor.state_machine_arn,
                 "groups": self.groups,
             }
         )

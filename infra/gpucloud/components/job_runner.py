@@ -12,7 +12,13 @@ import pulumi_aws as aws
 
 from gpucloud.documents.jobs import job_document_content, job_runner_policy, jobs_prefix
 from gpucloud.lookups import ResolvedStack
-from gpucloud.naming import autoscaling_group_name, job_document_name, job_log_group_name, job_runner_policy_name
+from gpucloud.naming import (
+    autoscaling_group_name,
+    job_document_name,
+    job_log_group_name,
+    job_runner_policy_name,
+    job_supervisor_name,
+)
 
 JOB_LOG_RETENTION_DAYS = 90
 """How long job output stays in CloudWatch Logs (one of the values the provider and the API take)."""
@@ -32,6 +38,8 @@ class JobRunnerArgs:
     """`<first write prefix>jobs/`: job records and checkpoints; None without a write prefix."""
     team_policy: bool = False
     """Create the managed policy for the team (`access.jobRunnerPolicy`)."""
+    supervisor_name: str | None = None
+    """The stack's job supervisor state machine, whose executions the team policy lets its holders start, follow and stop."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -89,6 +97,7 @@ class JobRunner(pulumi.ComponentResource):
                             key_arn=key_arn,
                             bucket=args.bucket,
                             jobs_prefix=args.jobs_prefix,
+                            supervisor_name=args.supervisor_name,
                         )
                     )
                 ),
@@ -120,6 +129,7 @@ def job_runner(name: str, stack: ResolvedStack, kms_key_arn: pulumi.Input[str], 
             bucket=data.bucket if data else None,
             jobs_prefix=jobs_prefix(data.write_prefixes) if data else None,
             team_policy=config.access.job_runner_policy,
+            supervisor_name=job_supervisor_name(base),
             tags=stack.settings.tags,
         ),
         opts=opts,

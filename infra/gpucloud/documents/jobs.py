@@ -15,6 +15,7 @@ import json
 import re
 from collections.abc import Sequence
 
+from gpucloud.documents.job_supervisor_access import supervised_job_statements
 from gpucloud.documents.services import Document
 from gpucloud.naming import JOBS_FOLDER, STACK_TAG, autoscaling_group_arn_pattern
 
@@ -114,8 +115,11 @@ def job_runner_policy(
     key_arn: str,
     bucket: str | None = None,
     jobs_prefix: str | None = None,
+    supervisor_name: str | None = None,
 ) -> Document:
-    """What a team member needs for `gpucloud run`, `logs` and `stop` on this stack, and no more.
+    """What a team member needs for `gpucloud run`, `logs`, `stop` and `jobs` on this stack, and no more.
+    With `supervisor_name`, starting, following, listing and stopping the executions of the
+    stack's job supervisor (documents/job_supervisor_access.py).
 
     SendCommand is authorized on the document (required) and on each instance of one request
     (Service Authorization Reference, "Actions, resources, and condition keys for AWS Systems
@@ -200,6 +204,9 @@ def job_runner_policy(
                 "Condition": {"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}},
             },
         ]
+    if supervisor_name:
+        statements += supervised_job_statements(partition=partition, region=region, account_id=account_id,
+                                                machine_name=supervisor_name)
     return {"Version": "2012-10-17", "Statement": statements}
 
 

@@ -79,6 +79,15 @@ ACCEPTED_FINDINGS: tuple[AcceptedFinding, ...] = (
             "kms:GrantIsForAWSResource'); iam_documents still bans it on Resource '*'."
         ),
     ),
+    AcceptedFinding(
+        issue="PERMISSIONS_MANAGEMENT_ACTIONS",
+        actions=frozenset({"logs:putresourcepolicy"}),
+        reason=(
+            "A Step Functions state machine that logs to CloudWatch Logs needs its role to hold "
+            "logs:PutResourcePolicy (Step Functions developer guide, 'Using CloudWatch Logs to log "
+            "execution history in Step Functions', read 2026-11-28); the job supervisor's role."
+        ),
+    ),
 )
 
 

@@ -16,6 +16,7 @@ from gpucloud.testing.handlers import (  # noqa: F401
     kms,
     logs,
     s3,
+    sfn,
     sns,
     ssm,
     ssm_parameter,

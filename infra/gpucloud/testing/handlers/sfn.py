@@ -1,0 +1,79 @@
+"""Step Functions state machines (the job supervisor)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, refused, resource
+
+NAME = re.compile(r"^[0-9A-Za-z_-]{1,80}$")
+"""State machine names: 1-80 of letters, digits, `-` and `_` (terraform-provider-aws
+internal/service/sfn/state_machine.go, `name`; read 2026-11-28)."""
+DEFINITION_MAX = 1024 * 1024
+"""The definition is at most 1 MiB (same file, `definition`: StringLenBetween(0, 1048576))."""
+TYPES = ("STANDARD", "EXPRESS")
+LOG_LEVELS = ("ALL", "ERROR", "FATAL", "OFF")
+"""`type` and `logging_configuration.level` (same file: the SDK's StateMachineType and LogLevel enums)."""
+
+
+def _invalid(code: str, message: str):
+    return refused("CreateStateMachine", code, message)
+
+
+def check_definition(definition: str) -> None:
+    """What Step Functions checks of a definition at CreateStateMachine and moto's default backend
+    does not: it parses as the Amazon States Language. moto's own ASL parser (the interpreter its
+    `execute_state_machine` mode runs) decides, as it does for moto in that mode
+    (moto/stepfunctions/parser/models.py, `_validate_definition`)."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
+
+    if len(definition.encode("utf-8")) > DEFINITION_MAX:
+        raise _invalid("InvalidDefinition", f"the definition is {len(definition.encode('utf-8'))} bytes, above 1 MiB")
+    try:
+        json.loads(definition)
+        AmazonStateLanguageParser.parse(definition)
+    except (ValueError, ASLParserException) as error:
+        raise _invalid("InvalidDefinition", f"Invalid State Machine Definition: {error!r}") from None
+
+
+def _logging(account: Account, logging: dict | None) -> dict | None:
+    """A logging level other than OFF needs a destination: an existing log group's ARN with `:*`
+    (Step Functions API reference, LoggingConfiguration and CloudWatchLogsLogGroup `logGroupArn`;
+    read 2026-11-28)."""
+    if not logging:
+        return None
+    level = logging.get("level") or "OFF"
+    if level not in LOG_LEVELS:
+        raise _invalid("ValidationException", f"logging level {level!r} is not one of {', '.join(LOG_LEVELS)}")
+    destination = logging.get("logDestination")
+    if level != "OFF":
+        if not destination or not destination.endswith(":*"):
+            raise _invalid("InvalidLoggingConfiguration", f"logging level {level} needs a log group ARN ending in ':*', "
+                           f"got {destination!r}")
+        name = destination.removesuffix(":*").split(":log-group:", 1)[-1]
+        found = account.client("logs").describe_log_groups(logGroupNamePrefix=name)["logGroups"]
+        if not any(group["logGroupName"] == name for group in found):
+            raise _invalid("InvalidLoggingConfiguration", f"log group {name} does not exist")
+    return drop_none({"level": level, "includeExecutionData": bool(logging.get("includeExecutionData")),
+                      "destinations": [{"cloudWatchLogsLogGroup": {"logGroupArn": destination}}] if destination else None})
+
+
+@resource("aws:sfn/stateMachine:StateMachine")
+def create_state_machine(account: Account, request: ResourceRequest) -> Created:
+    inputs = request.inputs
+    name = request.physical_name()
+    if not NAME.match(name):
+        raise _invalid("InvalidName", f"state machine name {name!r}: 1-80 letters, digits, - and _")
+    kind = inputs.get("type") or "STANDARD"
+    if kind not in TYPES:
+        raise _invalid("ValidationException", f"type {kind!r} is not one of {', '.join(TYPES)}")
+    check_definition(inputs["definition"])
+    role = inputs["roleArn"]
+    account.client("iam").get_role(RoleName=role.rsplit("/", 1)[-1])
+    arn = account.client("stepfunctions").create_state_machine(**drop_none({
+        "name": name, "definition": inputs["definition"], "roleArn": role, "type": kind,
+        "loggingConfiguration": _logging(account, inputs.get("loggingConfiguration")),
+        "tags": aws_tags(inputs.get("tags"), key="key", value="value") or None,
+    }))["stateMachineArn"]
+    return Created(id=arn, outputs={"arn": arn, "name": name, "status": "ACTIVE", "type": kind})
