@@ -26,6 +26,7 @@ from gpucloud.node.job_processes import stop
 from gpucloud.node.launcher import DEFAULT_PORT, JobSpec, Launch, LaunchError, decode_command, parse_nodes
 from gpucloud.node.lifecycle import LifecycleError, boto3_client, drain, gate, heartbeat, identify, sync_to_s3
 from gpucloud.node.nvidia import Expectations, HealthReport, check_gpus
+from gpucloud.node.preflight_command import add_preflight_commands
 from gpucloud.node.remote_write import RemoteWriter, region_of
 from gpucloud.node.shared_storage import mount_shared, shared_storage_problems
 from gpucloud.node.service_commands import add_service_commands
@@ -168,6 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     launch_stop.set_defaults(handler=_launch_stop)
 
     add_service_commands(commands)
+    add_preflight_commands(commands, lambda config, read_only: run_node_check(config, read_only))
 
     shared = commands.add_parser(
         "mount-shared", help="mount the project's FSx for Lustre file system and S3 prefixes that node.json lists"

@@ -1,0 +1,103 @@
+"""The `preflight` and `preflight-replace` commands of `gpucloud-node`, which the job document runs
+(its `action` parameter) for `gpucloud run --preflight`.
+
+`preflight` runs this node's share (node/preflight.py) with the torchrun step started through the
+job launcher, so it meets the other nodes at the job's rendezvous with the job's NCCL and EFA
+environment. `preflight-replace` is sent to the node the preflight named: it marks itself
+Unhealthy through the watch's own path (`replace_node`: the fault counted, the group's
+`maxReplacementsPerHour` breaker asked, the checkpoint saved), so a bad preflight can replace no
+more nodes than a run of GPU faults could, and the team's policy needs no SetInstanceHealth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gpucloud.node.commands import run_command
+from gpucloud.node.config import NodeConfig
+from gpucloud.node.faults import Finding
+from gpucloud.node.imds import InstanceMetadata, MetadataError
+from gpucloud.node.job_processes import job_dir
+from gpucloud.node.launcher import DEFAULT_PORT, JobSpec, Launch, LaunchError, local_ipv4, parse_nodes
+from gpucloud.node.lifecycle import boto3_client, identify
+from gpucloud.node.preflight import TEXTFILE, Preflight, PreflightSpec, load_floors, report
+from gpucloud.node.replace import replace_node
+
+log = logging.getLogger("gpucloud.node")
+INSTANCE_TYPE_ENV = "GPUCLOUD_INSTANCE_TYPE"
+"""Stands in for the metadata service's instance-type where there is none (the recorded GPU runs)."""
+
+
+def add_preflight_commands(commands: Any, node_check: Callable[[NodeConfig, bool], Any]) -> None:
+    """Register `preflight` and `preflight-replace`; `node_check` is the gate's check (cli.run_node_check)."""
+    preflight = commands.add_parser(
+        "preflight", help="test this node and the fabric to the job's other nodes before the job starts (JSON result)")
+    preflight.add_argument("--job", required=True)
+    preflight.add_argument("--nodes", required=True, help="the set's private IPv4s, comma-separated; the first is the master")
+    preflight.add_argument("--port", type=int, default=DEFAULT_PORT)
+    preflight.add_argument("--gpus-per-node", type=int)
+    preflight.add_argument("--image", help="run the torchrun step in this container image (the job's)")
+    preflight.add_argument("--level", choices=["quick", "full"], default="quick")
+    preflight.add_argument("--checks", default="local,fabric", help="local,fabric (a whole round) or fabric (bisection)")
+    preflight.add_argument("--efa-devices", type=int, help="EFA devices expected (default: the type's, from the floors file)")
+    preflight.add_argument("--textfile", type=Path, default=TEXTFILE)
+    preflight.set_defaults(handler=lambda config, arguments: _preflight(config, arguments, node_check))
+
+    replace = commands.add_parser(
+        "preflight-replace", help="mark this node Unhealthy after a preflight named it (within the replacement breaker)")
+    replace.add_argument("--job", required=True)
+    replace.add_argument("--reason", required=True)
+    replace.set_defaults(handler=_preflight_replace)
+
+
+def _launcher(config: NodeConfig, spec: PreflightSpec, metadata: InstanceMetadata) -> Callable[[list[str], Mapping[str, str]], int]:
+    def launch(argv: list[str], environment: Mapping[str, str]) -> int:
+        job = JobSpec(job_id=spec.job_id, nodes=spec.nodes, command=tuple(argv), port=spec.port,
+                      gpus_per_node=spec.gpus_per_node, image=spec.image)
+        return Launch(job, metadata, run_command, Path(config.checkpoint_dir), lambda uri: None,
+                      nvidia_smi=config.nvidia_smi, command_timeout_s=config.command_timeout_s,
+                      environ={**os.environ, **environment}, ecr_client=lambda region: boto3_client("ecr", region))()
+    return launch
+
+
+def _instance_type(metadata: InstanceMetadata) -> str:
+    if os.environ.get(INSTANCE_TYPE_ENV):
+        return os.environ[INSTANCE_TYPE_ENV]
+    try:
+        return metadata.get("/latest/meta-data/instance-type") or ""
+    except MetadataError:
+        return ""
+
+
+def _preflight(config: NodeConfig, arguments: argparse.Namespace, node_check: Callable[[NodeConfig, bool], Any]) -> int:
+    metadata = InstanceMetadata(config.imds_endpoint)
+    try:
+        nodes = parse_nodes(arguments.nodes)
+        node = local_ipv4(metadata)
+    except LaunchError as error:
+        log.error("preflight: %s", error)
+        return error.status
+    spec = PreflightSpec(job_id=arguments.job, nodes=nodes, port=arguments.port, level=arguments.level,
+                         checks=tuple(arguments.checks.split(",")), gpus_per_node=arguments.gpus_per_node,
+                         image=arguments.image, instance_type=_instance_type(metadata), efa_devices=arguments.efa_devices)
+    directory = job_dir(spec.job_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    preflight = Preflight(spec, node, directory, lambda: node_check(config, True), run_command,
+                          _launcher(config, spec, metadata), load_floors())
+    labels = {"project": config.project, "group": config.group_name, "instance_type": spec.instance_type}
+    return report(preflight(), labels, directory, arguments.textfile)
+
+
+def _preflight_replace(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    metadata = InstanceMetadata(config.imds_endpoint)
+    instance_id, region = identify(config, metadata)
+    outcome = replace_node(config, instance_id, region, config.group_name,
+                           [Finding("preflight", "all", f"job {arguments.job}: {arguments.reason}")],
+                           config.max_replacements_per_hour, boto3_client, run_command)
+    print(outcome)
+    return 0 if outcome == "replaced" else 1
