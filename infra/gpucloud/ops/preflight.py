@@ -7,7 +7,7 @@ the job, with each node's own checks. A node whose own checks fail is named at o
 misses its bus-bandwidth floor, the search bisects: a failing group is split in halves, then each
 node of a failing pair is tested with a node already seen good (a different one each, in the same
 round), which names the slow node; a pair that is slow together while each is fast with a third
-node names the link between them. When the halves fail with no good node anywhere, the fault is
+node names the link between them. When every set down to pairs fails and none passes, the fault is
 the fabric or NCCL's setup, not one node, and the search stops; it stops too after `max_rounds`.
 """
 
@@ -84,6 +84,8 @@ class Search:
     """Sets that missed their floor and are split next; a one-node group waits for a good partner."""
     culprits: Mapping[str, str] = field(default_factory=dict)
     """Node (or `a<->b` link) -> why."""
+    failed: tuple[tuple[tuple[str, ...], str], ...] = ()
+    """Every set that missed its floor so far, with its figure."""
     passed: bool = False
     stopped: str | None = None
 
@@ -104,18 +106,35 @@ def _halves(group: tuple[str, ...]) -> list[tuple[str, ...]]:
 
 def next_sets(search: Search) -> list[tuple[str, ...]]:
     """The sets of the next round: every node first; then halves of each failing group of three or
-    more; then each node of a failing pair (or a lone suspect) with a good node, one each."""
+    more; then each suspect with a good node, one each (with no good node yet, with another
+    suspect left alone so far). A lone half with nobody to pair waits a round."""
     if search.rounds == 0:
         return [search.nodes]
     partners = [node for node in search.nodes if node in search.good]
+    lone = [group[0] for group in search.groups if len(group) == 1]
     sets: list[tuple[str, ...]] = []
+    used: set[str] = set()
+
+    def pair(suspect: str, group: tuple[str, ...]) -> None:
+        if suspect in used:
+            return
+        others = [node for node in lone if node not in used and node not in group]
+        partner = partners.pop(0) if partners else (others[0] if others else None)
+        if partner is not None:
+            sets.append((partner, suspect))
+            used.update((partner, suspect))
+
     for group in search.groups:
         if len(group) > 2:
-            sets += _halves(group)
-            continue
-        for suspect in group:
-            if partners:
-                sets.append((partners.pop(0), suspect))
+            for half in _halves(group):
+                if len(half) > 1:
+                    sets.append(half)
+                    used.update(half)
+                else:
+                    pair(half[0], group)
+        else:
+            for suspect in group:
+                pair(suspect, group)
     return sets
 
 
@@ -125,46 +144,53 @@ def advance(search: Search, results: Sequence[SetResult], floor_of) -> Search:
     for result in results:
         for node, problems in result.node_problems.items():
             culprits[node] = problems[0]
-    clean = [result for result in results if not set(result.node_problems) & set(result.nodes)]
-    if search.rounds == 0 and clean != list(results):
+    if search.rounds == 0 and culprits:
         return _checked(replace(search, rounds=1, culprits=culprits))
     if search.rounds == 0 and results[0].set_problems:
         return replace(search, rounds=1, stopped="the preflight could not run: " + "; ".join(results[0].set_problems))
     good = list(search.good)
+    failed = list(search.failed)
     failing: list[tuple[str, ...]] = []
+    lone: list[tuple[str, ...]] = []
     for result in results:
         verdict = result.passes(floor_of(len(result.nodes)))
-        if verdict or (verdict is None and search.rounds == 0):
+        if len(result.nodes) == 1 and verdict is False:
+            culprits[result.nodes[0]] = f"all_reduce among its own GPUs below its floor: {_figure(result)}"
+        elif len(result.nodes) == 1 and search.rounds > 0:
+            lone.append(result.nodes)  # its own GPUs are fine; between nodes it is still untested
+        elif verdict or (verdict is None and search.rounds == 0):
             good += [node for node in result.nodes if node not in good]
         else:
             failing.append(result.nodes)
-    groups: list[tuple[str, ...]] = []
-    for nodes in failing:
-        known = [node for node in nodes if node in search.good]
-        suspects = tuple(node for node in nodes if node not in good and node not in search.good)
-        if len(nodes) == 2 and len(known) == 1 and suspects:
-            culprits[suspects[0]] = (f"all_reduce with {known[0]} (a node seen fast) below its floor: "
-                                     f"{_figure(results, nodes)}")
-        elif suspects:
-            groups.append(suspects)
-    groups = _links(search, groups, good, culprits)
-    searched = replace(search, rounds=search.rounds + 1, good=tuple(good), groups=tuple(groups), culprits=culprits)
+            failed.append((result.nodes, _figure(result)))
+    _infer(failed, good, culprits)
+    tested = {node for result in results for node in result.nodes}
+    groups = [suspects for nodes in failing
+              if (suspects := tuple(node for node in nodes if node not in good and node not in culprits))]
+    groups += lone + [(node,) for group in search.groups for node in group
+                      if node not in tested and node not in good and node not in culprits]
+    searched = replace(search, rounds=search.rounds + 1, good=tuple(good), groups=tuple(groups), culprits=culprits,
+                       failed=tuple(failed))
     if search.rounds == 0 and not failing:
         return replace(searched, passed=True)
     return _checked(searched)
 
 
-def _links(search: Search, groups: list[tuple[str, ...]], good: list[str], culprits: dict[str, str]) -> list[tuple[str, ...]]:
-    """A pair that failed together whose nodes each passed with a good partner: the link between them."""
-    for pair in (group for group in search.groups if len(group) == 2):
-        if all(node in good for node in pair):
-            culprits[f"{pair[0]}<->{pair[1]}"] = "slow together, each fast with a third node: the path between them"
-    return groups
+def _infer(failed: Sequence[tuple[tuple[str, ...], str]], good: Sequence[str], culprits: dict[str, str]) -> None:
+    """A failed set whose other nodes were all seen fast names its last node; a failed pair of two
+    nodes each seen fast elsewhere names the link between them. Newest sets first: the smallest."""
+    for nodes, figure in reversed(failed):
+        unknown = [node for node in nodes if node not in good]
+        others = [node for node in nodes if node in good]
+        if len(unknown) == 1 and unknown[0] not in culprits:
+            seen = f"{others[0]} (a node seen fast)" if len(others) == 1 else f"{', '.join(others)} (nodes seen fast)"
+            culprits[unknown[0]] = f"all_reduce with {seen} below its floor: {figure}"
+        elif not unknown and len(nodes) == 2:
+            culprits[f"{nodes[0]}<->{nodes[1]}"] = "slow together, each fast with a third node: the path between them"
 
 
-def _figure(results: Sequence[SetResult], nodes: tuple[str, ...]) -> str:
-    found = next(result for result in results if result.nodes == nodes)
-    return f"{found.busbw_gbps} GB/s" if found.busbw_gbps is not None else "; ".join(found.set_problems) or "no figure"
+def _figure(result: SetResult) -> str:
+    return f"{result.busbw_gbps} GB/s" if result.busbw_gbps is not None else "; ".join(result.set_problems) or "no figure"
 
 
 def _checked(search: Search) -> Search:
@@ -172,9 +198,6 @@ def _checked(search: Search) -> Search:
     if len([name for name in search.culprits if "<->" not in name]) > len(search.nodes) // 2:
         return replace(search, stopped=(f"{len(search.culprits)} of {len(search.nodes)} nodes fail: the fault is "
                                         "common to them (image, NCCL or EFA setup, the fabric), not one node"))
-    if search.rounds > 1 and search.groups and not search.good and not search.culprits:
-        return replace(search, stopped=("every part of the job's nodes misses its bus-bandwidth floor and none passes: "
-                                        "the fabric or NCCL's setup (TCP sockets?), not one node"))
     return search
 
 
@@ -192,9 +215,9 @@ def verdict(search: Search, max_rounds: int = MAX_ROUNDS) -> Verdict:
         return Verdict("replace", culprits=dict(search.culprits))
     sets = next_sets(search)
     if not sets:
-        return Verdict("stop", reason=", ".join(" and ".join(group) for group in search.groups) + " miss the "
-                       "bus-bandwidth floor together, and no node was seen fast to test each against: the fabric or "
-                       "NCCL's setup (TCP sockets?), or add a node to the job so the search can tell")
+        return Verdict("stop", reason="; ".join(" and ".join(group) for group in search.groups) + ": below the "
+                       "bus-bandwidth floor, and no set of the job's nodes reaches it: the fabric or NCCL's setup "
+                       "(TCP sockets?), not one node")
     if search.rounds >= max_rounds:
         return Verdict("stop", reason=f"no single culprit after {max_rounds} rounds")
     return Verdict("test", sets=tuple(sets))
