@@ -70,3 +70,31 @@ def test_the_stop_action_reaches_launch_stop(node: dict[str, str]) -> None:
     finished = run_document({"action": ["launch-stop"], "job": ["train-20261125190000-ef56"]}, node)
 
     assert finished.returncode == 0, finished.stderr
+
+
+def test_the_preflight_actions_reach_the_node_commands_with_their_options(node: dict[str, str], tmp_path: Path) -> None:
+    """`preflight` gets the set and its options from `commandB64`; `preflight-replace` its reason.
+    A node with no nvidia-smi and no torchrun fails its preflight with both reasons, as JSON."""
+    from gpucloud.node.launcher import encode_command
+    from gpucloud.node.preflight import RESULT_MARKER
+
+    config = tmp_path / "node.json"
+    config.write_text(json.dumps({"checkpoint_dir": str(tmp_path / "checkpoints"), "nvidia_smi": "/nonexistent/nvidia-smi",
+                                  "imds_endpoint": "http://127.0.0.1:9"}))
+    node = {**node, "GPUCLOUD_NODE_CONFIG": str(config), "GPUCLOUD_INSTANCE_TYPE": "g5.2xlarge",
+            "PATH": f"{tmp_path / 'no-torch'}:/usr/bin:/bin"}
+    options = encode_command(["--checks", "fabric", "--level", "quick"])
+    parameters = {"action": ["preflight"], "job": ["train-20261128190000-ab12"], "nodes": ["10.0.1.5,10.0.1.17"],
+                  "port": ["29500"], "attempt": ["0"], "gpusPerNode": ["1"], "image": [""], "checkpointUri": [""],
+                  "commandB64": [options]}
+
+    finished = run_document(parameters, node)
+
+    assert finished.returncode == 1, finished.stderr
+    result = json.loads(finished.stdout.splitlines()[-1].removeprefix(RESULT_MARKER))
+    assert (result["node"], result["set"], result["checks"]) == ("10.0.1.17", ["10.0.1.5", "10.0.1.17"], ["fabric"])
+    assert result["set_problems"][0].startswith("torchrun not found: no PyTorch on this node")
+
+    replaced = run_document({"action": ["preflight-replace"], "job": ["train-20261128190000-ab12"],
+                             "commandB64": [encode_command(["--reason", "slow fabric"])]}, node)
+    assert "cannot identify this instance" in replaced.stderr, "it asks the metadata service (here a closed port)"

@@ -26,7 +26,9 @@ _IPV4 = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1
 
 JOB_PARAMETERS: dict[str, tuple[str, str, str]] = {
     # name: (allowedPattern, default ("" when required), description)
-    "action": (r"^(launch|launch-stop)$", "launch", "launch starts the job's command; launch-stop ends it"),
+    "action": (r"^(launch|launch-stop|preflight|preflight-replace)$", "launch",
+               "launch starts the job's command; launch-stop ends it; preflight tests the nodes and the fabric "
+               "between them first; preflight-replace marks a node the preflight named Unhealthy"),
     "job": (r"^[a-z0-9][a-z0-9-]{0,62}$", "", "job id: <group>-<yyyymmddhhmmss>-<4 hex>"),
     "nodes": (rf"^$|^{_IPV4}(,{_IPV4}){{0,999}}$", "", "private IPv4 addresses of the job's nodes, first = MASTER_ADDR"),
     "port": (r"^(102[4-9]|10[3-9][0-9]|1[1-9][0-9]{2}|[2-9][0-9]{3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$",
@@ -46,6 +48,15 @@ EXECUTION_TIMEOUT_SECONDS = 172800
 "Command document plugin reference", aws:runShellScript; read 2026-11-25); the default is one hour,
 which would end every real training run."""
 
+PREFLIGHT_ACTIONS = ("preflight", "preflight-replace")
+"""The preflight goes through this document as two more `action` values, its options as base64 of a
+JSON argv in `commandB64`, rather than through a second document: the team policy's SendCommand
+statement, the log group and the agent's path stay one, and no parameter is added, so a job's
+parameters keep their shape, and an account's 500 active documents (SSM API reference, CreateDocument,
+DocumentLimitExceeded) are not drawn on. A document and the parameter values sent with it may be up
+to 64 KB together (CreateDocument `Content`, MaxDocumentSizeExceeded; read 2026-11-28): the script
+grows by two lines, and the options by a few dozen characters."""
+
 STEP_NAME = "launch"
 """The document's one step; Run Command names each job's log streams `<command id>/<instance id>/<step>/stdout`."""
 
@@ -54,8 +65,11 @@ _SCRIPT = [
     'if [ -z "${SSM_job+x}" ]; then echo "gpucloud: this SSM Agent does not pass document parameters as '
     'environment variables (it needs 3.3.2746.0 or later)" >&2; exit 65; fi',
     'if [ "$SSM_action" = launch-stop ]; then exec ' + LAUNCHER + ' launch-stop --job "$SSM_job"; fi',
-    'set -- launch --job "$SSM_job" --nodes "$SSM_nodes" --port "$SSM_port" --attempt "$SSM_attempt" '
-    '--command-b64 "$SSM_commandB64"',
+    'if [ "$SSM_action" = preflight-replace ]; then exec ' + LAUNCHER + ' preflight-replace --job "$SSM_job" '
+    '--options-b64 "$SSM_commandB64"; fi',
+    'if [ "$SSM_action" = preflight ]; then set -- preflight --job "$SSM_job" --nodes "$SSM_nodes" --port "$SSM_port" '
+    '--options-b64 "$SSM_commandB64"; else set -- launch --job "$SSM_job" --nodes "$SSM_nodes" --port "$SSM_port" '
+    '--attempt "$SSM_attempt" --command-b64 "$SSM_commandB64"; fi',
     'if [ -n "$SSM_gpusPerNode" ]; then set -- "$@" --gpus-per-node "$SSM_gpusPerNode"; fi',
     'if [ -n "$SSM_image" ]; then set -- "$@" --image "$SSM_image"; fi',
     'if [ -n "$SSM_checkpointUri" ]; then set -- "$@" --checkpoint-uri "$SSM_checkpointUri"; fi',

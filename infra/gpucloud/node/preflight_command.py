@@ -23,7 +23,7 @@ from gpucloud.node.config import NodeConfig
 from gpucloud.node.faults import Finding
 from gpucloud.node.imds import InstanceMetadata, MetadataError
 from gpucloud.node.job_processes import job_dir
-from gpucloud.node.launcher import DEFAULT_PORT, JobSpec, Launch, LaunchError, local_ipv4, parse_nodes
+from gpucloud.node.launcher import DEFAULT_PORT, JobSpec, Launch, LaunchError, decode_command, local_ipv4, parse_nodes
 from gpucloud.node.lifecycle import boto3_client, identify
 from gpucloud.node.preflight import TEXTFILE, Preflight, PreflightSpec, load_floors, report
 from gpucloud.node.replace import replace_node
@@ -42,17 +42,37 @@ def add_preflight_commands(commands: Any, node_check: Callable[[NodeConfig, bool
     preflight.add_argument("--port", type=int, default=DEFAULT_PORT)
     preflight.add_argument("--gpus-per-node", type=int)
     preflight.add_argument("--image", help="run the torchrun step in this container image (the job's)")
-    preflight.add_argument("--level", choices=["quick", "full"], default="quick")
-    preflight.add_argument("--checks", default="local,fabric", help="local,fabric (a whole round) or fabric (bisection)")
-    preflight.add_argument("--efa-devices", type=int, help="EFA devices expected (default: the type's, from the floors file)")
+    _add_options(preflight)
     preflight.add_argument("--textfile", type=Path, default=TEXTFILE)
-    preflight.set_defaults(handler=lambda config, arguments: _preflight(config, arguments, node_check))
+    preflight.set_defaults(handler=lambda config, arguments: _preflight(config, _with_options(arguments), node_check))
 
     replace = commands.add_parser(
         "preflight-replace", help="mark this node Unhealthy after a preflight named it (within the replacement breaker)")
     replace.add_argument("--job", required=True)
-    replace.add_argument("--reason", required=True)
-    replace.set_defaults(handler=_preflight_replace)
+    _add_options(replace)
+    replace.set_defaults(handler=lambda config, arguments: _preflight_replace(config, _with_options(arguments)))
+
+
+def _add_options(parser: argparse.ArgumentParser) -> None:
+    """The options the job document passes as base64 of a JSON argv (its `commandB64`), or as flags."""
+    parser.add_argument("--options-b64", help="base64 of a JSON list of the options below (what the job document sends)")
+    parser.add_argument("--level", choices=["quick", "full"], default="quick")
+    parser.add_argument("--checks", choices=["local,fabric", "fabric"], default="local,fabric",
+                        help="local,fabric (a whole round) or fabric (bisection)")
+    parser.add_argument("--efa-devices", type=int, help="EFA devices expected (default: the type's, from the floors file)")
+    parser.add_argument("--reason", default="the preflight named this node", help="preflight-replace: why, for the log")
+
+
+def _with_options(arguments: argparse.Namespace) -> argparse.Namespace:
+    if not arguments.options_b64:
+        return arguments
+    options = argparse.ArgumentParser(prog="gpucloud-node preflight --options-b64")
+    _add_options(options)
+    try:
+        argv = list(decode_command(arguments.options_b64))
+    except LaunchError as error:
+        options.error(str(error))
+    return options.parse_args(argv, namespace=arguments)
 
 
 def _launcher(config: NodeConfig, spec: PreflightSpec, metadata: InstanceMetadata) -> Callable[[list[str], Mapping[str, str]], int]:
