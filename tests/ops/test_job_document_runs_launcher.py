@@ -72,8 +72,9 @@ def test_the_stop_action_reaches_launch_stop(node: dict[str, str]) -> None:
     assert finished.returncode == 0, finished.stderr
 
 
-def test_the_preflight_actions_reach_the_node_commands_with_their_options(node: dict[str, str], tmp_path: Path) -> None:
-    """`preflight` gets the set and its options from `commandB64`; `preflight-replace` its reason.
+def test_the_preflight_actions_reach_the_node_commands_with_the_job_s_own_parameters(node: dict[str, str], tmp_path: Path) -> None:
+    """The job supervisor's Preflight step sends the job's parameters with another action; the
+    preflight takes its level from the action and leaves the job's command and checkpoint URI alone.
     A node with no nvidia-smi and no torchrun fails its preflight with both reasons, as JSON."""
     from gpucloud.node.launcher import encode_command
     from gpucloud.node.preflight import RESULT_MARKER
@@ -83,18 +84,20 @@ def test_the_preflight_actions_reach_the_node_commands_with_their_options(node: 
                                   "imds_endpoint": "http://127.0.0.1:9"}))
     node = {**node, "GPUCLOUD_NODE_CONFIG": str(config), "GPUCLOUD_INSTANCE_TYPE": "g5.2xlarge",
             "PATH": f"{tmp_path / 'no-torch'}:/usr/bin:/bin"}
-    options = encode_command(["--checks", "fabric", "--level", "quick"])
-    parameters = {"action": ["preflight"], "job": ["train-20261128190000-ab12"], "nodes": ["10.0.1.5,10.0.1.17"],
-                  "port": ["29500"], "attempt": ["0"], "gpusPerNode": ["1"], "image": [""], "checkpointUri": [""],
-                  "commandB64": [options]}
+    job = Job(job_id="train-20261128190000-ab12", stack="vision-train", group="train", group_name="gpu-cloud-vision-train-train",
+              nodes=2, command=["torchrun", "train.py"], gpus_per_node=1, checkpoint_uri="s3://bucket/team/jobs/train-20261128190000-ab12/")
+    results = {}
+    for action in ("preflight", "preflight-fabric", "preflight-full"):
+        finished = run_document({**job.parameters(attempt=0, nodes=NODES), "action": [action]}, node)
+        assert finished.returncode == 1, finished.stderr
+        results[action] = json.loads(finished.stdout.splitlines()[-1].removeprefix(RESULT_MARKER))
 
-    finished = run_document(parameters, node)
+    assert results["preflight"]["node"] == "10.0.1.17" and results["preflight"]["set"] == ["10.0.1.5", "10.0.1.17"]
+    assert [(result["checks"], result["level"]) for result in results.values()] == [
+        (["local", "fabric"], "quick"), (["fabric"], "quick"), (["local", "fabric"], "full")]
+    assert results["preflight"]["problems"] == ["GPU gate: /nonexistent/nvidia-smi not found"]
+    assert results["preflight"]["set_problems"][0].startswith("torchrun not found: no PyTorch on this node")
 
-    assert finished.returncode == 1, finished.stderr
-    result = json.loads(finished.stdout.splitlines()[-1].removeprefix(RESULT_MARKER))
-    assert (result["node"], result["set"], result["checks"]) == ("10.0.1.17", ["10.0.1.5", "10.0.1.17"], ["fabric"])
-    assert result["set_problems"][0].startswith("torchrun not found: no PyTorch on this node")
-
-    replaced = run_document({"action": ["preflight-replace"], "job": ["train-20261128190000-ab12"],
+    replaced = run_document({"action": ["preflight-replace"], "job": [job.job_id],
                              "commandB64": [encode_command(["--reason", "slow fabric"])]}, node)
     assert "cannot identify this instance" in replaced.stderr, "it asks the metadata service (here a closed port)"

@@ -26,9 +26,9 @@ _IPV4 = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1
 
 JOB_PARAMETERS: dict[str, tuple[str, str, str]] = {
     # name: (allowedPattern, default ("" when required), description)
-    "action": (r"^(launch|launch-stop|preflight|preflight-replace)$", "launch",
-               "launch starts the job's command; launch-stop ends it; preflight tests the nodes and the fabric "
-               "between them first; preflight-replace marks a node the preflight named Unhealthy"),
+    "action": (r"^(launch|launch-stop|preflight|preflight-full|preflight-fabric|preflight-replace)$", "launch",
+               "launch starts the job's command; launch-stop ends it; preflight (quick), preflight-full and "
+               "preflight-fabric (the all_reduce alone) test the nodes first; preflight-replace marks a node Unhealthy"),
     "job": (r"^[a-z0-9][a-z0-9-]{0,62}$", "", "job id: <group>-<yyyymmddhhmmss>-<4 hex>"),
     "nodes": (rf"^$|^{_IPV4}(,{_IPV4}){{0,999}}$", "", "private IPv4 addresses of the job's nodes, first = MASTER_ADDR"),
     "port": (r"^(102[4-9]|10[3-9][0-9]|1[1-9][0-9]{2}|[2-9][0-9]{3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$",
@@ -48,14 +48,17 @@ EXECUTION_TIMEOUT_SECONDS = 172800
 "Command document plugin reference", aws:runShellScript; read 2026-11-25); the default is one hour,
 which would end every real training run."""
 
-PREFLIGHT_ACTIONS = ("preflight", "preflight-replace")
-"""The preflight goes through this document as two more `action` values, its options as base64 of a
-JSON argv in `commandB64`, rather than through a second document: the team policy's SendCommand
-statement, the log group and the agent's path stay one, and no parameter is added, so a job's
-parameters keep their shape, and an account's 500 active documents (SSM API reference, CreateDocument,
-DocumentLimitExceeded) are not drawn on. A document and the parameter values sent with it may be up
-to 64 KB together (CreateDocument `Content`, MaxDocumentSizeExceeded; read 2026-11-28): the script
-grows by two lines, and the options by a few dozen characters."""
+PREFLIGHT_ACTIONS = {"preflight": ("--level", "quick"), "preflight-full": ("--level", "full"),
+                     "preflight-fabric": ("--checks", "fabric")}
+"""The preflight goes through this document as more `action` values rather than a second document:
+the team policy's SendCommand statement, the log group and the agent's path stay one, no parameter
+is added (a job's parameters keep their shape, and the job supervisor's Preflight step sends the
+job's own parameters with `action: preflight`), and an account's 500 active documents (SSM API
+reference, CreateDocument, DocumentLimitExceeded) are not drawn on. The level is the action, so a
+preflight ignores the job's command, attempt and checkpoint URI. `preflight-replace` reads its
+reason from `commandB64` (base64 of a JSON argv). A document and the parameter values sent with it
+may be up to 64 KB together (CreateDocument `Content`, MaxDocumentSizeExceeded; read 2026-11-28):
+the script grows by four lines."""
 
 STEP_NAME = "launch"
 """The document's one step; Run Command names each job's log streams `<command id>/<instance id>/<step>/stdout`."""
@@ -67,12 +70,13 @@ _SCRIPT = [
     'if [ "$SSM_action" = launch-stop ]; then exec ' + LAUNCHER + ' launch-stop --job "$SSM_job"; fi',
     'if [ "$SSM_action" = preflight-replace ]; then exec ' + LAUNCHER + ' preflight-replace --job "$SSM_job" '
     '--options-b64 "$SSM_commandB64"; fi',
-    'if [ "$SSM_action" = preflight ]; then set -- preflight --job "$SSM_job" --nodes "$SSM_nodes" --port "$SSM_port" '
-    '--options-b64 "$SSM_commandB64"; else set -- launch --job "$SSM_job" --nodes "$SSM_nodes" --port "$SSM_port" '
-    '--attempt "$SSM_attempt" --command-b64 "$SSM_commandB64"; fi',
+    'case "$SSM_action" in ' + " ".join(f"{action}) set -- preflight {flag} {value};;"
+                                        for action, (flag, value) in PREFLIGHT_ACTIONS.items())
+    + ' *) set -- launch --attempt "$SSM_attempt" --command-b64 "$SSM_commandB64";; esac',
+    'set -- "$@" --job "$SSM_job" --nodes "$SSM_nodes" --port "$SSM_port"',
     'if [ -n "$SSM_gpusPerNode" ]; then set -- "$@" --gpus-per-node "$SSM_gpusPerNode"; fi',
     'if [ -n "$SSM_image" ]; then set -- "$@" --image "$SSM_image"; fi',
-    'if [ -n "$SSM_checkpointUri" ]; then set -- "$@" --checkpoint-uri "$SSM_checkpointUri"; fi',
+    'if [ -n "$SSM_checkpointUri" ] && [ "$1" = launch ]; then set -- "$@" --checkpoint-uri "$SSM_checkpointUri"; fi',
     f'exec {LAUNCHER} "$@"',
 ]
 

@@ -68,6 +68,28 @@ def load_floors(path: Path = FLOORS_PATH) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def busbw_floor(floors: Mapping[str, Any], kind: str, nodes: int) -> float | None:
+    """The floor of an instance type (or a recording host) for a set of `nodes` nodes: the entry for
+    the largest node count not above it. None: the type has no floor, so bandwidth is not judged."""
+    entry = floors.get("instance_types", {}).get(kind) or floors.get("hosts", {}).get(kind)
+    if not entry:
+        return None
+    counts = sorted(int(count) for count in entry["busbw_gbps"] if int(count) <= nodes)
+    return float(entry["busbw_gbps"][str(counts[-1])]) if counts else None
+
+
+def fabric_problem(result: Mapping[str, Any], floors: Mapping[str, Any]) -> str | None:
+    """The set's bus bandwidth against the type's floor for its node count, judged on each node too,
+    so a preflight step that reads only exit statuses (the job supervisor's) stops on a slow fabric."""
+    nodes = len(result["set"])
+    floor = busbw_floor(floors, result["instance_type"], nodes)
+    busbw = result.get("busbw_gbps")
+    if floor is None or busbw is None or (result.get("world_size") or 0) < 2 or busbw >= floor:
+        return None
+    return (f"all_reduce bus bandwidth {busbw:g} GB/s across {nodes} node(s) is below the {result['instance_type']} "
+            f"floor of {floor:g} GB/s")
+
+
 def efa_device_count(fi_info_output: str) -> int:
     """EFA devices in `fi_info -p efa`: one reliable-datagram (`-rdm`) domain per device (EC2 user
     guide, "Get started with EFA and NCCL", step "Confirm that the EFA software components were
@@ -239,7 +261,9 @@ class Preflight:
             set_problems.append("all_reduce gave a wrong sum")
         result = summarize(spec, self.node, ranks, problems, network, efa_found, status)
         result["set_problems"] = set_problems
-        result["ok"] = not problems and not set_problems
+        problem = fabric_problem(result, self.floors) if "fabric" in spec.checks else None
+        result["fabric_problems"] = [problem] if problem else []
+        result["ok"] = not problems and not set_problems and not problem
         result["job"] = spec.job_id
         return result
 
@@ -264,7 +288,7 @@ def report(result: Mapping[str, Any], labels: Mapping[str, str], directory: Path
         write_textfile(textfile, render_readings(result, labels))
     except OSError as error:
         log.warning("could not write the preflight readings to %s: %s", textfile, error)
-    for problem in [*result["problems"], *result.get("set_problems", [])]:
+    for problem in [*result["problems"], *result.get("set_problems", []), *result.get("fabric_problems", [])]:
         log.error("preflight: %s", problem)
     sys.stdout.write(RESULT_MARKER + text + "\n")
     sys.stdout.flush()

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpucloud.node.preflight import FLOORS_PATH
+from gpucloud.node.preflight import FLOORS_PATH, busbw_floor  # noqa: F401 (the search's floors, exported here)
 
 MAX_ROUNDS = 5
 """A first round, up to three halvings (16 nodes) and a round of partner tests."""
@@ -27,16 +27,6 @@ MAX_ROUNDS = 5
 
 def load_floors(path: Path = FLOORS_PATH) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def busbw_floor(floors: Mapping[str, Any], kind: str, nodes: int) -> float | None:
-    """The floor of an instance type (or a recording host) for a set of `nodes` nodes: the entry for
-    the largest node count not above it. None: the type has no floor, so bandwidth is not judged."""
-    entry = floors.get("instance_types", {}).get(kind) or floors.get("hosts", {}).get(kind)
-    if not entry:
-        return None
-    counts = sorted(int(count) for count in entry["busbw_gbps"] if int(count) <= nodes)
-    return float(entry["busbw_gbps"][str(counts[-1])]) if counts else None
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ def recorded_ranks(record: dict, node: str, run: int = 0) -> list[dict]:
 
 
 def preflight(tmp_path, launch, spec=None, gate=None, run=None) -> dict:
+    tmp_path.mkdir(parents=True, exist_ok=True)
     spec = spec or PreflightSpec("train-20261128000000-a1b2", NODES, 29500, instance_type="p5.48xlarge")
     return Preflight(spec, NODES[0], tmp_path, lambda: gate or Gate(), run or fi_info(efa_sample("fi_info_p5_32_devices.txt")),
                      launch, load_floors())()
@@ -218,3 +219,16 @@ def test_efa_counts_are_the_ones_the_stack_gives_each_type():
         facts = InstanceTypeFacts(name, 8, "", 0, True, network["EfaInfo"]["MaximumEfaInterfaces"],
                                   network["MaximumNetworkCards"], 0, ("x86_64",))
         assert entry["efa_devices"] == facts.efa_interfaces, name
+
+
+def test_each_node_judges_the_set_s_bus_bandwidth_so_a_supervisor_reading_exit_statuses_stops_on_sockets(tmp_path):
+    """The recorded sockets run (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1) fails every node; NVLink passes."""
+    spec = PreflightSpec("train-20261128000000-a1b2", ("127.0.0.1", "127.0.0.2"), 29500, instance_type="nvidia-h200-x4")
+    sockets = preflight(tmp_path / "s", FakeLaunch(recorded_ranks(recorded("sockets"), "127.0.0.1")), spec=spec)
+    nvlink = preflight(tmp_path / "n", FakeLaunch(recorded_ranks(recorded("nvlink"), "127.0.0.1")), spec=spec)
+    measured = sockets["busbw_gbps"]
+    assert measured < 5
+    assert sockets["fabric_problems"] == [f"all_reduce bus bandwidth {measured:g} GB/s across 2 node(s) is below the "
+                                          "nvidia-h200-x4 floor of 200 GB/s"]
+    assert not sockets["ok"] and sockets["problems"] == []
+    assert nvlink["ok"] and nvlink["fabric_problems"] == []
