@@ -160,9 +160,10 @@ def job_supervisor_name(base: str) -> str:
 
 
 def job_supervisor_log_group_name(base: str) -> str:
-    """Where Step Functions logs the supervisor's executions (under the stack's log prefix, which
-    the key policy lets CloudWatch Logs encrypt)."""
-    return f"{log_group_prefix(base)}job-supervisor"
+    """Where Step Functions logs the supervisor's executions: `<job log group>-supervisor`, which
+    the key policy's `<job log group>*` already lets CloudWatch Logs encrypt, and which the team's
+    `<job log group>:*` read does not reach."""
+    return f"{job_log_group_name(base)}-supervisor"
 
 
 JOBS_FOLDER = "jobs/"

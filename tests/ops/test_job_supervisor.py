@@ -247,3 +247,90 @@ def test_run_detach_prints_the_job_id_and_jobs_lists_it(aws, capsys):
     [header, row] = capsys.readouterr().out.splitlines()
     assert header.split() == ["JOB", "STATE", "ATTEMPTS", "NODES", "STARTED"]
     assert row.split()[:4] == [job_id, "SUCCEEDED", "1", "2"]
+
+
+def test_a_long_job_continues_in_a_new_execution_before_the_history_quota(aws, agents):
+    agents.status = lambda command, instance, calls: ("InProgress", -1) if calls <= 5 else ("Success", 0)
+    clients = Clients.of(aws)
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=2)
+    arn = start(clients, SETTINGS, job, poll=0, polls_per_execution=2)
+
+    result = follow(clients, job, arn, say=lambda line: None, clock=Clock(sleep=lambda seconds: time.sleep(0.05)))
+
+    assert result.exit_code == 0 and len(launches(aws)) == 1
+    names = [item["name"] for item in clients.states.list_executions(stateMachineArn=arn.rsplit(":", 1)[0].replace(
+        ":execution:", ":stateMachine:"))["executions"]]
+    assert sorted(names) == sorted([job.job_id, f"{job.job_id}-g1", f"{job.job_id}-g2"])
+    assert describe(clients, arn).output == {"continuedAs": arn + "-g1"}
+    [row] = jobs(clients, SETTINGS)
+    assert (row["job"], row["state"], row["supervisions"]) == (job.job_id, "SUCCEEDED", 3)
+
+
+def test_a_node_leaving_after_the_supervision_died_continues_the_job_on_the_new_set(aws, agents):
+    from moto.events.models import EventPattern
+    from moto.stepfunctions.parser.api import ExecutionStatus
+    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+    from gpucloud.documents.job_supervisor_continuation import node_left_pattern
+
+    during: dict = {}
+    agents.status = lambda command, instance, calls: (
+        ("InProgress", -1) if during.setdefault("first", command) == command else ("Success", 0))
+    clients, arn, job = detached(aws)
+    deadline = time.monotonic() + 30
+    while not launches(aws):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # past the marker's write
+    # The supervision dies as AWS fails an execution (past its history quota, say): stopped, FAILED.
+    backend = stepfunctions_parser_backends["123456789012"][REGION]
+    dead = backend.describe_execution(arn)
+    dead.stop(stop_date=dead.start_date, error="States.Runtime", cause="simulated")
+    ended(clients, arn)  # its worker ends it ABORTED
+    dead.exec_status = ExecutionStatus.FAILED
+    [first] = launches(aws)
+    lost = first["InstanceIds"][0]
+    aws.client("autoscaling").terminate_instance_in_auto_scaling_group(InstanceId=lost, ShouldDecrementDesiredCapacity=False)
+    event = {"version": "0", "id": "1", "source": "aws.autoscaling", "account": "123456789012", "region": REGION,
+             "time": "2026-11-28T20:00:00Z", "resources": [], "detail-type": "EC2 Instance Terminate Successful",
+             "detail": {"AutoScalingGroupName": GROUP, "EC2InstanceId": lost}}
+    assert EventPattern.load(json.dumps(node_left_pattern([GROUP]))).matches_event(event)  # moto's TestEventPattern is a stub
+
+    # EventBridge's delivery to its target, as the rule's target would start it:
+    machine = arn.rsplit(":", 1)[0].replace(":execution:", ":stateMachine:")
+    started = clients.states.start_execution(stateMachineArn=machine, input=json.dumps(event))["executionArn"]
+    assert ended(clients, started).status == "SUCCEEDED"
+
+    continued = ended(clients, f"{arn}-r{lost}")
+    assert continued.status == "SUCCEEDED", continued.cause
+    first, second = launches(aws)
+    assert [first["Parameters"]["attempt"], second["Parameters"]["attempt"]] == [["0"], ["1"]]
+    assert lost not in second["InstanceIds"]
+    assert agents.cancelled[0] == first["CommandId"]
+
+
+def test_the_preflight_step_sends_its_level_first_and_a_failing_node_stops_the_job_before_it_starts(aws, agents):
+    sent: dict[str, str] = {}
+
+    def status(command, instance, calls):
+        action = next(item for item in aws.client("ssm").list_commands(CommandId=command)["Commands"])["Parameters"]["action"][0]
+        sent.setdefault(action, command)
+        return ("Failed", 1) if action == "preflight-full" and instance == min(during) else ("Success", 0)
+
+    during = {instance["InstanceId"] for group in aws.client("autoscaling").describe_auto_scaling_groups(
+        AutoScalingGroupNames=[GROUP])["AutoScalingGroups"] for instance in group["Instances"]}
+    agents.status = status
+    clients, arn, job = detached(aws, nodes=1, preflight="full")
+
+    execution = ended(clients, arn)
+
+    assert execution.status == "FAILED" and execution.error == "preflight-failed"
+    assert list(sent) == ["preflight-full"] and launches(aws) == []
+
+
+def test_a_passing_preflight_lets_the_job_start(aws):
+    clients, arn, job = detached(aws, preflight="quick")
+
+    assert ended(clients, arn).status == "SUCCEEDED"
+    actions = [command["Parameters"]["action"] for command in aws.client("ssm").list_commands()["Commands"]]
+    assert sorted(actions) == [["launch"], ["preflight"]]

@@ -181,7 +181,8 @@ def test_an_attached_aws_managed_policy_counts_for_access_but_is_not_the_stacks_
 def test_placeholders_take_the_stacks_own_names(settings, plan):
     values = plan_access.placeholder_values(settings, plan.resources, "123456789012")
 
-    assert values["encryptedLogGroup"] == ["/gpu-cloud-vpc/demo/flow-logs", "/gpu-cloud/demo/jobs"]
+    assert values["encryptedLogGroup"] == ["/gpu-cloud-vpc/demo/flow-logs", "/gpu-cloud/demo/jobs",
+                                           "/gpu-cloud/demo/jobs-supervisor"]
     assert values["readPrefix"] == ["datasets/", "labels/"] and values["dataBucket"] == ["demo-data"]
     assert values["keyArn"][0].startswith("arn:aws:kms:us-east-1:123456789012:key/")
     assert values["elbLogWriter"] == ["arn:aws:iam::127311923021:root"]  # us-east-1's Elastic Load Balancing account

@@ -30,7 +30,6 @@ from gpucloud.naming import (
     flow_log_group_prefix,
     instance_role_name,
     job_log_group_name,
-    job_supervisor_log_group_name,
     prometheus_log_group_prefix,
 )
 from gpucloud.userdata.bundle import build_agent_bundle
@@ -48,8 +47,7 @@ def group_names(stack: ResolvedStack) -> list[str]:
 def key_args(stack: ResolvedStack, waits_for: Sequence[pulumi.Resource]) -> EncryptionKeyArgs:
     config, base = stack.settings.config, stack.settings.name_base
     prometheus = config.monitoring.prometheus
-    log_groups = [job_log_group_name(base), job_supervisor_log_group_name(base),
-                  *([flow_log_group_prefix(base)] if stack.network_zones else [])]
+    log_groups = [job_log_group_name(base), *([flow_log_group_prefix(base)] if stack.network_zones else [])]
     if prometheus.enabled and not prometheus.workspace_id:
         log_groups.append(prometheus_log_group_prefix(base))
     return EncryptionKeyArgs(

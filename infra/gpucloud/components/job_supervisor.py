@@ -1,5 +1,7 @@
 """JobSupervisor: the Step Functions state machine that runs each `gpucloud run` job in AWS
-(documents/job_supervisor.py), its role, and its log group, encrypted with the project key."""
+(documents/job_supervisor.py), its role, its log group, encrypted with the project key, and with a
+write prefix the EventBridge rule on the stack's groups' instance terminations that continues a
+job whose supervision died."""
 
 from __future__ import annotations
 
@@ -11,7 +13,13 @@ import pulumi
 import pulumi_aws as aws
 
 from gpucloud.documents.job_supervisor import supervisor_definition_content
-from gpucloud.documents.job_supervisor_access import supervisor_role_policy, supervisor_trust_policy
+from gpucloud.documents.job_supervisor_access import (
+    events_role_policy,
+    events_trust_policy,
+    supervisor_role_policy,
+    supervisor_trust_policy,
+)
+from gpucloud.documents.job_supervisor_continuation import node_left_pattern
 from gpucloud.documents.jobs import jobs_prefix
 from gpucloud.lookups import ResolvedStack
 from gpucloud.naming import (
@@ -70,7 +78,7 @@ class JobSupervisor(pulumi.ComponentResource):
             policy=pulumi.Output.all(args.kms_key_arn, args.topic_arn).apply(lambda values: json.dumps(
                 supervisor_role_policy(
                     partition=args.partition, region=args.region, account_id=args.account_id, name_base=args.name_base,
-                    document_name=job_document_name(args.name_base), group_names=args.group_names,
+                    machine_name=machine_name, document_name=job_document_name(args.name_base), group_names=args.group_names,
                     topic_arn=values[1], key_arn=values[0], bucket=args.bucket, jobs_prefix=args.jobs_prefix))),
             opts=child)
         self.state_machine = aws.sfn.StateMachine(
@@ -83,9 +91,35 @@ class JobSupervisor(pulumi.ComponentResource):
                 include_execution_data=False),
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.policy]))
+        self.node_left_rule = None
+        if args.bucket and args.jobs_prefix:
+            self._node_left(name, args, machine_name, tags)
         self.state_machine_arn = self.state_machine.arn
         self.log_group_name = self.log_group.name
         self.register_outputs({"stateMachineArn": self.state_machine_arn, "logGroupName": self.log_group_name})
+
+
+    def _node_left(self, name: str, args: JobSupervisorArgs, machine_name: str, tags: dict[str, str]) -> None:
+        """The EventBridge rule that starts the supervisor on each instance leaving a stack's group
+        (the node-left branch: documents/job_supervisor_continuation.py), and its role."""
+        child = pulumi.ResourceOptions(parent=self)
+        rule_name = f"{machine_name}-node-left"
+        rule_arn = f"arn:{args.partition}:events:{args.region}:{args.account_id}:rule/{rule_name}"
+        self.node_left_rule = aws.cloudwatch.EventRule(
+            f"{name}-node-left", name=rule_name, tags=tags, opts=child,
+            description="gpu-cloud: an instance left a stack group; continue its job if its supervision died",
+            event_pattern=json.dumps(node_left_pattern(list(args.group_names))))
+        self.events_role = aws.iam.Role(
+            f"{name}-events-role", name=f"{machine_name}-events",
+            assume_role_policy=json.dumps(events_trust_policy(account_id=args.account_id, rule_arn=rule_arn)),
+            tags=tags, opts=child)
+        self.events_policy = aws.iam.RolePolicy(
+            f"{name}-events-policy", role=self.events_role.id,
+            policy=self.state_machine.arn.apply(lambda arn: json.dumps(events_role_policy(arn))), opts=child)
+        self.node_left_target = aws.cloudwatch.EventTarget(
+            f"{name}-node-left-target", rule=self.node_left_rule.name, target_id="job-supervisor",
+            arn=self.state_machine.arn, role_arn=self.events_role.arn,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.events_policy]))
 
 
 def job_supervisor(name: str, stack: ResolvedStack, kms_key_arn: pulumi.Input[str], topic_arn: pulumi.Input[str],

@@ -37,7 +37,8 @@ def supervisor_trust_policy(*, partition: str, region: str, account_id: str, nam
                       "ArnLike": {"aws:SourceArn": state_machine_arn(partition, region, account_id, name)}}}]}
 
 
-def supervisor_role_policy(*, partition: str, region: str, account_id: str, name_base: str, document_name: str,
+def supervisor_role_policy(*, partition: str, region: str, account_id: str, name_base: str, machine_name: str,
+                           document_name: str,
                            group_names: Sequence[str], topic_arn: str, key_arn: str, bucket: str | None,
                            jobs_prefix: str | None) -> Document:
     """What the supervisor's tasks call, and no more:
@@ -53,7 +54,12 @@ def supervisor_role_policy(*, partition: str, region: str, account_id: str, name
     - Publish: `topic*`: the stack's alerts topic, which the project key encrypts; SNS asks for
       kms:GenerateDataKey and kms:Decrypt of a publisher (SNS developer guide, "Configuring
       AWS KMS permissions"; read 2026-11-28), held to `kms:ViaService` sns.
-    - The log-delivery actions (LOG_DELIVERY_ACTIONS)."""
+    - The log-delivery actions (LOG_DELIVERY_ACTIONS).
+    - With a write prefix, GetObject and DeleteObject of the group markers under `<prefix>groups/`
+      (kms:Decrypt through S3 for the read).
+    - StartExecution on `stateMachine*`: itself, for a continuation; DescribeExecution on
+      `execution*` (and `express*`, as parliament pairs them): its own executions, whose status
+      the node-left branch reads (documents/job_supervisor_continuation.py)."""
     statements: list[Document] = [
         {"Sid": "ReadGroupsAndInstances", "Effect": "Allow",
          "Action": ["autoscaling:DescribeAutoScalingGroups", "ec2:DescribeInstances"], "Resource": "*"},
@@ -76,9 +82,18 @@ def supervisor_role_policy(*, partition: str, region: str, account_id: str, name
         statements += [
             {"Sid": "AttemptRecordsUnderJobsPrefix", "Effect": "Allow", "Action": "s3:PutObject",
              "Resource": f"arn:{partition}:s3:::{bucket}/{jobs_prefix}*"},
-            {"Sid": "RecordsThroughS3WithProjectKey", "Effect": "Allow", "Action": "kms:GenerateDataKey",
+            {"Sid": "GroupMarkers", "Effect": "Allow", "Action": ["s3:DeleteObject", "s3:GetObject"],
+             "Resource": f"arn:{partition}:s3:::{bucket}/{jobs_prefix}groups/*"},
+            {"Sid": "RecordsThroughS3WithProjectKey", "Effect": "Allow", "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
              "Resource": key_arn, "Condition": {"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}}},
         ]
+    prefix = f"arn:{partition}:states:{region}:{account_id}"
+    statements += [
+        {"Sid": "ContinueOwnExecutions", "Effect": "Allow", "Action": "states:StartExecution",
+         "Resource": state_machine_arn(partition, region, account_id, machine_name)},
+        {"Sid": "ReadOwnExecutions", "Effect": "Allow", "Action": "states:DescribeExecution",
+         "Resource": [f"{prefix}:execution:{machine_name}:*", f"{prefix}:express:{machine_name}:*"]},
+    ]
     return {"Version": "2012-10-17", "Statement": statements}
 
 
@@ -99,3 +114,18 @@ def supervised_job_statements(*, partition: str, region: str, account_id: str, m
         {"Sid": "FollowAndStopStackJobs", "Effect": "Allow", "Action": ["states:DescribeExecution", "states:StopExecution"],
          "Resource": [f"{prefix}:execution:{machine_name}:*", f"{prefix}:express:{machine_name}:*"]},
     ]
+
+
+def events_trust_policy(*, account_id: str, rule_arn: str) -> Document:
+    """EventBridge assumes the role for this rule only (EventBridge user guide, "Using
+    identity-based policies for Amazon EventBridge", confused deputy; read 2026-11-28)."""
+    return {"Version": "2012-10-17", "Statement": [{
+        "Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"}, "Action": "sts:AssumeRole",
+        "Condition": {"StringEquals": {"aws:SourceAccount": account_id}, "ArnEquals": {"aws:SourceArn": rule_arn}}}]}
+
+
+def events_role_policy(machine_arn: str) -> Document:
+    """A Step Functions target needs a role that may StartExecution on the state machine
+    (EventBridge user guide, "Amazon EventBridge targets", Step Functions; read 2026-11-28)."""
+    return {"Version": "2012-10-17", "Statement": [
+        {"Sid": "StartJobSupervisor", "Effect": "Allow", "Action": "states:StartExecution", "Resource": machine_arn}]}

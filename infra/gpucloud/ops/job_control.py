@@ -17,7 +17,7 @@ from gpucloud.config import StackSettings
 from gpucloud.naming import autoscaling_group_name, job_log_group_name
 from gpucloud.ops.jobs import TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record_location, stop_attempt
 from gpucloud.ops.nodes import Node, ordered_nodes
-from gpucloud.ops.supervised_jobs import attempts
+from gpucloud.ops.supervised_jobs import attempts, stop_supervision
 
 RUNNING_COMMAND = frozenset({"Pending", "InProgress", "Cancelling"})
 """Command statuses while some node may still write output (SSM API reference, Command `Status`)."""
@@ -138,7 +138,7 @@ def stop(clients: Clients, settings: StackSettings, job_id: str, say: Callable[[
     """Stop the job's supervision, then cancel its last attempt and stop its processes on the nodes
     still in service."""
     job = find_job(clients, settings, job_id)
-    _stop_supervision(clients, job, say)
+    stop_supervision(clients, job, say)
     if not job.attempts:
         raise JobError(f"job {job_id!r} never started on a node")
     last = job.attempts[-1]
@@ -150,17 +150,6 @@ def stop(clients: Clients, settings: StackSettings, job_id: str, say: Callable[[
     say(f"job {job_id}: cancelled command {', '.join(last.commands)}; launch-stop sent to "
         + (", ".join(f"{node.instance_id} ({node.private_ip})" for node in stopped) or "no node still in service"))
     return job
-
-
-def _stop_supervision(clients: Clients, job: Job, say: Callable[[str], None]) -> None:
-    """StopExecution of the job's supervisor execution while it runs, so that it sends no next
-    attempt. A job without a record (no write prefix) is stopped by its commands alone: the
-    supervisor then reads them Cancelled and ends the job as failed."""
-    if not job.execution:
-        return
-    if clients.states.describe_execution(executionArn=job.execution)["status"] == "RUNNING":
-        clients.states.stop_execution(executionArn=job.execution, error="stopped", cause=f"gpucloud stop --job {job.job_id}")
-        say(f"job {job.job_id}: stopped its supervision ({job.execution})")
 
 
 def _status(clients: Clients, command_id: str, node: Node) -> str:

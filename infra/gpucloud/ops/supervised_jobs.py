@@ -18,12 +18,15 @@ from typing import Any
 
 from gpucloud.config import StackSettings
 from gpucloud.documents.job_supervisor import supervisor_input
+from gpucloud.documents.jobs import PREFLIGHT_ACTIONS
 from gpucloud.naming import job_supervisor_name
 from gpucloud.ops.job_records import Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record, record_location
 from gpucloud.ops.jobs import NodeResult, Outcome
 from gpucloud.ops.nodes import Node
 
-PREFLIGHTS = ("off", "quick", "full")
+PREFLIGHTS = {"off": "off", "quick": "preflight", "full": "preflight-full", "fabric": "preflight-fabric"}
+"""`run --preflight` -> the job document's action the supervisor's Preflight step sends
+(documents/jobs.py PREFLIGHT_ACTIONS); `off` skips the step."""
 RUNNING = "RUNNING"
 
 
@@ -49,10 +52,11 @@ def _check_group(clients: Clients, job: Job) -> None:
 
 
 def start(clients: Clients, settings: StackSettings, job: Job, max_restarts: int = 3, node_timeout: float = 1800.0,
-          poll: int = 60, preflight: str = "off") -> str:
+          poll: int = 60, preflight: str = "off", polls_per_execution: int | None = None) -> str:
     """Record the job and start its supervision; returns the execution's ARN."""
     if preflight not in PREFLIGHTS:
         raise JobError(f"--preflight {preflight!r}: one of {', '.join(PREFLIGHTS)}")
+    assert all(action == "off" or action in PREFLIGHT_ACTIONS for action in PREFLIGHTS.values())
     _check_group(clients, job)
     parameters = {name: value for name, [value] in job.parameters(0, []).items()}
     launch = {name: parameters[name] for name in ("port", "gpusPerNode", "image", "checkpointUri", "commandB64")}
@@ -63,7 +67,8 @@ def start(clients: Clients, settings: StackSettings, job: Job, max_restarts: int
         stateMachineArn=machine, name=job.job_id,
         input=json.dumps(supervisor_input(job_id=job.job_id, group_name=job.group_name, nodes=job.nodes, launch=launch,
                                           max_restarts=max_restarts, node_timeout=int(node_timeout),
-                                          poll_seconds=poll, preflight=preflight)))
+                                          poll_seconds=poll, preflight=PREFLIGHTS[preflight],
+                                          polls=polls_per_execution)))
     return started["executionArn"]
 
 
@@ -109,11 +114,15 @@ def describe(clients: Clients, arn: str) -> Execution:
 
 def follow(clients: Clients, job: Job, arn: str, say: Callable[[str], None] = print, clock: Clock | None = None,
            poll: float = 15.0) -> Outcome:
-    """Print each attempt as the supervisor starts it, until the execution ends; the job's outcome."""
+    """Print each attempt as the supervisor starts it, until the execution ends (following each
+    continuation it hands the job to); the job's outcome."""
     clock = clock or Clock()
     shown = 0
     while True:
         execution = describe(clients, arn)
+        if execution.output and "continuedAs" in execution.output:
+            arn = execution.output["continuedAs"]
+            continue
         job.attempts = attempts(clients, job.checkpoint_uri)
         for attempt in job.attempts[shown:]:
             say(f"job {job.job_id} attempt {attempt.attempt}: command {', '.join(attempt.commands)} on " + ", ".join(
@@ -144,15 +153,52 @@ def outcome(job: Job, execution: Execution) -> Outcome:
     return Outcome(job, [], stopped=f"job {job.job_id} stopped: {reason}" if not reason.startswith("job ") else reason)
 
 
-def jobs(clients: Clients, settings: StackSettings) -> list[dict[str, Any]]:
-    """The stack's jobs, newest first: id, state, attempts and nodes (attempts from the records)."""
-    machine = state_machine_arn(clients, settings)
-    rows = []
-    for page in clients.states.get_paginator("list_executions").paginate(stateMachineArn=machine):
+CONTINUATION = re.compile(r"^(?P<job>.+)-(g[0-9]+|ri-[0-9a-f]+)$")
+"""A continuation's execution name: `<job id>-g<generation>` or `<job id>-r<instance id>`
+(documents/job_supervisor_continuation.py)."""
+
+
+def job_of(execution_name: str) -> str:
+    match = CONTINUATION.match(execution_name)
+    return match.group("job") if match else execution_name
+
+
+def executions(clients: Clients, machine: str, status: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The machine's executions (with `status`, e.g. RUNNING) by job id, newest first."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    request = {"stateMachineArn": machine, **({"statusFilter": status} if status else {})}
+    for page in clients.states.get_paginator("list_executions").paginate(**request):
         for item in page["executions"]:
-            started = json.loads(clients.states.describe_execution(executionArn=item["executionArn"])["input"])
-            done = attempts(clients, checkpoint_uri(settings, item["name"]))
-            rows.append({"job": item["name"], "state": item["status"], "started": item["startDate"],
-                         "attempts": len(done), "nodes": started["job"]["nodes"],
-                         "addresses": [node.private_ip for node in done[-1].nodes] if done else []})
+            found.setdefault(job_of(item["name"]), []).append(item)
+    return {job: sorted(items, key=lambda item: item["startDate"], reverse=True) for job, items in found.items()}
+
+
+def jobs(clients: Clients, settings: StackSettings) -> list[dict[str, Any]]:
+    """The stack's jobs, newest first: id, state (of its newest supervision), attempts and nodes."""
+    rows = []
+    for job_id, items in executions(clients, state_machine_arn(clients, settings)).items():
+        described = [clients.states.describe_execution(executionArn=item["executionArn"]) for item in items]
+        # an execution an Auto Scaling event started supervises no job of its own
+        supervising = [answer for answer in described if "detail" not in json.loads(answer["input"])]
+        if not supervising:
+            continue
+        newest = supervising[0]
+        done = attempts(clients, checkpoint_uri(settings, job_id))
+        rows.append({"job": job_id, "state": newest["status"], "started": supervising[-1]["startDate"],
+                     "attempts": len(done), "nodes": json.loads(newest["input"])["job"]["nodes"],
+                     "supervisions": len(supervising),
+                     "addresses": [node.private_ip for node in done[-1].nodes] if done else []})
     return sorted(rows, key=lambda row: row["started"], reverse=True)
+
+
+def stop_supervision(clients: Clients, job: Job, say: Callable[[str], None]) -> None:
+    """StopExecution of every running supervision of the job (its continuations included), so that
+    none sends a next attempt. A job without a record (no write prefix) is stopped by its commands
+    alone: the supervisor then reads them Cancelled and ends the job as failed."""
+    if not job.execution:
+        return
+    machine = job.execution.replace(":execution:", ":stateMachine:", 1).rsplit(":", 1)[0]
+    for item in executions(clients, machine, status=RUNNING).get(job.job_id, []):
+        clients.states.stop_execution(executionArn=item["executionArn"], error="stopped",
+                                      cause=f"gpucloud stop --job {job.job_id}")
+        say(f"job {job.job_id}: stopped its supervision {item['name']}")

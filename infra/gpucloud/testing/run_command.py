@@ -8,7 +8,13 @@ command, its instances and everything else stay moto's. moto has no CancelComman
 `Cancelled`, and the cancel is recorded), so the state machine's `aws-sdk:ssm:cancelCommand` runs.
 moto also adds every instance of the region to a command sent without Targets
 (`Command._get_instance_ids_from_targets` with no filter); AWS sends it to the instances named,
-and so does a command sent inside the block. All three hold inside the block only.
+and so does a command sent inside the block. moto's AWS SDK integration passes a task's
+parameters to boto3 as written and returns boto3's answer; Step Functions takes and returns them
+PascalCase for every service, its own camelCase API included (Step Functions developer guide,
+"AWS SDK service integrations"; read 2026-11-28): for `aws-sdk:sfn:*` tasks the block converts
+both ways with moto's own shape-based helpers (`_to_boto_request`, `_from_boto_response`), and
+an S3 GetObject's streamed Body becomes its text, as Step Functions returns it. All four hold
+inside the block only.
 """
 
 from __future__ import annotations
@@ -73,8 +79,31 @@ def executing_state_machines(agents: Agents) -> Iterator[Agents]:
         agents.cancel(response.ssm_backend, response._get_param("CommandId"))
         return EmptyResult()
 
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service.state_task_service_aws_sdk import (
+        StateTaskServiceAwsSdk,
+    )
+
+    def operation(task):
+        import botocore.session
+
+        model = botocore.session.get_session().get_service_model("stepfunctions")
+        action = task.resource.api_action
+        return model.operation_model(action[0].upper() + action[1:])
+
+    def to_api(task, parameters, boto_service_name=None, service_action_name=None):
+        if task._get_boto_service_name() == "stepfunctions":
+            task._to_boto_request(parameters, operation(task).input_shape)
+
+    def from_api(task, response, boto_service_name=None, service_action_name=None):
+        if task._get_boto_service_name() == "stepfunctions":
+            task._from_boto_response(response, operation(task).output_shape)
+        if isinstance(response, dict) and hasattr(response.get("Body"), "read"):
+            response["Body"] = response["Body"].read().decode("utf-8")
+
     with mock.patch.dict(default_user_config, {"stepfunctions": {"execute_state_machine": True}}), \
             mock.patch.object(SimpleSystemManagerBackend, "send_command", send_to_named_instances), \
             mock.patch.object(SimpleSystemManagerBackend, "get_command_invocation", get_command_invocation), \
-            mock.patch.object(SimpleSystemManagerResponse, "cancel_command", cancel_command, create=True):
+            mock.patch.object(SimpleSystemManagerResponse, "cancel_command", cancel_command, create=True), \
+            mock.patch.object(StateTaskServiceAwsSdk, "_normalise_parameters", to_api), \
+            mock.patch.object(StateTaskServiceAwsSdk, "_normalise_response", from_api):
         yield agents

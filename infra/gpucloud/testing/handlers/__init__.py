@@ -9,6 +9,7 @@ from gpucloud.testing.handlers import (  # noqa: F401
     cloudwatch,
     ec2,
     elbv2,
+    events,
     fsx,
     grafana,
     iam,
