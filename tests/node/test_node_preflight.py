@@ -232,3 +232,22 @@ def test_each_node_judges_the_set_s_bus_bandwidth_so_a_supervisor_reading_exit_s
                                           "nvidia-h200-x4 floor of 200 GB/s"]
     assert not sockets["ok"] and sockets["problems"] == []
     assert nvlink["ok"] and nvlink["fabric_problems"] == []
+
+
+def test_preflight_replace_goes_through_the_watch_s_replacement_and_the_group_s_breaker(monkeypatch, capsys):
+    import gpucloud.node.preflight_command as command
+    from gpucloud.node.config import NodeConfig
+    from gpucloud.node.launcher import encode_command
+
+    calls = []
+    monkeypatch.setattr(command, "identify", lambda config, metadata: ("i-0abc", "us-east-1"))
+    monkeypatch.setattr(command, "replace_node", lambda *args: calls.append(args) or "held")
+    config = NodeConfig(group_name="gpu-cloud-vision-train-train", max_replacements_per_hour=2)
+    arguments = build_parser().parse_args(["preflight-replace", "--job", "train-20261128000000-a1b2", "--options-b64",
+                                           encode_command(["--reason", "all_reduce with 10.0.1.11 below its floor"])])
+
+    assert arguments.handler(config, arguments) == 1, "held by the breaker: not replaced"
+    [(_, instance, region, group, faults, limit, *_)] = calls
+    assert (instance, region, group, limit) == ("i-0abc", "us-east-1", "gpu-cloud-vision-train-train", 2)
+    assert faults[0].reason == "job train-20261128000000-a1b2: all_reduce with 10.0.1.11 below its floor"
+    assert capsys.readouterr().out == "held\n"
