@@ -2,8 +2,9 @@
 
 - Before the history quota: a Standard execution keeps at most 25,000 events in its history and
   fails beyond it (Step Functions developer guide, "Step Functions service quotas", "Maximum
-  execution history size"; read 2026-11-28), and each poll of N nodes writes some 6 + 8 N events
-  (the Map iterations' events are the execution's own). After `pollsPerExecution` polls the
+  execution history size"; read 2026-11-28), and each poll of N nodes writes some 30 + 21 N events
+  (the Map iterations' events are the execution's own; counted on moto's interpreter, which writes
+  an event per state entered and exited, task step and Map iteration, for 1, 2 and 4 nodes). After `pollsPerExecution` polls the
   watch starts its continuation, named `<job id>-g<generation>`, with what it watches, and ends
   SUCCEEDED with `{"continuedAs": <its ARN>}`.
 - After the supervision died: EventBridge starts the state machine with each Auto Scaling event of
@@ -30,8 +31,9 @@ Scaling event reference"; read 2026-11-28)."""
 
 
 def polls_per_execution(nodes: int) -> int:
-    """How many polls of `nodes` nodes fit in one execution's history budget."""
-    return max(10, HISTORY_EVENTS_BUDGET // (6 + 8 * nodes))
+    """How many polls of `nodes` nodes fit in one execution's history budget (30 + 21 N events a
+    poll, rounded up for a group holding more instances than the job)."""
+    return max(10, HISTORY_EVENTS_BUDGET // (40 + 24 * nodes))
 
 
 def node_left_pattern(group_names: list[str]) -> Document:

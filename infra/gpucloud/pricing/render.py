@@ -15,9 +15,13 @@ def _quantity(amount: float) -> str:
 NOT_INCLUDED = (
     "CloudWatch (dashboard, alarms, custom GPU metrics, VPC flow log ingestion), AWS Backup snapshots of "
     "persistent volumes, data transfer and NAT gateway / VPC endpoint data processing (per GB), SNS notifications, "
-    "Prometheus queries (per billion samples the dashboards and rules process)"
+    "Prometheus queries (per billion samples the dashboards and rules process), the job supervisor's Step "
+    "Functions state transitions (per job, about 10 + 9 per node at each poll, $0.025 per 1,000 in us-east-1 "
+    "after 4,000 free a month)"
 )
-"""What the stack creates or causes that the catalog does not price."""
+"""What the stack creates or causes that the catalog does not price. The job supervisor's
+transitions depend on the jobs run, not the stack: figures in docs/guides/training-jobs.md, price
+from https://aws.amazon.com/step-functions/pricing/ (Standard workflows, read 2026-11-28)."""
 
 
 def _total(estimate: CostEstimate, scenario: Scenario) -> str:
