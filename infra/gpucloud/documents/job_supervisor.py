@@ -45,6 +45,7 @@ from gpucloud.documents.job_supervisor_states import (
     Document,
     batches,
     end_states,
+    preflight_failed,
     record_states,
     resume_states,
     send_states,
@@ -81,6 +82,7 @@ def supervisor_definition(*, document_name: str, log_group_name: str, topic_arn:
                                 "Choices": [{"Variable": "$.preflight", "StringEquals": "off", "Next": "LaunchParameters"}]},
             **send_states("Preflight", document_name, log_group_name, PREFLIGHT_ACTION, "PreflightReadGroup"),
             **watch_states("Preflight", on_ok="LaunchParameters", on_failed="PreflightFailed"),
+            "PreflightFailed": preflight_failed(),
         }
     return {"Comment": "gpu-cloud job supervisor: run a job on N nodes, resume it from its checkpoint on node loss",
             "StartAt": "Start", "States": states}

@@ -326,6 +326,11 @@ def record_states(bucket: str, jobs_prefix: str, next_state: str) -> dict[str, D
     }
 
 
+def preflight_failed() -> Document:
+    return end_state("preflight-failed", "job {}: the preflight failed on attempt {}: {}", "$.job.jobId", "$.attempt",
+                     "States.JsonToString($.watch.nodes)")
+
+
 def end_states(topic_arn: str, forgets: bool) -> dict[str, Document]:
     """Every end goes to the topic (after `Forget` drops the group's marker, when `forgets`), then
     the execution succeeds or fails with the end as its error."""
@@ -334,8 +339,6 @@ def end_states(topic_arn: str, forgets: bool) -> dict[str, Document]:
                              "States.JsonToString($.watch.nodes)"),
         "JobFailed": end_state("failed", "job {} failed on attempt {}: a command ended with a non-zero exit status: {}", "$.job.jobId",
                           "$.attempt", "States.JsonToString($.watch.nodes)"),
-        "PreflightFailed": end_state("preflight-failed", "job {}: the preflight failed on attempt {}: {}", "$.job.jobId",
-                                "$.attempt", "States.JsonToString($.watch.nodes)"),
         "SupervisorError": end_state("error", "job {}: the supervisor stopped on an AWS error: {}", "$.job.jobId",
                                 "$.error.Cause"),
         "Notify": {"Type": "Pass", "Next": "Forget" if forgets else "Publish"},

@@ -1,0 +1,77 @@
+"""What Step Functions, the provider and EventBridge refuse but moto accepts, refused by the engine
+first (testing/handlers/sfn.py, events.py): a definition that is not the Amazon States Language,
+a state machine name outside the provider's pattern, logging without a log group's `:*` ARN, a
+Step Functions target without a role, an event pattern that is not a JSON object. And what they
+take: the job supervisor of every example stack's values (tests/components covers the stacks)."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi_aws as aws
+import pytest
+from botocore.exceptions import ClientError
+
+from gpucloud.documents.job_supervisor import supervisor_definition_content
+from gpucloud.testing import run_program
+
+TRUST = json.dumps({"Version": "2012-10-17", "Statement": []})
+
+
+def machine(name: str, definition: str, **options) -> None:
+    role = aws.iam.Role(f"{name}-role", name=f"{name}-role", assume_role_policy=TRUST)
+    aws.sfn.StateMachine(name, name=name, role_arn=role.arn, definition=definition, **options)
+
+
+PASS = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": True}}})
+
+
+def test_a_definition_that_is_not_states_language_is_refused(account):
+    broken = json.dumps({"StartAt": "Missing", "States": {"P": {"Type": "Wait", "End": True}}})
+    with pytest.raises(ClientError, match="InvalidDefinition"):
+        run_program(lambda: machine("broken", broken), account)
+
+
+def test_a_state_machine_name_outside_the_provider_pattern_is_refused(account):
+    with pytest.raises(Exception, match=r"(1-80 letters|the name should only contain)"):
+        run_program(lambda: machine("jobs.v2", PASS), account)
+
+
+def test_logging_needs_a_log_group_arn_ending_in_colon_star(account):
+    def program():
+        group = aws.cloudwatch.LogGroup("logs", name="/sfn/jobs")
+        machine("jobs", PASS, logging_configuration={"level": "ERROR", "log_destination": group.arn})
+
+    with pytest.raises(ClientError, match="needs a log group ARN ending in ':\\*'"):
+        run_program(program, account)
+
+
+def test_the_job_supervisor_definition_is_taken(account):
+    definition = supervisor_definition_content(
+        document_name="gpu-cloud-demo-run", log_group_name="/gpu-cloud/demo/jobs",
+        topic_arn=f"arn:aws:sns:us-east-1:{account.account_id}:gpu-cloud-demo-alerts", bucket="demo-data",
+        jobs_prefix="runs/jobs/")
+
+    def program():
+        group = aws.cloudwatch.LogGroup("logs", name="/gpu-cloud/demo/jobs-supervisor")
+        machine("gpu-cloud-demo-jobs", definition,
+                logging_configuration={"level": "ERROR", "log_destination": group.arn.apply(lambda arn: f"{arn}:*")})
+
+    run_program(program, account)
+    [found] = account.client("stepfunctions").list_state_machines()["stateMachines"]
+    assert found["name"] == "gpu-cloud-demo-jobs"
+
+
+def test_a_state_machine_target_without_a_role_is_refused(account):
+    def program():
+        rule = aws.cloudwatch.EventRule("rule", name="node-left", event_pattern=json.dumps({"source": ["aws.autoscaling"]}))
+        aws.cloudwatch.EventTarget("target", rule=rule.name, target_id="jobs",
+                                   arn=f"arn:aws:states:us-east-1:{account.account_id}:stateMachine:jobs")
+
+    with pytest.raises(ClientError, match="RoleArn is required"):
+        run_program(program, account)
+
+
+def test_an_event_pattern_that_is_not_a_json_object_is_refused(account):
+    with pytest.raises(ClientError, match="InvalidEventPatternException"):
+        run_program(lambda: aws.cloudwatch.EventRule("rule", name="node-left", event_pattern="[]"), account)

@@ -1,0 +1,112 @@
+"""The job supervisor's definition and access documents as pure functions of a stack's values:
+Step Functions takes the definition (moto's ASL parser, as testing/handlers/sfn.py applies it),
+every transition names a state of its own scope, and the roles reach the stack's own resources
+only."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucloud.documents.job_supervisor import supervisor_definition, supervisor_definition_content
+from gpucloud.documents.job_supervisor_access import (
+    supervised_job_statements,
+    supervisor_role_policy,
+)
+from gpucloud.documents.job_supervisor_continuation import node_left_pattern, polls_per_execution
+from gpucloud.documents.jobs import job_runner_policy
+from gpucloud.testing.handlers.sfn import check_definition
+
+TOPIC = "arn:aws:sns:us-east-1:123456789012:gpu-cloud-demo-alerts"
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234"
+STACKS = {"with a write prefix": ("demo-data", "runs/jobs/"), "without": (None, None)}
+
+
+def definition(bucket, prefix, preflight=True):
+    return supervisor_definition(document_name="gpu-cloud-demo-run", log_group_name="/gpu-cloud/demo/jobs",
+                                 topic_arn=TOPIC, bucket=bucket, jobs_prefix=prefix, preflight=preflight)
+
+
+def transitions(state: dict) -> list[str]:
+    targets = [state[key] for key in ("Next", "Default") if key in state]
+    targets += [choice["Next"] for choice in state.get("Choices", [])]
+    targets += [catch["Next"] for catch in state.get("Catch", [])]
+    return targets
+
+
+def scopes(machine: dict):
+    """Each States scope (the machine, each Map's processor) with its start."""
+    yield machine["StartAt"], machine["States"]
+    for state in machine["States"].values():
+        if state["Type"] == "Map":
+            yield from scopes(state["ItemProcessor"])
+
+
+@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("preflight", [True, False])
+def test_step_functions_takes_the_definition_and_every_state_is_reached(stack, preflight):
+    bucket, prefix = STACKS[stack]
+    check_definition(supervisor_definition_content(document_name="gpu-cloud-demo-run", log_group_name="/l",
+                                                   topic_arn=TOPIC, bucket=bucket, jobs_prefix=prefix,
+                                                   preflight=preflight))
+    for start, states in scopes(definition(bucket, prefix, preflight)):
+        reached, todo = set(), [start]
+        while todo:
+            name = todo.pop()
+            if name not in reached:
+                assert name in states, f"{name} is not a state of its scope"
+                reached.add(name)
+                todo += transitions(states[name])
+        assert reached == set(states), f"never reached: {set(states) - reached}"
+
+
+def test_without_a_write_prefix_there_is_no_record_marker_or_node_left_branch():
+    states = definition(None, None)["States"]
+    assert not {"Record", "Mark", "Forget", "ReadMarker", "Resume"} & set(states)
+    assert states["Start"]["Choices"][0]["Next"] == "NoJobOnGroup"
+
+
+def role(bucket="demo-data", prefix="runs/jobs/"):
+    return supervisor_role_policy(partition="aws", region="us-east-1", account_id="123456789012", name_base="demo",
+                                  machine_name="gpu-cloud-demo-jobs", document_name="gpu-cloud-demo-run",
+                                  group_names=["gpu-cloud-demo-trainers"], topic_arn=TOPIC, key_arn=KEY,
+                                  bucket=bucket, jobs_prefix=prefix)
+
+
+def test_the_supervisor_role_reaches_the_stack_s_own_resources_only():
+    by_sid = {statement["Sid"]: statement for statement in role()["Statement"]}
+    on_star = {action for statement in by_sid.values() if statement["Resource"] == "*"
+               for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])}
+    assert on_star == {"autoscaling:DescribeAutoScalingGroups", "ec2:DescribeInstances", "ssm:CancelCommand",
+                       "ssm:GetCommandInvocation", "logs:CreateLogDelivery", "logs:DeleteLogDelivery",
+                       "logs:DescribeLogGroups", "logs:DescribeResourcePolicies", "logs:GetLogDelivery",
+                       "logs:ListLogDeliveries", "logs:PutResourcePolicy", "logs:UpdateLogDelivery"}
+    assert by_sid["ScaleStackGroups"]["Resource"] == [
+        "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*:autoScalingGroupName/gpu-cloud-demo-trainers"]
+    assert by_sid["SendJobDocumentToStackInstances"]["Condition"] == {
+        "StringEquals": {"ssm:resourceTag/gpu-cloud:stack": "demo"}}
+    assert by_sid["NotifyStackTopic"]["Resource"] == TOPIC
+    assert by_sid["AttemptRecordsUnderJobsPrefix"]["Resource"] == "arn:aws:s3:::demo-data/runs/jobs/*"
+    assert by_sid["GroupMarkers"]["Resource"] == "arn:aws:s3:::demo-data/runs/jobs/groups/*"
+    assert by_sid["ContinueOwnExecutions"]["Resource"] == "arn:aws:states:us-east-1:123456789012:stateMachine:gpu-cloud-demo-jobs"
+    assert all(kms["Resource"] == KEY and "kms:ViaService" in kms["Condition"]["StringEquals"]
+               for kms in by_sid.values() if str(kms["Action"]).startswith("['kms:") or str(kms["Action"]).startswith("kms:"))
+    assert "AttemptRecordsUnderJobsPrefix" not in {statement["Sid"] for statement in role(None, None)["Statement"]}
+
+
+def test_the_team_policy_starts_follows_and_stops_the_stack_s_executions_only():
+    policy = job_runner_policy(partition="aws", region="us-east-1", account_id="123456789012", name_base="demo",
+                               document_name="gpu-cloud-demo-run", log_group_name="/gpu-cloud/demo/jobs",
+                               group_names=["gpu-cloud-demo-trainers"], key_arn=KEY, supervisor_name="gpu-cloud-demo-jobs")
+    states = [statement for statement in policy["Statement"] if "states:" in str(statement["Action"])]
+    assert states == supervised_job_statements(partition="aws", region="us-east-1", account_id="123456789012",
+                                               machine_name="gpu-cloud-demo-jobs")
+    assert {action for statement in states for action in statement["Action"]} == {
+        "states:DescribeExecution", "states:ListExecutions", "states:StartExecution", "states:StopExecution"}
+    assert all(resource.split(":")[6].split("/")[0] == "gpu-cloud-demo-jobs"
+               for statement in states for resource in statement["Resource"])
+
+
+def test_the_node_left_rule_matches_the_stack_s_groups_and_polls_shrink_with_nodes():
+    assert node_left_pattern(["b", "a"])["detail"] == {"AutoScalingGroupName": ["a", "b"]}
+    assert polls_per_execution(1) * (30 + 21) <= 25000 - 5000
+    assert polls_per_execution(16) < polls_per_execution(2) and polls_per_execution(1000) == 10
