@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from gpucloud.ops.preflight import MAX_ROUNDS, SetResult, busbw_floor, load_floors, next_sets, search
+from dataclasses import replace
+
+from gpucloud.ops.preflight import MAX_ROUNDS, Search, SetResult, Verdict, busbw_floor, load_floors, next_sets, search, verdict
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 HOST = "nvidia-h200-x4"
@@ -186,3 +188,45 @@ def test_the_slow_node_is_named_wherever_it_stands(count, position):
         return
     assert (verdict.action, list(verdict.culprits)) == ("replace", [slow])
     assert state.rounds <= MAX_ROUNDS
+
+
+def test_a_named_node_waits_for_the_search_of_the_others_to_end():
+    state, verdict = run_search(6, slow={"10.0.0.1", "10.0.0.6"})
+    assert verdict.action == "replace" and set(verdict.culprits) == {"10.0.0.1", "10.0.0.6"}
+
+
+def test_the_default_bound_is_five_rounds():
+    pending = Search(tuple(nodes(16)), rounds=5, groups=(tuple(nodes(16)[:4]),))
+    assert verdict(pending) == Verdict("stop", reason="no single culprit after 5 rounds")
+    assert verdict(replace(pending, rounds=4)).action == "test"
+
+
+def test_without_a_floor_a_set_passes_on_any_figure_and_fails_without_one():
+    measured = SetResult(("a", "b"), 3.0, 16)
+    assert measured.passes(None) is True
+    assert replace(measured, busbw_gbps=None).passes(None) is False
+    assert replace(measured, world_size=1).passes(100.0) is None
+
+
+def test_one_node_below_its_own_floor_is_named_and_one_gpu_alone_passes():
+    slow_alone = [{"node": "10.0.0.1", "set": ["10.0.0.1"], "busbw_gbps": 90.0, "world_size": 8, "problems": []}]
+    state, found = search(["10.0.0.1"], [slow_alone], host_floor)
+    assert (found.action, found.culprits) == ("replace", {"10.0.0.1": "all_reduce among its own GPUs below its floor: 90.0 GB/s"})
+    one_gpu = [{"node": "10.0.0.1", "set": ["10.0.0.1"], "busbw_gbps": 0.0, "world_size": 1, "problems": []}]
+    assert search(["10.0.0.1"], [one_gpu], host_floor)[1].action == "pass"
+
+
+def test_a_lone_node_that_passes_alone_is_still_tested_with_a_partner():
+    round_one = fleet_round([nodes(3)], slow={"10.0.0.3"})
+    round_two = fleet_round([nodes(3)[:2]]) + fleet_round([nodes(3)[2:]])
+    state, found = search(nodes(3), [round_one, round_two], host_floor)
+    assert found.action == "test" and found.sets == (("10.0.0.1", "10.0.0.3"),)
+
+
+def test_a_partner_test_that_timed_out_names_the_suspect_with_the_reason():
+    state, _ = search(nodes(4), [fleet_round([nodes(4)], slow={"10.0.0.4"}),
+                                 fleet_round([nodes(4)[:2], nodes(4)[2:]], slow={"10.0.0.4"})], host_floor)
+    rounds = [fleet_round([nodes(4)], slow={"10.0.0.4"}), fleet_round([nodes(4)[:2], nodes(4)[2:]], slow={"10.0.0.4"}),
+              fleet_round([("10.0.0.1", "10.0.0.3")]) + fleet_round([("10.0.0.2", "10.0.0.4")], set_problems=["timed out"])]
+    state, found = search(nodes(4), rounds, host_floor)
+    assert found.culprits == {"10.0.0.4": "all_reduce with 10.0.0.2 (a node seen fast) below its floor: timed out"}

@@ -161,7 +161,7 @@ def advance(search: Search, results: Sequence[SetResult], floor_of) -> Search:
                       if node not in tested and node not in good and node not in culprits]
     searched = replace(search, rounds=search.rounds + 1, good=tuple(good), groups=tuple(groups), culprits=culprits,
                        failed=tuple(failed))
-    if search.rounds == 0 and not failing:
+    if search.rounds == 0 and not failing and not culprits:
         return replace(searched, passed=True)
     return _checked(searched)
 
@@ -180,12 +180,14 @@ def _infer(failed: Sequence[tuple[tuple[str, ...], str]], good: Sequence[str], c
 
 
 def _figure(result: SetResult) -> str:
-    return f"{result.busbw_gbps} GB/s" if result.busbw_gbps is not None else "; ".join(result.set_problems) or "no figure"
+    if result.set_problems:
+        return "; ".join(result.set_problems)
+    return f"{result.busbw_gbps} GB/s" if result.busbw_gbps is not None else "no figure"
 
 
 def _checked(search: Search) -> Search:
     """Stops for what no replacement can fix: most nodes named, or nothing seen good while halves fail."""
-    if len([name for name in search.culprits if "<->" not in name]) > len(search.nodes) // 2:
+    if len([name for name in search.culprits if "<->" not in name]) > max(1, len(search.nodes) // 2):
         return replace(search, stopped=(f"{len(search.culprits)} of {len(search.nodes)} nodes fail: the fault is "
                                         "common to them (image, NCCL or EFA setup, the fabric), not one node"))
     return search
