@@ -151,7 +151,7 @@ def test_most_nodes_failing_their_checks_is_no_node_s_fault():
 
 def test_a_preflight_that_cannot_run_stops_with_the_reason():
     state, verdict = run_search(4, set_problems=["torchrun not found: no PyTorch on this node"])
-    assert verdict.action == "stop"
+    assert verdict.action == "stop" and state.rounds == 1, "no search round is spent on it"
     assert verdict.reason == "the preflight could not run: torchrun not found: no PyTorch on this node"
 
 
@@ -230,3 +230,8 @@ def test_a_partner_test_that_timed_out_names_the_suspect_with_the_reason():
               fleet_round([("10.0.0.1", "10.0.0.3")]) + fleet_round([("10.0.0.2", "10.0.0.4")], set_problems=["timed out"])]
     state, found = search(nodes(4), rounds, host_floor)
     assert found.culprits == {"10.0.0.4": "all_reduce with 10.0.0.2 (a node seen fast) below its floor: timed out"}
+
+
+def test_a_lone_half_waits_for_a_partner_rather_than_running_alone():
+    state, _ = search(nodes(3), [fleet_round([nodes(3)], slow={"10.0.0.2"})], host_floor)
+    assert next_sets(state) == [("10.0.0.1", "10.0.0.2")]
