@@ -20,6 +20,10 @@ _IDS = (
     (re.compile(r"arn:aws:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]+"), "${keyArn}"),
     (re.compile(r"agent/gpucloud-node-[0-9a-f]{64}\.zip"), "${agentBundleKey}"),
     (re.compile(r"gpu-cloud/[^/:${}]+/[^/:${}]+/jupyter-token"), "gpu-cloud/${nameBase}/${group}/jupyter-token"),
+    # The job supervisor's state machine and its executions, one per job id (naming.job_supervisor_name).
+    (re.compile(r"arn:aws:states:[a-z0-9-]+:(\d{12}):(stateMachine|execution):gpu-cloud-[^:]+-jobs\b"),
+     r"arn:aws:states:${region}:\1:\2:gpu-cloud-${nameBase}-jobs"),
+    (re.compile(r"(:execution:gpu-cloud-\$\{nameBase\}-jobs:)[^:\s\"]+"), r"\1${job}"),
 )
 _JOB_KEY = re.compile(r"^(?:\$\{writePrefix\}|[^$]*?)jobs/(?:[^/$]+|\$\{job\})/")
 
@@ -65,6 +69,7 @@ def _settings_values(settings) -> dict[str, str]:
     found = {
         naming.job_document_name(base): "gpu-cloud-${nameBase}-run",
         naming.job_log_group_name(base): "/gpu-cloud/${nameBase}/jobs",
+        naming.job_supervisor_name(base): "gpu-cloud-${nameBase}-jobs",
         naming.artifacts_bucket_name(base, ACCOUNT): "${artifactsBucket}",
         naming.instance_role_name(base): "gpu-cloud-${nameBase}-node",
         naming.backup_role_name(base): "gpu-cloud-${nameBase}-backup",

@@ -263,6 +263,9 @@ COMMANDS = {
     ("ops/jobs.py", "run"): "run",
     ("ops/job_control.py", "logs"): "logs",
     ("ops/job_control.py", "stop"): "stop",
+    ("ops/supervised_jobs.py", "start"): "run",
+    ("ops/supervised_jobs.py", "follow"): "run",
+    ("ops/supervised_jobs.py", "jobs"): "jobs",
     ("connect.py", "find_connection"): "connect",
 }
 """(module, function) -> the command it is: a test of `logs` that first runs a job measures `run`'s

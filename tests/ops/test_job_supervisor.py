@@ -70,12 +70,13 @@ def aws(agents):
 
 
 def ended(clients: Clients, arn: str, timeout: float = 60.0):
-    """The execution once it has ended (moto runs it on a thread of its own)."""
+    """The execution once it has ended (moto runs it on a thread of its own); read by the test,
+    not through the job commands, so that the person's measured calls stay theirs."""
     deadline = time.monotonic() + timeout
-    while (execution := describe(clients, arn)).status == "RUNNING":
+    while clients.states.describe_execution(executionArn=arn)["status"] == "RUNNING":
         assert time.monotonic() < deadline, f"{arn} still running after {timeout} s"
         time.sleep(0.05)
-    return execution
+    return describe(clients, arn)
 
 
 def launches(session) -> list[dict]:
@@ -98,6 +99,7 @@ def detached(session, nodes: int = 2, **options) -> tuple[Clients, str, object]:
     return clients, start(clients, SETTINGS, job, poll=0, **options), job
 
 
+@pytest.mark.access_calls("person:jobRunner", "run")
 def test_a_detached_job_runs_on_n_nodes_and_its_end_goes_to_the_topic(aws):
     clients, arn, job = detached(aws, nodes=3)
 
@@ -141,6 +143,7 @@ def replace_first_node(session, during: dict) -> Callable[[str, str, int], tuple
     return status
 
 
+@pytest.mark.access_calls("person:jobRunner", "run")
 def test_a_node_replaced_mid_job_resumes_from_the_checkpoint_on_the_new_set(aws, agents):
     during: dict = {}
     agents.status = replace_first_node(aws, during)
@@ -216,6 +219,7 @@ def test_the_job_goes_on_when_the_user_process_is_killed_after_it_started(aws, a
     assert [subject for subject, _ in notifications(aws)] == [f"gpu-cloud job {job.job_id}: succeeded"]
 
 
+@pytest.mark.access_calls("person:jobRunner", "stop")
 def test_jobs_lists_the_stack_s_jobs_and_stop_stops_the_supervision_and_the_commands(aws, agents):
     agents.status = lambda command, instance, calls: ("InProgress", -1)
     clients, arn, job = detached(aws)
@@ -233,6 +237,7 @@ def test_jobs_lists_the_stack_s_jobs_and_stop_stops_the_supervision_and_the_comm
     assert agents.cancelled == [launches(aws)[0]["CommandId"]]
 
 
+@pytest.mark.access_calls("person:jobRunner", "jobs")
 def test_run_detach_prints_the_job_id_and_jobs_lists_it(aws, capsys):
     from gpucloud.cli import main
 

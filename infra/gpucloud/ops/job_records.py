@@ -38,11 +38,10 @@ class Clients:
     s3: Any
     states: Any = None
     """Step Functions: the job supervisor's executions (ops/supervised_jobs.py)."""
-    sts: Any = None
 
     @classmethod
     def of(cls, session) -> Clients:
-        return cls(*(session.client(name) for name in ("autoscaling", "ec2", "ssm", "logs", "s3", "stepfunctions", "sts")))
+        return cls(*(session.client(name) for name in ("autoscaling", "ec2", "ssm", "logs", "s3", "stepfunctions")))
 
 
 @dataclass

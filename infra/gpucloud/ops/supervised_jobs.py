@@ -19,7 +19,7 @@ from typing import Any
 from gpucloud.config import StackSettings
 from gpucloud.documents.job_supervisor import supervisor_input
 from gpucloud.documents.jobs import PREFLIGHT_ACTIONS
-from gpucloud.naming import job_supervisor_name
+from gpucloud.naming import autoscaling_group_name, job_supervisor_name
 from gpucloud.ops.job_records import Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record, record_location
 from gpucloud.ops.jobs import NodeResult, Outcome
 from gpucloud.ops.nodes import Node
@@ -30,11 +30,20 @@ PREFLIGHTS = {"off": "off", "quick": "preflight", "full": "preflight-full", "fab
 RUNNING = "RUNNING"
 
 
-def state_machine_arn(clients: Clients, settings: StackSettings) -> str:
-    """The stack's supervisor, from the caller's account and partition (GetCallerIdentity needs no permission)."""
-    caller = clients.sts.get_caller_identity()
-    partition = caller["Arn"].split(":")[1]
-    return f"arn:{partition}:states:{settings.region}:{caller['Account']}:stateMachine:{job_supervisor_name(settings.name_base)}"
+def state_machine_arn(settings: StackSettings, group_arn: str) -> str:
+    """The stack's supervisor, in the partition and account of one of its groups (from the group's
+    ARN, which the job commands read anyway: no STS call, no other permission)."""
+    partition, account = group_arn.split(":")[1], group_arn.split(":")[4]
+    return f"arn:{partition}:states:{settings.region}:{account}:stateMachine:{job_supervisor_name(settings.name_base)}"
+
+
+def stack_state_machine_arn(clients: Clients, settings: StackSettings) -> str:
+    """The stack's supervisor, found through the stack's first group."""
+    name = autoscaling_group_name(settings.name_base, settings.config.groups[0].name)
+    found = clients.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[name])["AutoScalingGroups"]
+    if not found:
+        raise JobError(f"Auto Scaling group {name} does not exist: deploy the stack first (pulumi up)")
+    return state_machine_arn(settings, found[0]["AutoScalingGroupARN"])
 
 
 def execution_arn(machine_arn: str, job_id: str) -> str:
@@ -42,13 +51,15 @@ def execution_arn(machine_arn: str, job_id: str) -> str:
     return machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{job_id}"
 
 
-def _check_group(clients: Clients, job: Job) -> None:
+def _check_group(clients: Clients, job: Job) -> str:
+    """The job's group's ARN, once it exists and takes the job's nodes."""
     found = clients.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[job.group_name])["AutoScalingGroups"]
     if not found:
         raise JobError(f"Auto Scaling group {job.group_name} does not exist: deploy the stack first (pulumi up)")
     if job.nodes > found[0]["MaxSize"]:
         raise JobError(f"--nodes {job.nodes} is above {job.group_name}'s MaxSize {found[0]['MaxSize']} (a schedule may "
                        "have lowered it): ask for fewer nodes or raise it")
+    return found[0]["AutoScalingGroupARN"]
 
 
 def start(clients: Clients, settings: StackSettings, job: Job, max_restarts: int = 3, node_timeout: float = 1800.0,
@@ -57,10 +68,10 @@ def start(clients: Clients, settings: StackSettings, job: Job, max_restarts: int
     if preflight not in PREFLIGHTS:
         raise JobError(f"--preflight {preflight!r}: one of {', '.join(PREFLIGHTS)}")
     assert all(action == "off" or action in PREFLIGHT_ACTIONS for action in PREFLIGHTS.values())
-    _check_group(clients, job)
+    group_arn = _check_group(clients, job)
     parameters = {name: value for name, [value] in job.parameters(0, []).items()}
     launch = {name: parameters[name] for name in ("port", "gpusPerNode", "image", "checkpointUri", "commandB64")}
-    machine = state_machine_arn(clients, settings)
+    machine = state_machine_arn(settings, group_arn)
     job.execution = execution_arn(machine, job.job_id)
     record(clients, job)
     started = clients.states.start_execution(
@@ -176,7 +187,7 @@ def executions(clients: Clients, machine: str, status: str | None = None) -> dic
 def jobs(clients: Clients, settings: StackSettings) -> list[dict[str, Any]]:
     """The stack's jobs, newest first: id, state (of its newest supervision), attempts and nodes."""
     rows = []
-    for job_id, items in executions(clients, state_machine_arn(clients, settings)).items():
+    for job_id, items in executions(clients, stack_state_machine_arn(clients, settings)).items():
         described = [clients.states.describe_execution(executionArn=item["executionArn"]) for item in items]
         # an execution an Auto Scaling event started supervises no job of its own
         supervising = [answer for answer in described if "detail" not in json.loads(answer["input"])]
