@@ -251,3 +251,12 @@ def test_preflight_replace_goes_through_the_watch_s_replacement_and_the_group_s_
     assert (instance, region, group, limit) == ("i-0abc", "us-east-1", "gpu-cloud-vision-train-train", 2)
     assert faults[0].reason == "job train-20261128000000-a1b2: all_reduce with 10.0.1.11 below its floor"
     assert capsys.readouterr().out == "held\n"
+
+
+def test_an_explicit_efa_count_wins_over_the_type_s_and_a_failed_node_exits_1(tmp_path, capsys):
+    ranks = recorded_ranks(recorded("nvlink"), "127.0.0.1")
+    spec = PreflightSpec("train-20261128000000-a1b2", NODES, 29500, instance_type="p5.48xlarge", efa_devices=33)
+    result = preflight(tmp_path, FakeLaunch(ranks, nccl_log=efa_sample("nccl_init_ofi.log")), spec=spec)
+    assert result["problems"] == ["fi_info -p efa lists 32 EFA device(s); p5.48xlarge has 33"]
+    assert report(result, {}, tmp_path, tmp_path / "readings.prom") == 1
+    assert "gpucloud_preflight_ok{job=\\"train-20261128000000-a1b2\\",level=\\"quick\\"} 0" in (tmp_path / "readings.prom").read_text()
