@@ -259,4 +259,4 @@ def test_an_explicit_efa_count_wins_over_the_type_s_and_a_failed_node_exits_1(tm
     result = preflight(tmp_path, FakeLaunch(ranks, nccl_log=efa_sample("nccl_init_ofi.log")), spec=spec)
     assert result["problems"] == ["fi_info -p efa lists 32 EFA device(s); p5.48xlarge has 33"]
     assert report(result, {}, tmp_path, tmp_path / "readings.prom") == 1
-    assert "gpucloud_preflight_ok{job=\\"train-20261128000000-a1b2\\",level=\\"quick\\"} 0" in (tmp_path / "readings.prom").read_text()
+    assert 'gpucloud_preflight_ok{job="train-20261128000000-a1b2",level="quick"} 0' in (tmp_path / "readings.prom").read_text()
