@@ -1,11 +1,15 @@
-"""`gpucloud run`: a command on N in-service nodes of a group through SSM Run Command, with the
-rendezvous every launcher expects, resumed on a new set of nodes when one is replaced.
+"""A command on N in-service nodes of a group through SSM Run Command, with the rendezvous every
+launcher expects, resumed on a new set of nodes when one is replaced: the steps `gpucloud run`
+takes, run in this process. `gpucloud run` itself hands them to the stack's job supervisor, which
+runs the same steps in AWS (documents/job_supervisor.py, ops/supervised_jobs.py); `stop`, the
+preflight and the supervisor's tests use the pieces here (`wait_for_nodes`, `stop_attempt`,
+`Outcome`), and `run` below stays the in-process reference of what a job does.
 
 What happens, in order: the group is raised to N nodes (within its maxSize) and `run` waits until
 N are InService (past the health gate); the first N by private IPv4 address are the job's nodes,
 the first the rendezvous master; the stack's job document goes to all of them at once (one command
-per 50 nodes, the most SendCommand takes), output to the job log group; `run` stays attached and
-reports each node's exit status. When one of the job's nodes leaves service before the command ends
+per 50 nodes, the most SendCommand takes), output to the job log group; `run` reports each node's
+exit status. When one of the job's nodes leaves service before the command ends
 (spot interruption, an Xid fault the agent replaced), the other nodes' command is cancelled and
 stopped, `run` waits for N nodes again and sends the job with the next attempt number and the same
 checkpoint URI, up to `max_restarts` times; the launcher restores the last checkpoint from that
