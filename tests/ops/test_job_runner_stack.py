@@ -41,10 +41,14 @@ def test_the_job_document_takes_only_patterned_parameters_as_environment_variabl
 
 
 def test_job_output_goes_to_a_log_group_under_the_project_key(stack):
-    [group] = stack.client("logs").describe_log_groups(logGroupNamePrefix="/gpu-cloud/vision-train/jobs")["logGroups"]
+    [group] = [item for item in stack.client("logs").describe_log_groups(logGroupNamePrefix="/gpu-cloud/vision-train/jobs")[
+        "logGroups"] if item["logGroupName"] == "/gpu-cloud/vision-train/jobs"]
     key = stack.client("kms").describe_key(KeyId="alias/gpu-cloud/vision-train")["KeyMetadata"]["Arn"]
 
     assert group["kmsKeyId"] == key and group["retentionInDays"] == 90
+    [supervisor] = stack.client("logs").describe_log_groups(logGroupNamePrefix="/gpu-cloud/vision-train/jobs-supervisor")[
+        "logGroups"]
+    assert supervisor["kmsKeyId"] == key, "the job supervisor's log group is under the project key too"
 
 
 def test_the_team_policy_sends_the_document_only_to_the_stack_s_instances(stack):

@@ -339,3 +339,27 @@ def test_a_passing_preflight_lets_the_job_start(aws):
     assert ended(clients, arn).status == "SUCCEEDED"
     actions = [command["Parameters"]["action"] for command in aws.client("ssm").list_commands()["Commands"]]
     assert sorted(actions) == [["launch"], ["preflight"]]
+
+
+def test_run_follows_the_supervision_to_the_job_s_end_and_logs_read_its_attempts(aws, capsys):
+    from gpucloud.cli import main
+    from gpucloud.ops.job_control import logs
+
+    assert main(["run", "--stack", "vision-train", "--group", "trainers", "--nodes", "1", "--poll", "0",
+                 "--", "python", "train.py"]) == 0
+    out = capsys.readouterr().out
+    job_id = out.split()[1].rstrip(":")
+    assert "supervised in AWS" in out and f"job {job_id} attempt 0: command" in out and ": Success, exit 0" in out
+
+    clients = Clients.of(aws)
+    [sent] = launches(aws)
+    [instance] = sent["InstanceIds"]
+    log = aws.client("logs")
+    group = job_log_group_name(SETTINGS.name_base)
+    stream = f"{sent['CommandId']}/{instance}/launch/stdout"
+    log.create_log_stream(logGroupName=group, logStreamName=stream)
+    log.put_log_events(logGroupName=group, logStreamName=stream,
+                       logEvents=[{"timestamp": int(time.time() * 1000), "message": "step 1 loss 2.31"}])
+    printed: list[str] = []
+    logs(clients, SETTINGS, job_id, say=printed.append)
+    assert len(printed) == 1 and printed[0].startswith("[attempt 0 node 0 ") and printed[0].endswith("stdout] step 1 loss 2.31")
