@@ -132,3 +132,42 @@ def test_gpucloud_preflight_is_a_command_of_its_own():
     arguments = build_parser().parse_args(["preflight", "--stack", "vision-train", "--group", "train", "--nodes", "4",
                                            "--level", "full"])
     assert (arguments.group, arguments.nodes, arguments.level, arguments.node_timeout) == ("train", 4, "full", 1800.0)
+
+
+def test_a_culprit_named_again_on_every_new_set_stops_after_two_replacements():
+    ssm = FakeSsm(recorded_results("loaded", 1))
+    said = []
+    outcome = preflight(clients(ssm), SETTINGS, JOB, list(NODES), "quick", said.append, clock(), rewait=lambda: list(NODES))
+    assert not outcome.passed
+    assert outcome.reason == "the preflight still names a culprit after 2 replacement(s)"
+    assert [request["Parameters"]["action"][0] for request in ssm.sent].count("preflight-replace") == 2
+    assert len(outcome.tries) == 3
+    assert said[0].startswith("preflight round 1: ")
+
+
+class LateSsm(FakeSsm):
+    """The first read of each invocation finds none yet (the agent has not got the command)."""
+
+    def __init__(self, *args, code="InvocationDoesNotExist", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.code, self.asked = code, set()
+
+    def get_command_invocation(self, CommandId, InstanceId):  # noqa: N803
+        from botocore.exceptions import ClientError
+
+        if (CommandId, InstanceId) not in self.asked:
+            self.asked.add((CommandId, InstanceId))
+            raise ClientError({"Error": {"Code": self.code, "Message": "not yet"}}, "GetCommandInvocation")
+        return super().get_command_invocation(CommandId, InstanceId)
+
+
+def test_an_invocation_not_there_yet_is_read_again_and_other_errors_go_on():
+    import pytest
+    from botocore.exceptions import ClientError
+
+    outcome = preflight(clients(LateSsm(recorded_results("nvlink", 1))), SETTINGS, JOB, list(NODES), "quick",
+                        lambda line: None, clock(), rewait=lambda: None)
+    assert outcome.passed
+    with pytest.raises(ClientError):
+        preflight(clients(LateSsm(recorded_results("nvlink", 1), code="AccessDeniedException")), SETTINGS, JOB,
+                  list(NODES), "quick", lambda line: None, clock(), rewait=lambda: None)
