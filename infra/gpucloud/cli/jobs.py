@@ -54,7 +54,7 @@ def run_job(arguments: argparse.Namespace) -> int:
             print(job.job_id)
             return 0
         print(f"job {job.job_id}: supervised in AWS ({execution}); Ctrl-C stops following, not the job")
-        outcome = follow(clients, job, execution)
+        outcome = follow(clients, job, execution, poll=max(1.0, min(15.0, arguments.poll)))
         for result in outcome.results:
             code = "" if result.exit_code is None else f", exit {result.exit_code}"
             print(f"node {result.rank} {result.node.private_ip} ({result.node.instance_id}): {result.status}{code}")
