@@ -260,3 +260,23 @@ def test_an_explicit_efa_count_wins_over_the_type_s_and_a_failed_node_exits_1(tm
     assert result["problems"] == ["fi_info -p efa lists 32 EFA device(s); p5.48xlarge has 33"]
     assert report(result, {}, tmp_path, tmp_path / "readings.prom") == 1
     assert 'gpucloud_preflight_ok{job="train-20261128000000-a1b2",level="quick"} 0' in (tmp_path / "readings.prom").read_text()
+
+
+def test_the_watch_serves_the_preflight_readings_beside_its_own(tmp_path):
+    """The collector scrapes only the watch's /metrics, so the preflight's textfile is served there too."""
+    import urllib.request
+
+    from gpucloud.node.exporter import serve_textfile
+    from gpucloud.node.preflight import TEXTFILE
+    from gpucloud.node.watch import WatchSettings
+
+    assert TEXTFILE.parent == WatchSettings.textfile.parent
+    (tmp_path / "gpucloud.prom").write_text('DCGM_FI_DEV_GPU_UTIL{gpu="0"} 97\n')
+    (tmp_path / TEXTFILE.name).write_text(render_readings({"level": "quick", "ok": True, "gpus": [], "set": ["a"]}, {}))
+    server = serve_textfile(tmp_path / "gpucloud.prom", "127.0.0.1:0")
+    try:
+        body = urllib.request.urlopen(f"http://127.0.0.1:{server.server_address[1]}/metrics", timeout=5).read().decode()
+    finally:
+        server.shutdown()
+    assert body.startswith('DCGM_FI_DEV_GPU_UTIL{gpu="0"} 97\n')
+    assert 'gpucloud_preflight_ok{job="",level="quick"} 1' in body

@@ -129,9 +129,21 @@ DEFAULT_LISTEN = "127.0.0.1:9835"
 instance ids and nothing outside the node needs them; dcgm-exporter's 9400 is left free)."""
 
 
+SIBLING_TEXTFILES = "gpucloud_*.prom"
+"""Readings other agent commands write beside the watch's (`gpucloud-node preflight`'s
+gpucloud_preflight.prom), served with it so the collector sends them on too."""
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
 def serve_textfile(path: Path, listen: str = DEFAULT_LISTEN):
-    """Serve the latest textfile at /metrics from a daemon thread; returns the server (its
-    `server_address` says the port when 0 was asked for)."""
+    """Serve the latest textfile, and the agent's other textfiles beside it, at /metrics from a
+    daemon thread; returns the server (its `server_address` says the port when 0 was asked for)."""
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -142,10 +154,7 @@ def serve_textfile(path: Path, listen: str = DEFAULT_LISTEN):
             if self.path.split("?")[0] != "/metrics":
                 self.send_error(404)
                 return
-            try:
-                body = Path(path).read_bytes()
-            except FileNotFoundError:
-                body = b""
+            body = b"".join(_read(item) for item in (Path(path), *sorted(Path(path).parent.glob(SIBLING_TEXTFILES))))
             self.send_response(200)
             self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
