@@ -235,3 +235,11 @@ def test_a_partner_test_that_timed_out_names_the_suspect_with_the_reason():
 def test_a_lone_half_waits_for_a_partner_rather_than_running_alone():
     state, _ = search(nodes(3), [fleet_round([nodes(3)], slow={"10.0.0.2"})], host_floor)
     assert next_sets(state) == [("10.0.0.1", "10.0.0.2")]
+
+
+def test_every_recording_names_its_gpus_and_the_command_that_made_it():
+    for name in ("nvlink", "sockets", "loaded", "launcher_overhead"):
+        record = recorded(name)
+        assert record["gpus"] == [f"GPU {index}: NVIDIA H200" for index in range(4)], name
+        assert record["recorded_by"] == "python3 tests/node/gpu/record_preflight.py --out-dir $OUT", name
+        assert "error" not in record, name
