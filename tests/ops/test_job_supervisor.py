@@ -79,6 +79,44 @@ def ended(clients: Clients, arn: str, timeout: float = 60.0):
     return describe(clients, arn)
 
 
+def denied_to_the_supervisor_role(session, made: list[tuple[str, str, dict]]) -> list[str]:
+    """Each call the executions made that the supervisor's role policy, built from the same
+    stack values, would not allow (the project's evaluator, gpucloud.policy.access). KMS calls a
+    service makes for the role are left out: the key policy decides them too."""
+    from gpucloud.documents.job_supervisor_access import supervisor_role_policy
+    from gpucloud.policy.access import Call, Documents, evaluate
+    from gpucloud.testing.iam_actions import iam_calls, stack_tag_context
+
+    account, base = "123456789012", SETTINGS.name_base
+    role = f"arn:aws:iam::{account}:role/{job_supervisor_name(base)}-role"
+    policy = supervisor_role_policy(
+        partition="aws", region=REGION, account_id=account, name_base=base, machine_name=job_supervisor_name(base),
+        document_name=job_document_name(base), group_names=[GROUP], topic_arn=session.topic,
+        key_arn=f"arn:aws:kms:{REGION}:{account}:key/0000", bucket=BUCKET,
+        jobs_prefix=jobs_prefix(SETTINGS.config.data.write_prefixes))
+    documents = Documents(identity={role: [policy]}, resource=(), endpoints={}, account=account)
+
+    def filled(text: str) -> str:
+        for name, value in (("partition", "aws"), ("region", REGION), ("account", account),
+                            ("autoScalingGroupId", "0000"), ("nameBase", base)):
+            text = text.replace("${" + name + "}", value)
+        return text
+
+    denied = []
+    for service, operation, params in made:
+        for needed in iam_calls(service, operation, params):
+            if needed.via:
+                continue
+            resource = filled(needed.resource)
+            context = {key: filled(value) for key, value in {**needed.context,
+                                                             **stack_tag_context(needed.action, needed.resource.replace(
+                                                                 base, "${nameBase}"))}.items()}
+            decision = evaluate(Call("service:jobSupervisor", role, needed.action, resource, context, None), documents)
+            if not decision.allowed:
+                denied.append(f"{needed.action} {resource}: {decision.reason}")
+    return denied
+
+
 def launches(session) -> list[dict]:
     """The job document's launch commands, in the order sent."""
     commands = session.client("ssm").list_commands()["Commands"]
@@ -166,6 +204,10 @@ def test_a_node_replaced_mid_job_resumes_from_the_checkpoint_on_the_new_set(aws,
     assert [attempt.attempt for attempt in follower.job.attempts] == [0, 1]
     assert {node.instance_id for node in follower.job.attempts[1].nodes} == set(second["InstanceIds"])
     assert follower.exit_code == 0
+    assert {(service, operation) for service, operation, _ in agents.made} >= {
+        ("autoscaling", "SetDesiredCapacity"), ("ssm", "SendCommand"), ("ssm", "CancelCommand"),
+        ("ssm", "GetCommandInvocation"), ("s3", "PutObject"), ("s3", "DeleteObject"), ("sns", "Publish")}
+    assert denied_to_the_supervisor_role(aws, agents.made) == []
 
 
 def test_the_retry_budget_spent_stops_the_job_and_tells_the_topic(aws, agents):
@@ -269,6 +311,7 @@ def test_a_long_job_continues_in_a_new_execution_before_the_history_quota(aws, a
     assert describe(clients, arn).output == {"continuedAs": arn + "-g1"}
     [row] = jobs(clients, SETTINGS)
     assert (row["job"], row["state"], row["supervisions"]) == (job.job_id, "SUCCEEDED", 3)
+    assert denied_to_the_supervisor_role(aws, agents.made) == []
 
 
 def test_a_node_leaving_after_the_supervision_died_continues_the_job_on_the_new_set(aws, agents):
@@ -312,6 +355,9 @@ def test_a_node_leaving_after_the_supervision_died_continues_the_job_on_the_new_
     assert [first["Parameters"]["attempt"], second["Parameters"]["attempt"]] == [["0"], ["1"]]
     assert lost not in second["InstanceIds"]
     assert agents.cancelled[0] == first["CommandId"]
+    assert {("s3", "GetObject"), ("states", "DescribeExecution"), ("states", "StartExecution")} <= {
+        (service, operation) for service, operation, _ in agents.made}
+    assert denied_to_the_supervisor_role(aws, agents.made) == []
 
 
 def test_the_preflight_step_sends_its_level_first_and_a_failing_node_stops_the_job_before_it_starts(aws, agents):

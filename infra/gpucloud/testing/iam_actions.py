@@ -108,6 +108,7 @@ ACTIONS: Mapping[tuple[str, str], Action] = {
     ("logs", "GetLogEvents"): Action("logs:GetLogEvents", (LOG_STREAM,)),
     ("logs", "DescribeLogStreams"): Action("logs:DescribeLogStreams", (LOG_GROUP,)),
     ("ecr.api", "GetAuthorizationToken"): Action("ecr:GetAuthorizationToken"),
+    ("sns", "Publish"): Action("sns:Publish", ("<TopicArn>",)),
     ("states", "StartExecution"): Action("states:StartExecution", ("<stateMachineArn>",)),
     ("states", "ListExecutions"): Action("states:ListExecutions", ("<stateMachineArn>",)),
     ("states", "DescribeExecution"): Action("states:DescribeExecution", ("<executionArn>",)),

@@ -36,6 +36,9 @@ class Agents:
         self.status = status
         self.calls: dict[tuple[str, str], int] = {}
         self.cancelled: list[str] = []
+        self.made: list[tuple[str, str, dict]] = []
+        """(service, operation, parameters) of every AWS call the executions' tasks made, as the
+        supervisor's role makes them (endpoint prefix and botocore operation name)."""
         self._lock = threading.Lock()
 
     def invocation(self, backend, command_id: str, instance_id: str, plugin_name: str | None = None) -> dict:
@@ -100,7 +103,26 @@ def executing_state_machines(agents: Agents) -> Iterator[Agents]:
         if isinstance(response, dict) and hasattr(response.get("Body"), "read"):
             response["Body"] = response["Body"].read().decode("utf-8")
 
-    with mock.patch.dict(default_user_config, {"stepfunctions": {"execute_state_machine": True}}), \
+    from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
+        state_task_service_aws_sdk,
+        state_task_service_sns,
+    )
+
+    made_by = state_task_service_aws_sdk.boto_client_for
+
+    def recording_client(*arguments, **options):
+        client = made_by(*arguments, **options)
+
+        def record(params, model, **_):
+            with agents._lock:
+                agents.made.append((model.service_model.endpoint_prefix, model.name, dict(params)))
+
+        client.meta.events.register("provide-client-params", record)
+        return client
+
+    with mock.patch.object(state_task_service_aws_sdk, "boto_client_for", recording_client), \
+            mock.patch.object(state_task_service_sns, "boto_client_for", recording_client), \
+            mock.patch.dict(default_user_config, {"stepfunctions": {"execute_state_machine": True}}), \
             mock.patch.object(SimpleSystemManagerBackend, "send_command", send_to_named_instances), \
             mock.patch.object(SimpleSystemManagerBackend, "get_command_invocation", get_command_invocation), \
             mock.patch.object(SimpleSystemManagerResponse, "cancel_command", cancel_command, create=True), \
