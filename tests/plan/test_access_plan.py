@@ -78,6 +78,7 @@ def test_the_plan_prints_one_access_line_and_names_the_unmeasured(plan):
     assert f"Access: 9 calls of 3 actors checked, 2 denied, {unmeasured} unmeasured" in out
     assert "watch (node) is used by this stack, but no test measured its calls" in out
     assert "calls left unchecked, the plan has no value for: noSuchPlaceholder (drain)" in out
+    assert "arn:aws:iam::123456789012:role/gpu-cloud-demo-node is granted " in out and "(least-privilege hint)" in out
 
 
 def test_the_documents_come_from_the_plans_resources(plan):
@@ -171,11 +172,17 @@ def test_an_attached_aws_managed_policy_counts_for_access_but_is_not_the_stacks_
                         custom=True, inputs={"role": "demo-backup",
                                              "policyArn": "arn:aws:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup"}),
     ]
+    own = {"Version": "2012-10-17", "Statement": [
+        {"Sid": "NoDeletes", "Effect": "Deny", "Action": "ec2:DeleteSnapshot", "Resource": "*"},
+        {"Sid": "Tags", "Effect": "Allow", "Action": ["ec2:CreateTags", "kms:DescribeKey"], "Resource": "*"}]}
+    resources.append(AppliedResource(urn="urn:policy", type="aws:iam/rolePolicy:RolePolicy", name="backup-tags", custom=True,
+                                     inputs={"role": "demo-backup", "policy": json.dumps(own)}))
     documents = collect_documents(resources, "aws", "123456789012")
 
-    managed = documents.identity[role]
-    assert [document["Id"] for document in managed] == ["AWS managed policy AWSBackupServiceRolePolicyForBackup"]
-    assert unused_grants(documents, [Call("service:backup.amazonaws.com", role, "kms:DescribeKey", "*", {}, None)]) == []
+    assert [document["Id"] for document in documents.identity[role]] == [
+        "AWS managed policy AWSBackupServiceRolePolicyForBackup", "backup-tags policy"]
+    hints = unused_grants(documents, [Call("service:backup.amazonaws.com", role, "kms:DescribeKey", "*", {}, None)])
+    assert [(hint["sid"], hint["action"]) for hint in hints] == [("Tags", "ec2:CreateTags")]  # not the deny, not AWS's
 
 
 def test_placeholders_take_the_stacks_own_names(settings, plan):
@@ -246,3 +253,10 @@ def plan_deployer(plan) -> str:
     readers = next(s["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] for s in policy["Statement"]
                    if s["Sid"] == "ObjectsReadableOnlyByNodeRolesAndDeployer")
     return next(arn for arn in readers if ":role/gpu-cloud-" not in arn)
+
+
+
+def test_a_prometheus_workspace_of_the_account_fills_its_id():
+    given = settings_for(minimal_config(monitoring={"prometheus": {"enabled": True, "workspaceId": "ws-0123abcd-4567-89ef-0123-456789abcdef"}}))
+
+    assert plan_access.placeholder_values(given, [], "123456789012")["workspaceId"] == ["ws-0123abcd-4567-89ef-0123-456789abcdef"]
