@@ -172,3 +172,64 @@ def test_interface_endpoints_admit_only_the_account_and_kms_only_the_project_key
     assert kms["Resource"] == key and kms["Condition"] == logs["Condition"]
     assert services_without_policy() == {"ssmmessages", "ec2messages"}
     assert interface_endpoint_policy("ssmmessages", ACCOUNT) is None, "AWS refuses a policy there"
+
+
+def test_each_service_role_trusts_only_its_service_and_flow_logs_only_for_this_account():
+    from gpucloud.documents import backup_assume_role_policy, ec2_assume_role_policy, flow_logs_assume_role_policy
+
+    def trust(document: dict) -> tuple:
+        [statement] = document["Statement"]
+        return statement["Effect"], statement["Principal"], statement["Action"], statement.get("Condition")
+
+    assert trust(ec2_assume_role_policy()) == ("Allow", {"Service": "ec2.amazonaws.com"}, "sts:AssumeRole", None)
+    assert trust(backup_assume_role_policy()) == ("Allow", {"Service": "backup.amazonaws.com"}, "sts:AssumeRole", None)
+    assert trust(flow_logs_assume_role_policy("aws", "eu-west-1", ACCOUNT)) == (
+        "Allow", {"Service": "vpc-flow-logs.amazonaws.com"}, "sts:AssumeRole",
+        {"StringEquals": {"aws:SourceAccount": ACCOUNT},
+         "ArnLike": {"aws:SourceArn": f"arn:aws:ec2:eu-west-1:{ACCOUNT}:vpc-flow-log/*"}})
+
+
+def test_a_service_trust_is_held_to_a_source_only_when_both_account_and_resource_are_named():
+    from gpucloud.documents.services import service_trust_policy
+
+    def condition(**source):
+        return service_trust_policy("delivery.logs.amazonaws.com", **source)["Statement"][0].get("Condition")
+
+    assert condition() is None
+    assert condition(account_id=ACCOUNT) is None
+    assert condition(source_arn="arn:aws:logs:*") is None
+    assert condition(account_id=ACCOUNT, source_arn="arn:aws:logs:*") == {
+        "StringEquals": {"aws:SourceAccount": ACCOUNT}, "ArnLike": {"aws:SourceArn": "arn:aws:logs:*"}}
+
+
+def test_nodes_remote_write_to_the_project_workspace_only():
+    from gpucloud.documents import prometheus_remote_write_policy
+
+    workspace = f"arn:aws:aps:eu-west-1:{ACCOUNT}:workspace/ws-1"
+    assert prometheus_remote_write_policy(workspace)["Statement"] == [
+        {"Sid": "RemoteWriteToProjectWorkspace", "Effect": "Allow", "Action": "aps:RemoteWrite", "Resource": workspace}]
+
+
+def test_a_node_role_without_group_names_keeps_every_grant_but_the_lifecycle_one():
+    from gpucloud.documents import node_statements
+
+    key = f"arn:aws:kms:eu-west-1:{ACCOUNT}:key/k"
+    with_groups = [statement["Sid"] for statement in node_statements("aws", "eu-west-1", ACCOUNT, "ml", key, True, ["gpu-cloud-ml-a"])]
+    without = [statement["Sid"] for statement in node_statements("aws", "eu-west-1", ACCOUNT, "ml", key, True, [])]
+
+    assert "NodeCompletesOwnLifecycle" in with_groups
+    assert without == [sid for sid in with_groups if sid != "NodeCompletesOwnLifecycle"]
+
+
+def test_load_balancer_logs_are_written_by_the_regional_account_or_by_the_log_delivery_service():
+    from gpucloud.documents.load_balancer_logs import load_balancer_logs_bucket_policy
+
+    def writer(region: str) -> dict:
+        bucket = "arn:aws:s3:::logs"
+        [statement] = [item for item in load_balancer_logs_bucket_policy(bucket, "alb", ACCOUNT, region)["Statement"]
+                       if item["Sid"] == "ElasticLoadBalancingWritesAccessLogs"]
+        assert statement["Resource"] == f"{bucket}/alb/AWSLogs/{ACCOUNT}/*"
+        return statement["Principal"]
+
+    assert writer("eu-west-1") == {"AWS": "arn:aws:iam::156460612806:root"}
+    assert writer("eu-central-2") == {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"}
