@@ -32,6 +32,12 @@ def test_a_definition_that_is_not_states_language_is_refused(account):
         run_program(lambda: machine("broken", broken), account)
 
 
+def test_a_state_that_neither_goes_on_nor_ends_is_refused(account):
+    stuck = json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "End": False}}})
+    with pytest.raises(ClientError, match="state P must have exactly one of Next and End: true"):
+        run_program(lambda: machine("stuck", stuck), account)
+
+
 def test_a_state_machine_name_outside_the_provider_pattern_is_refused(account):
     with pytest.raises(Exception, match=r"(1-80 letters|the name should only contain)"):
         run_program(lambda: machine("jobs.v2", PASS), account)

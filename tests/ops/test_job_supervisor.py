@@ -23,7 +23,7 @@ from gpucloud.documents.jobs import job_document_content, jobs_prefix
 from gpucloud.naming import job_document_name, job_log_group_name, job_supervisor_name
 from gpucloud.ops.job_control import stop
 from gpucloud.ops.job_records import Clients, Clock, new_job
-from gpucloud.ops.supervised_jobs import describe, follow, jobs, outcome, start
+from gpucloud.ops.supervised_jobs import attempts, describe, follow, jobs, outcome, start
 from gpucloud.testing import moto_account
 from gpucloud.testing.run_command import Agents, executing_state_machines
 from support import STACKS
@@ -409,3 +409,21 @@ def test_run_follows_the_supervision_to_the_job_s_end_and_logs_read_its_attempts
     printed: list[str] = []
     logs(clients, SETTINGS, job_id, say=printed.append)
     assert len(printed) == 1 and printed[0].startswith("[attempt 0 node 0 ") and printed[0].endswith("stdout] step 1 loss 2.31")
+
+
+def test_stop_after_a_resume_stops_the_last_attempt(aws, agents):
+    during: dict = {}
+    replace = replace_first_node(aws, during)
+    agents.status = lambda command, instance, calls: (
+        replace(command, instance, calls) if command == during.get("first", command) else ("InProgress", -1))
+    clients, arn, job = detached(aws)
+    deadline = time.monotonic() + 30
+    while len(launches(aws)) < 2 or len(attempts(clients, job.checkpoint_uri)) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+    stopped = stop(clients, SETTINGS, job.job_id, say=lambda line: None)
+
+    first, second = launches(aws)
+    assert [attempt.attempt for attempt in stopped.attempts] == [0, 1]
+    assert agents.cancelled[-1] == second["CommandId"] and agents.cancelled.count(first["CommandId"]) == 1

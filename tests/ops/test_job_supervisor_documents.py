@@ -9,8 +9,11 @@ import pytest
 
 from gpucloud.documents.job_supervisor import supervisor_definition, supervisor_definition_content
 from gpucloud.documents.job_supervisor_access import (
+    events_role_policy,
+    events_trust_policy,
     supervised_job_statements,
     supervisor_role_policy,
+    supervisor_trust_policy,
 )
 from gpucloud.documents.job_supervisor_continuation import node_left_pattern, polls_per_execution
 from gpucloud.documents.jobs import job_runner_policy
@@ -90,7 +93,24 @@ def test_the_supervisor_role_reaches_the_stack_s_own_resources_only():
     assert by_sid["ContinueOwnExecutions"]["Resource"] == "arn:aws:states:us-east-1:123456789012:stateMachine:gpu-cloud-demo-jobs"
     assert all(kms["Resource"] == KEY and "kms:ViaService" in kms["Condition"]["StringEquals"]
                for kms in by_sid.values() if str(kms["Action"]).startswith("['kms:") or str(kms["Action"]).startswith("kms:"))
-    assert "AttemptRecordsUnderJobsPrefix" not in {statement["Sid"] for statement in role(None, None)["Statement"]}
+    for bucket, prefix in ((None, None), ("demo-data", None), (None, "runs/jobs/")):
+        assert not {"AttemptRecordsUnderJobsPrefix", "GroupMarkers"} & {
+            statement["Sid"] for statement in role(bucket, prefix)["Statement"]}
+
+
+def test_step_functions_and_eventbridge_assume_their_roles_for_this_machine_and_rule_only():
+    [trust] = supervisor_trust_policy(partition="aws", region="us-east-1", account_id="123456789012",
+                                      name="gpu-cloud-demo-jobs")["Statement"]
+    assert trust["Principal"] == {"Service": "states.amazonaws.com"} and trust["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "123456789012"},
+        "ArnLike": {"aws:SourceArn": "arn:aws:states:us-east-1:123456789012:stateMachine:gpu-cloud-demo-jobs"}}
+    rule = "arn:aws:events:us-east-1:123456789012:rule/gpu-cloud-demo-jobs-node-left"
+    [events] = events_trust_policy(account_id="123456789012", rule_arn=rule)["Statement"]
+    assert events["Principal"] == {"Service": "events.amazonaws.com"} and events["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": "123456789012"}, "ArnEquals": {"aws:SourceArn": rule}}
+    machine = "arn:aws:states:us-east-1:123456789012:stateMachine:gpu-cloud-demo-jobs"
+    assert events_role_policy(machine)["Statement"] == [
+        {"Sid": "StartJobSupervisor", "Effect": "Allow", "Action": "states:StartExecution", "Resource": machine}]
 
 
 def test_the_team_policy_starts_follows_and_stops_the_stack_s_executions_only():
@@ -106,7 +126,9 @@ def test_the_team_policy_starts_follows_and_stops_the_stack_s_executions_only():
                for statement in states for resource in statement["Resource"])
 
 
-def test_the_node_left_rule_matches_the_stack_s_groups_and_polls_shrink_with_nodes():
+def test_the_node_left_rule_matches_the_stack_s_groups_and_polls_fit_the_history_quota():
     assert node_left_pattern(["b", "a"])["detail"] == {"AutoScalingGroupName": ["a", "b"]}
-    assert polls_per_execution(1) * (30 + 21) <= 25000 - 5000
-    assert polls_per_execution(16) < polls_per_execution(2) and polls_per_execution(1000) == 10
+    # 20,000 of the 25,000 events at 40 + 24 per node and poll (measured 30 + 21): 312 polls of one
+    # node (5.2 h at the default 60 s), 47 of sixteen.
+    assert [polls_per_execution(nodes) for nodes in (1, 16, 1000)] == [312, 47, 1]
+    assert all(polls_per_execution(nodes) * (30 + 21 * nodes) <= 25000 for nodes in range(1, 800))

@@ -32,8 +32,9 @@ Scaling event reference"; read 2026-11-28)."""
 
 def polls_per_execution(nodes: int) -> int:
     """How many polls of `nodes` nodes fit in one execution's history budget (30 + 21 N events a
-    poll, rounded up for a group holding more instances than the job)."""
-    return max(10, HISTORY_EVENTS_BUDGET // (40 + 24 * nodes))
+    poll, rounded up for a group holding more instances than the job); at least one, so beyond
+    some 800 nodes a single poll outgrows the budget."""
+    return max(1, HISTORY_EVENTS_BUDGET // (40 + 24 * nodes))
 
 
 def node_left_pattern(group_names: list[str]) -> Document:

@@ -21,20 +21,40 @@ def _invalid(code: str, message: str):
     return refused("CreateStateMachine", code, message)
 
 
+TERMINAL_TYPES = ("Choice", "Succeed", "Fail")
+"""States that take no `Next` nor `End`: every other state must have exactly one of them (Amazon
+States Language specification, "Transitions": "All non-terminal states MUST have a Next field,
+except for the Choice state", and a state with `"End": true` is terminal; read 2026-11-28)."""
+
+
+def _transition_problems(machine: dict) -> list[str]:
+    problems = []
+    for name, state in (machine.get("States") or {}).items():
+        if state.get("Type") not in TERMINAL_TYPES and ("Next" in state) == (state.get("End") is True):
+            problems.append(f"state {name} must have exactly one of Next and End: true")
+        if state.get("Type") == "Map":
+            problems += _transition_problems(state.get("ItemProcessor") or state.get("Iterator") or {})
+    return problems
+
+
 def check_definition(definition: str) -> None:
     """What Step Functions checks of a definition at CreateStateMachine and moto's default backend
-    does not: it parses as the Amazon States Language. moto's own ASL parser (the interpreter its
-    `execute_state_machine` mode runs) decides, as it does for moto in that mode
-    (moto/stepfunctions/parser/models.py, `_validate_definition`)."""
+    does not: it parses as the Amazon States Language (moto's own ASL parser decides, the
+    interpreter its `execute_state_machine` mode runs, as it does in that mode:
+    moto/stepfunctions/parser/models.py, `_validate_definition`), and each state other than a
+    Choice, Succeed or Fail goes on or ends (TERMINAL_TYPES), which that parser does not check."""
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
 
     if len(definition.encode("utf-8")) > DEFINITION_MAX:
         raise _invalid("InvalidDefinition", f"the definition is {len(definition.encode('utf-8'))} bytes, above 1 MiB")
     try:
-        json.loads(definition)
+        machine = json.loads(definition)
         AmazonStateLanguageParser.parse(definition)
     except (ValueError, ASLParserException) as error:
         raise _invalid("InvalidDefinition", f"Invalid State Machine Definition: {error!r}") from None
+    problems = _transition_problems(machine)
+    if problems:
+        raise _invalid("InvalidDefinition", f"Invalid State Machine Definition: {'; '.join(problems)}")
 
 
 def _logging(account: Account, logging: dict | None) -> dict | None:
