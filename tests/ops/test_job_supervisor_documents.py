@@ -132,3 +132,10 @@ def test_the_node_left_rule_matches_the_stack_s_groups_and_polls_fit_the_history
     # node (5.2 h at the default 60 s), 47 of sixteen.
     assert [polls_per_execution(nodes) for nodes in (1, 16, 1000)] == [312, 47, 1]
     assert all(polls_per_execution(nodes) * (30 + 21 * nodes) <= 25000 for nodes in range(1, 800))
+
+
+def test_the_drained_exit_status_is_the_launcher_s():
+    from gpucloud.documents import job_supervisor_states
+    from gpucloud.node import launcher
+
+    assert job_supervisor_states.EXIT_DRAINED == launcher.EXIT_DRAINED

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucloud.node.launcher import EXIT_DRAINED
 
 SDK = "arn:aws:states:::aws-sdk:"
+EXIT_DRAINED = 75
+"""The launcher's exit status when the node's drain stopped the job (gpucloud.node.launcher
+EXIT_DRAINED, which documents may not import: tests/ops/test_job_supervisor_documents.py holds
+them equal)."""
 SEND_COMMAND_MAX_INSTANCES = 50
 """SendCommand takes at most 50 instance ids (SSM API reference, SendCommand `InstanceIds`)."""
 DELIVERY_TIMEOUT_SECONDS = 600
