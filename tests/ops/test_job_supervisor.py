@@ -427,3 +427,24 @@ def test_stop_after_a_resume_stops_the_last_attempt(aws, agents):
     first, second = launches(aws)
     assert [attempt.attempt for attempt in stopped.attempts] == [0, 1]
     assert agents.cancelled[-1] == second["CommandId"] and agents.cancelled.count(first["CommandId"]) == 1
+
+
+def test_a_job_that_never_gets_its_nodes_gives_the_group_back_its_capacity(aws):
+    from unittest import mock
+
+    from moto.autoscaling.models import InstanceState
+
+    made = InstanceState.__init__
+
+    def stuck_at_the_health_gate(state, instance, lifecycle_state="InService", *arguments, **options):
+        made(state, instance, "Pending:Wait", *arguments, **options)
+
+    with mock.patch.object(InstanceState, "__init__", stuck_at_the_health_gate):
+        clients, arn, job = detached(aws, nodes=3, node_timeout=0)
+        execution = ended(clients, arn)
+
+    assert execution.status == "FAILED" and execution.error == "no-nodes"
+    group = aws.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+    assert group["DesiredCapacity"] == 1 and launches(aws) == []
+    [(subject, _)] = notifications(aws)
+    assert subject.endswith(": no-nodes")

@@ -82,12 +82,14 @@ def start_states() -> dict[str, Document]:
             "Choices": [
                 {"Variable": "$.job.nodes", "NumericGreaterThanPath": "$.group.maxSize", "Next": "AboveMaxSize"},
                 {"Variable": "$.group.desired", "NumericLessThanPath": "$.job.nodes",
-                 "Next": "RaiseCapacity"},
+                 "Next": "RememberCapacity"},
             ],
             "Default": "StartWaiting",
         },
         "AboveMaxSize": end_state("error", "job {}: {} nodes is above the MaxSize {} of group {}", "$.job.jobId",
                              "$.job.nodes", "$.group.maxSize", "$.job.groupName"),
+        "RememberCapacity": {"Type": "Pass", "Parameters": {"value.$": "$.group.desired"}, "ResultPath": "$.raisedFrom",
+                             "Next": "RaiseCapacity"},
         "RaiseCapacity": task("autoscaling:setDesiredCapacity",
                                {"AutoScalingGroupName.$": "$.job.groupName", "DesiredCapacity.$": "$.job.nodes",
                                 "HonorCooldown": False}, "StartWaiting", ResultPath=None),
@@ -109,9 +111,19 @@ def wait_states() -> dict[str, Document]:
         },
         "NodesTimedOut": {
             "Type": "Choice",
-            "Choices": [{"Variable": "$.waited", "NumericGreaterThanEqualsPath": "$.nodeTimeout", "Next": "NoNodes"}],
+            "Choices": [{"Variable": "$.waited", "NumericGreaterThanEqualsPath": "$.nodeTimeout", "Next": "NeverStarted"}],
             "Default": "WaitForNodes",
         },
+        # A job that never started gives the group back the capacity it found, unless it changed since.
+        "NeverStarted": {"Type": "Choice", "Default": "NoNodes", "Choices": [
+            {"And": [{"Variable": "$.attempt", "NumericEquals": 0}, {"Variable": "$.raisedFrom", "IsPresent": True}],
+             "Next": "ReadCapacity"}]},
+        **describe_group("ReadCapacity", "StillRaised"),
+        "StillRaised": {"Type": "Choice", "Default": "NoNodes", "Choices": [
+            {"Variable": "$.group.desired", "NumericEqualsPath": "$.job.nodes", "Next": "LowerCapacity"}]},
+        "LowerCapacity": task("autoscaling:setDesiredCapacity",
+                              {"AutoScalingGroupName.$": "$.job.groupName", "DesiredCapacity.$": "$.raisedFrom.value",
+                               "HonorCooldown": False}, "NoNodes", ResultPath=None),
         "WaitForNodes": {"Type": "Wait", "SecondsPath": "$.pollSeconds", "Next": "CountWait"},
         "CountWait": {"Type": "Pass", "Parameters": {"value.$": "States.MathAdd($.waited, $.pollSeconds)"},
                       "ResultPath": "$.tick", "Next": "AddWait"},
