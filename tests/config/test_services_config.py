@@ -115,7 +115,7 @@ def test_a_jupyter_group_needs_the_ssm_endpoint_even_without_session_manager():
     values["access"] = {"ssm": False}
     [(key, why)] = problems(values)
     assert key == "gpu-cloud:network.interfaceEndpoints"
-    assert "ssm (groups[0].services.jupyter: GetParameter, PutParameter)" in why
+    assert "ssm (groups[0].services.jupyter: GetParameterHistory, PutParameter)" in why
 
 
 def test_the_s3_gateway_endpoint_lets_ecr_layers_through():

@@ -81,6 +81,10 @@ def test_nodes_look_up_the_log_group_and_reach_each_other_only_within_the_group(
     [group] = [item for item in ec2.describe_security_groups()["SecurityGroups"]
                if item.get("Description", "").endswith("vision-train/trainers: GPU nodes")]
     rules = ec2.describe_security_group_rules(Filters=[{"Name": "group-id", "Values": [group["GroupId"]]}])["SecurityGroupRules"]
-    inbound = [rule for rule in rules if not rule["IsEgress"]]
-    assert [(rule["IpProtocol"], rule.get("ReferencedGroupInfo", {}).get("GroupId")) for rule in inbound] == [
-        ("-1", group["GroupId"])], "MASTER_PORT and NCCL's ports from the group's own members, nothing else"
+    [file_servers] = [item["GroupId"] for item in ec2.describe_security_groups()["SecurityGroups"]
+                      if "Lustre" in item.get("Description", "")]
+    inbound = [(rule["IpProtocol"], rule["FromPort"], rule["ToPort"], rule.get("ReferencedGroupInfo", {}).get("GroupId"))
+               for rule in rules if not rule["IsEgress"]]
+    assert sorted(inbound, key=str) == sorted([
+        ("-1", -1, -1, group["GroupId"]), ("tcp", 988, 988, file_servers), ("tcp", 1018, 1023, file_servers),
+    ], key=str), "MASTER_PORT and NCCL's ports from the group's own members, Lustre from the file servers, nothing else"
