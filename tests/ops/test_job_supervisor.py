@@ -448,3 +448,21 @@ def test_a_job_that_never_gets_its_nodes_gives_the_group_back_its_capacity(aws):
     assert group["DesiredCapacity"] == 1 and launches(aws) == []
     [(subject, _)] = notifications(aws)
     assert subject.endswith(": no-nodes")
+
+
+def test_a_job_on_more_than_50_nodes_goes_out_50_instances_a_command(aws):
+    groups = [group.model_copy(update={"max_size": 60}) if group.name == "trainers" else group
+              for group in SETTINGS.config.groups]
+    settings = SETTINGS.model_copy(update={"config": SETTINGS.config.model_copy(update={"groups": groups})})
+    aws.client("autoscaling").update_auto_scaling_group(AutoScalingGroupName=GROUP, MaxSize=60)
+    clients = Clients.of(aws)
+    job = new_job(settings, "trainers", COMMAND, nodes=60)
+
+    execution = ended(clients, start(clients, settings, job, poll=0))
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    sent = launches(aws)
+    assert sorted(len(command["InstanceIds"]) for command in sent) == [10, 50]  # SendCommand takes at most 50
+    assert len({instance for command in sent for instance in command["InstanceIds"]}) == 60
+    [attempt] = attempts(clients, job.checkpoint_uri)
+    assert sorted(len(instances) for instances in attempt.commands.values()) == [10, 50]

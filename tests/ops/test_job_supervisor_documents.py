@@ -62,8 +62,9 @@ def test_step_functions_takes_the_definition_and_every_state_is_reached(stack, p
         assert reached == set(states), f"never reached: {set(states) - reached}"
 
 
-def test_without_a_write_prefix_there_is_no_record_marker_or_node_left_branch():
-    states = definition(None, None)["States"]
+@pytest.mark.parametrize(("bucket", "prefix"), [(None, None), ("demo-data", None), (None, "runs/jobs/")])
+def test_without_a_bucket_and_a_write_prefix_there_is_no_record_marker_or_node_left_branch(bucket, prefix):
+    states = definition(bucket, prefix)["States"]
     assert not {"Record", "Mark", "Forget", "ReadMarker", "Resume"} & set(states)
     assert states["Start"]["Choices"][0]["Next"] == "NoJobOnGroup"
 
