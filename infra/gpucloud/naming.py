@@ -159,6 +159,11 @@ def job_supervisor_name(base: str) -> str:
     return f"gpu-cloud-{base}-jobs"
 
 
+def job_supervisor_role_name(base: str) -> str:
+    """The role the job supervisor's executions run as (64 characters at most: a name base is 40)."""
+    return f"{job_supervisor_name(base)}-role"
+
+
 def job_supervisor_log_group_name(base: str) -> str:
     """Where Step Functions logs the supervisor's executions: `<job log group>-supervisor`, which
     the key policy's `<job log group>*` already lets CloudWatch Logs encrypt, and which the team's

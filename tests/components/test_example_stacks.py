@@ -98,7 +98,12 @@ def test_key_policy_lets_only_the_node_and_backup_roles_and_autoscaling_use_it(e
         "AutoScalingAttachesEncryptedVolumes": {"AWS": autoscaling},
         "CloudWatchLogsEncryptsProjectLogGroups": {"Service": f"logs.{region}.amazonaws.com"},
         **({"AccountUsesKeyForStackParametersOnlyThroughParameterStore": {"AWS": root}} if jupyter else {}),
+        "ProjectRolesPublishToEncryptedTopic": {"AWS": root},
     }
+    assert statements["ProjectRolesPublishToEncryptedTopic"]["Condition"] == {
+        "StringEquals": {"kms:CallerAccount": account, "kms:ViaService": f"sns.{region}.amazonaws.com"},
+        "ArnEquals": {"aws:PrincipalArn": [f"arn:aws:iam::{account}:role/gpu-cloud-{example.settings.name_base}-jobs-role"]},
+    }, "the job supervisor publishes each job's end to the encrypted alerts topic"
     assert statements["CloudWatchLogsEncryptsProjectLogGroups"]["Condition"]["ArnLike"] == {
         "kms:EncryptionContext:aws:logs:arn": [
             f"arn:aws:logs:{region}:{account}:log-group:/gpu-cloud/{example.settings.name_base}/jobs*",

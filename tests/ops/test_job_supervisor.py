@@ -80,37 +80,45 @@ def ended(clients: Clients, arn: str, timeout: float = 60.0):
 
 
 def denied_to_the_supervisor_role(session, made: list[tuple[str, str, dict]]) -> list[str]:
-    """Each call the executions made that the supervisor's role policy, built from the same
-    stack values, would not allow (the project's evaluator, gpucloud.policy.access). KMS calls a
-    service makes for the role are left out: the key policy decides them too."""
+    """Each call the executions made that the supervisor's role policy and the project's key policy,
+    built from the same stack values, would not allow (the project's evaluator,
+    gpucloud.policy.access). A publish to the alerts topic, which the key encrypts, also asks KMS
+    for a data key through SNS with the role's credentials (SNS developer guide, "Configuring AWS
+    KMS permissions")."""
     from gpucloud.documents.job_supervisor_access import supervisor_role_policy
+    from gpucloud.documents.keys import key_policy
+    from gpucloud.naming import instance_role_name, job_supervisor_role_name
     from gpucloud.policy.access import Call, Documents, evaluate
-    from gpucloud.testing.iam_actions import iam_calls, stack_tag_context
+    from gpucloud.testing.iam_actions import IamCall, iam_calls, stack_tag_context
 
     account, base = "123456789012", SETTINGS.name_base
-    role = f"arn:aws:iam::{account}:role/{job_supervisor_name(base)}-role"
+    role = f"arn:aws:iam::{account}:role/{job_supervisor_role_name(base)}"
+    key = f"arn:aws:kms:{REGION}:{account}:key/0000"
     policy = supervisor_role_policy(
         partition="aws", region=REGION, account_id=account, name_base=base, machine_name=job_supervisor_name(base),
-        document_name=job_document_name(base), group_names=[GROUP], topic_arn=session.topic,
-        key_arn=f"arn:aws:kms:{REGION}:{account}:key/0000", bucket=BUCKET,
-        jobs_prefix=jobs_prefix(SETTINGS.config.data.write_prefixes))
-    documents = Documents(identity={role: [policy]}, resource=(), endpoints={}, account=account)
+        document_name=job_document_name(base), group_names=[GROUP], topic_arn=session.topic, key_arn=key,
+        bucket=BUCKET, jobs_prefix=jobs_prefix(SETTINGS.config.data.write_prefixes))
+    keys = key_policy("aws", account, REGION, [instance_role_name(base)],
+                      topic_publisher_role_names=[job_supervisor_role_name(base)])
+    documents = Documents(identity={role: [policy]}, resource=[(key, keys)], endpoints={}, account=account)
 
     def filled(text: str) -> str:
         for name, value in (("partition", "aws"), ("region", REGION), ("account", account),
-                            ("autoScalingGroupId", "0000"), ("nameBase", base)):
+                            ("autoScalingGroupId", "0000"), ("nameBase", base), ("keyArn", key)):
             text = text.replace("${" + name + "}", value)
         return text
 
     denied = []
     for service, operation, params in made:
-        for needed in iam_calls(service, operation, params):
-            if needed.via:
-                continue
+        needs = iam_calls(service, operation, params)
+        if (service, operation) == ("sns", "Publish"):
+            needs += [IamCall(action, "${keyArn}", {"kms:ViaService": f"sns.{REGION}.amazonaws.com",
+                                                    "kms:CallerAccount": "${account}"}, via="sns")
+                      for action in ("kms:GenerateDataKey", "kms:Decrypt")]
+        for needed in needs:
             resource = filled(needed.resource)
-            context = {key: filled(value) for key, value in {**needed.context,
-                                                             **stack_tag_context(needed.action, needed.resource.replace(
-                                                                 base, "${nameBase}"))}.items()}
+            context = {key_: filled(value) for key_, value in {
+                **needed.context, **stack_tag_context(needed.action, needed.resource.replace(base, "${nameBase}"))}.items()}
             decision = evaluate(Call("service:jobSupervisor", role, needed.action, resource, context, None), documents)
             if not decision.allowed:
                 denied.append(f"{needed.action} {resource}: {decision.reason}")

@@ -30,6 +30,7 @@ from gpucloud.naming import (
     flow_log_group_prefix,
     instance_role_name,
     job_log_group_name,
+    job_supervisor_role_name,
     prometheus_log_group_prefix,
 )
 from gpucloud.userdata.bundle import build_agent_bundle
@@ -64,6 +65,7 @@ def key_args(stack: ResolvedStack, waits_for: Sequence[pulumi.Resource]) -> Encr
         file_system=bool(config.storage.lustre and config.storage.lustre.deployment_type == "PERSISTENT_2"),
         parameter_arns=node_services_grants(config, stack.partition, stack.settings.region, stack.account_id,
                                             base)["token_parameter_arns"],
+        topic_publisher_role_names=[job_supervisor_role_name(base)],
         waits_for=list(waits_for),
     )
 

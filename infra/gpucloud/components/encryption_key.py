@@ -34,6 +34,8 @@ class EncryptionKeyArgs:
     parameter_arns: Sequence[str] = ()
     """SecureString parameters under the key (the JupyterLab tokens): the account may use the key
     through Parameter Store for those only."""
+    topic_publisher_role_names: Sequence[str] = ()
+    """Roles that publish to the project's encrypted topic (the job supervisor's)."""
     waits_for: Sequence[pulumi.Resource] = ()
     """What the key policy names that the same program creates (the Auto Scaling service-linked
     role): KMS refuses a policy naming a principal that does not exist yet."""
@@ -58,7 +60,7 @@ class EncryptionKey(pulumi.ComponentResource):
             deletion_window_in_days=args.deletion_window_days,
             policy=json.dumps(
                 key_policy(args.partition, args.account_id, args.region, args.user_role_names, args.log_groups, args.prometheus,
-                           args.file_system, args.parameter_arns)
+                           args.file_system, args.parameter_arns, args.topic_publisher_role_names)
             ),
             tags={**args.tags, "Name": f"gpu-cloud-{args.project}"},
             opts=pulumi.ResourceOptions(

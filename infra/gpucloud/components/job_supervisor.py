@@ -28,6 +28,7 @@ from gpucloud.naming import (
     job_log_group_name,
     job_supervisor_log_group_name,
     job_supervisor_name,
+    job_supervisor_role_name,
 )
 
 SUPERVISOR_LOG_RETENTION_DAYS = 90
@@ -69,7 +70,7 @@ class JobSupervisor(pulumi.ComponentResource):
             f"{name}-logs", name=job_supervisor_log_group_name(args.name_base), kms_key_id=args.kms_key_arn,
             retention_in_days=SUPERVISOR_LOG_RETENTION_DAYS, tags=tags, opts=child)
         self.role = aws.iam.Role(
-            f"{name}-role", name=f"{machine_name}-role",
+            f"{name}-role", name=job_supervisor_role_name(args.name_base),
             assume_role_policy=json.dumps(supervisor_trust_policy(
                 partition=args.partition, region=args.region, account_id=args.account_id, name=machine_name)),
             tags=tags, opts=child)

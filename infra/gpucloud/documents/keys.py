@@ -67,6 +67,7 @@ def key_policy(
     prometheus: bool = False,
     file_system: bool = False,
     parameter_arns: Sequence[str] = (),
+    topic_publisher_role_names: Sequence[str] = (),
 ) -> Document:
     """Key policy: the account administers the key; only the named roles and Auto Scaling use it
     directly, and the account's principals use it only through EC2, AWS Backup and S3.
@@ -90,6 +91,11 @@ def key_policy(
     With `file_system` (a persistent `storage.lustre`), FSx joins those services: it encrypts the
     file system under grants its creator makes through fsx.<region> (FSx for Lustre user guide,
     "Encrypting data at rest", read 2026-11-25).
+
+    With `topic_publisher_role_names` (the job supervisor's role), those roles may use the key
+    through SNS, which the project's alerts topic is encrypted with: a publisher to an encrypted
+    topic needs kms:GenerateDataKey and kms:Decrypt, the key policy's too (SNS developer guide,
+    "Configuring AWS KMS permissions"; read 2026-11-28).
 
     With `parameter_arns` (the JupyterLab token parameters), the account's principals may also
     encrypt and decrypt through Parameter Store, for those parameters only
@@ -182,6 +188,18 @@ def key_policy(
                 "Condition": {"Bool": {"kms:GrantIsForAWSResource": "true"}},
             },
             *([parameter_store_statement(root, account_id, region, parameter_arns)] if parameter_arns else []),
+            *([{
+                "Sid": "ProjectRolesPublishToEncryptedTopic",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {"kms:CallerAccount": account_id, "kms:ViaService": f"sns.{region}.amazonaws.com"},
+                    "ArnEquals": {"aws:PrincipalArn": [role_arn(partition, account_id, name)
+                                                       for name in topic_publisher_role_names]},
+                },
+            }] if topic_publisher_role_names else []),
             *([{
                 "Sid": "CloudWatchLogsEncryptsProjectLogGroups",
                 "Effect": "Allow",
