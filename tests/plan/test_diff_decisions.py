@@ -182,3 +182,24 @@ def test_an_identifier_that_looks_like_any_value_is_a_reference_only_under_an_id
     assert diff.named("alert").op == "same", "the dashboard's id, whatever the account handed out"
     diff = diff_plans(dashboard(1, 1), dashboard(1, 2))
     assert [(item.path, item.old, item.new) for item in diff.named("alert").changes] == [("panels", 1, 2)]
+
+
+LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"
+
+
+def test_a_one_way_rule_whose_new_value_is_not_known_yet_only_may_replace():
+    from gpucloud.plan.change_rules import one_way
+
+    scratch = {"deploymentType": "SCRATCH_1"}
+    assert one_way(LUSTRE, "storageCapacity", 1200, 2400, scratch).outcome == "replaces"
+    for unknown in ("(known after apply: fs is replaced)", "${fs.id}", None):
+        assert one_way(LUSTRE, "storageCapacity", 1200, unknown, scratch).outcome == "may replace", unknown
+        assert one_way(LUSTRE, "storageCapacity", unknown, 1200, scratch).outcome == "may replace", unknown
+
+
+def test_without_values_only_a_replacing_one_way_rule_may_replace():
+    from gpucloud.plan.change_rules import may_be_one_way
+
+    assert may_be_one_way(LUSTRE, "storageCapacity").outcome == "may replace"
+    assert may_be_one_way(LUSTRE, "throughputCapacity") is None, "a refusal needs the values"
+    assert may_be_one_way(VOLUME, "size") is None
