@@ -140,9 +140,10 @@ def notifications(session) -> list[tuple[str, str]]:
 
 
 def detached(session, nodes: int = 2, **options) -> tuple[Clients, str, object]:
+    """A job started as `run --detach` does; without the preflight unless a test asks for one."""
     clients = Clients.of(session)
     job = new_job(SETTINGS, "trainers", COMMAND, nodes=nodes)
-    return clients, start(clients, SETTINGS, job, poll=0, **options), job
+    return clients, start(clients, SETTINGS, job, poll=0, **{"preflight": "off", **options}), job
 
 
 @pytest.mark.access_calls("person:jobRunner", "run")
@@ -474,3 +475,23 @@ def test_a_job_on_more_than_50_nodes_goes_out_50_instances_a_command(aws):
     assert len({instance for command in sent for instance in command["InstanceIds"]}) == 60
     [attempt] = attempts(clients, job.checkpoint_uri)
     assert sorted(len(instances) for instances in attempt.commands.values()) == [10, 50]
+
+
+def test_the_preflight_defaults_to_quick_on_a_multinode_group_and_off_elsewhere(aws, capsys):
+    """A multiNode group's job depends on the fabric between its nodes: without --preflight its
+    supervision runs the quick preflight first; a one-node group's job skips it (issue 37)."""
+    from gpucloud.cli import main
+    from gpucloud.ops.supervised_jobs import default_preflight
+
+    notebooks = load_stack_file(STACKS / "Pulumi.notebooks.yaml")
+    assert default_preflight(SETTINGS, GROUP) == "quick"
+    assert default_preflight(notebooks, "gpu-cloud-notebooks-workbench") == "off"
+
+    clients = Clients.of(aws)
+    arn = start(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=2), poll=0)
+
+    assert json.loads(clients.states.describe_execution(executionArn=arn)["input"])["preflight"] == "preflight"
+    assert ended(clients, arn).status == "SUCCEEDED"
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "default: quick on a multiNode group, else off" in " ".join(capsys.readouterr().out.split())

@@ -128,9 +128,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     run_parser.add_argument("--poll", type=int, default=60,
                             help="seconds between the supervisor's reads of the nodes (default 60; each read is priced "
                             "per state transition)")
-    run_parser.add_argument("--preflight", choices=("off", "quick", "full", "fabric"), default="off",
+    run_parser.add_argument("--preflight", choices=("off", "quick", "full", "fabric"), default=None,
                             help="run the job document's preflight of that level on the job's nodes before each "
-                            "attempt; a node that fails it fails the job (default off)")
+                            "attempt; a node that fails it fails the job (default: quick on a multiNode group, else off)")
     run_parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
     run_parser.set_defaults(handler=run_job)
 

@@ -30,6 +30,15 @@ PREFLIGHTS = {"off": "off", "quick": "preflight", "full": "preflight-full", "fab
 RUNNING = "RUNNING"
 
 
+def default_preflight(settings: StackSettings, group_name: str) -> str:
+    """`quick` on a multiNode group (by its Auto Scaling name), whose jobs depend on the fabric
+    between nodes; `off` elsewhere (a one-node group's job has no fabric to test, and a quick round
+    costs some 30 s: benchmarks/preflight_time.py)."""
+    found = [candidate for candidate in settings.config.groups
+             if autoscaling_group_name(settings.name_base, candidate.name) == group_name]
+    return "quick" if found and found[0].multi_node else "off"
+
+
 def state_machine_arn(settings: StackSettings, group_arn: str) -> str:
     """The stack's supervisor, in the partition and account of one of its groups (from the group's
     ARN, which the job commands read anyway: no STS call, no other permission)."""
@@ -63,8 +72,11 @@ def _check_group(clients: Clients, job: Job) -> str:
 
 
 def start(clients: Clients, settings: StackSettings, job: Job, max_restarts: int = 3, node_timeout: float = 1800.0,
-          poll: int = 60, preflight: str = "off", polls_per_execution: int | None = None) -> str:
-    """Record the job and start its supervision; returns the execution's ARN."""
+          poll: int = 60, preflight: str | None = None, polls_per_execution: int | None = None) -> str:
+    """Record the job and start its supervision; returns the execution's ARN. Without `preflight`,
+    the group's default (`default_preflight`)."""
+    if preflight is None:
+        preflight = default_preflight(settings, job.group_name)
     if preflight not in PREFLIGHTS:
         raise JobError(f"--preflight {preflight!r}: one of {', '.join(PREFLIGHTS)}")
     assert all(action == "off" or action in PREFLIGHT_ACTIONS for action in PREFLIGHTS.values())
