@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, Phase, assume, settings
 from hypothesis import strategies as st
 
 from gpucloud.config import StackConfig
+from gpucloud.config.regions import known_regions
 from gpucloud.config.scaling import CRON_FIELDS, cron_field_problem
 from gpucloud.documents import instance_role_policy, prometheus_remote_write_policy
 from gpucloud.naming import autoscaling_group_name
@@ -835,13 +836,14 @@ KNOWN_KEYS = _field_names() | {pattern.rsplit(".", 1)[-1] for pattern in FIELDS}
 
 REGIONS = st.one_of(
     st.just("us-east-1"),
-    st.sampled_from(["eu-west-1", "us-gov-west-1", "US-EAST-1", "us-east-1\n", "../us-east-1", "", "us east 1", "x" * 300]),
+    st.sampled_from(["eu-west-1", "us-gov-west-1", "us-east-9", "US-EAST-1", "us-east-1\n", "../us-east-1", "", "us east 1", "x" * 300]),
     st.sampled_from([None, 1, ["us-east-1"], {"name": "us-east-1"}]),
 )
 
 
 def region_is_valid(region: Any) -> bool:
-    return isinstance(region, str) and re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region) is not None
+    return (isinstance(region, str) and re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region) is not None
+            and region in known_regions())
 
 
 @st.composite

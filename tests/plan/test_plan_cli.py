@@ -6,6 +6,7 @@ import json
 import os
 import sys
 
+import botocore
 import pytest
 
 from gpucloud.cli import main
@@ -66,6 +67,18 @@ def test_config_error_found_through_aws_facts_also_exits_2(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "gpu-cloud:groups[0].instanceTypes[0]: m5.large has no GPU" in captured.err
+
+
+def test_unknown_region_exits_2_naming_the_key_before_any_resource(tmp_path, capsys):
+    stack = tmp_path / "Pulumi.notebooks.yaml"
+    stack.write_text((ROOT / "stacks" / "Pulumi.notebooks.yaml").read_text().replace(
+        "aws:region: us-east-1", "aws:region: us-east-9"))
+    assert main(["plan", "--config", str(stack)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"error: stack 'notebooks' ({stack}): aws:region: 'us-east-9' is not a region of any "
+                            f"AWS partition in botocore {botocore.__version__}'s endpoint data "
+                            "(the us-east regions: us-east-1, us-east-2)\n")
 
 
 def write_program(folder, main_source: str, *, helper: str = "NAME = 'from-helper'\n"):

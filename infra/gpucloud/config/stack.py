@@ -15,6 +15,7 @@ from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.fields import ConfigModel, Email, ResourceName, TagValue, unique_names
 from gpucloud.config.groups import GroupConfig
 from gpucloud.config.operations import AccountConfig, BackupConfig, BudgetConfig, MonitoringConfig
+from gpucloud.config.regions import region_problem
 from gpucloud.config.review import IntendedReplacements
 from gpucloud.config.endpoint import endpoint_problems
 from gpucloud.config.image import image_problems
@@ -125,6 +126,9 @@ def parse_stack_config(values: Mapping[str, Any], *, stack: str, source: str, re
         raise ConfigError(f"stack {stack!r} ({source})", _problems(error)) from None
     if not isinstance(region, str) or not re.fullmatch(r"[a-z]{2}(-gov)?-[a-z]+-\d", region):
         raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", f"{region!r} is not an AWS region")])
+    unknown_region = region_problem(region)
+    if unknown_region:
+        raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", unknown_region)])
     _check_stack_name(stack, config.project, source)
     problems = _cross_section_problems(config) + service_problems(config, region) + job_problems(config, region) + storage_problems(config) + endpoint_problems(config) + image_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
     if problems:
