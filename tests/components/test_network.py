@@ -86,3 +86,4 @@ def test_a_type_the_region_does_not_offer_is_refused(account):
         deploy(settings_for(minimal_config(groups=[group])), account)
     [(key, why)] = error.value.problems
     assert key == "gpu-cloud:groups[0].instanceTypes[0]" and "p5e.48xlarge is not offered in any zone of the region" in why
+    assert "; us-east-1 offers GPU types g4dn.*, g5.*, g5g.*, g6.*" in why and "p4d.*" in why, why

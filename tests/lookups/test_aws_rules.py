@@ -34,6 +34,12 @@ def test_unknown_instance_type_is_refused(account):
     refused(account, minimal_config(groups=[group(instanceTypes=["g99.huge"])]), "gpu-cloud:groups[0].instanceTypes[0]", "not an instance type offered")
 
 
+def test_misspelt_instance_type_gets_the_closest_offered_type_and_the_regions_gpu_families(account):
+    refused(account, minimal_config(groups=[group(instanceTypes=["g5.xlarg"])]), "gpu-cloud:groups[0].instanceTypes[0]",
+            "g5.xlarg is not an instance type offered in this region (did you mean 'g5.xlarge'?); "
+            "us-east-1 offers GPU types g4dn.*, g5.*, g5g.*")
+
+
 def test_multi_node_group_needs_efa_types(account):
     refused(account, minimal_config(groups=[group(instanceTypes=["p4d.24xlarge", "g5.xlarge"], multiNode=True)]), "gpu-cloud:groups[0].instanceTypes[1]", "does not support EFA")
 

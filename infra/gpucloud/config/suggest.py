@@ -1,5 +1,5 @@
 """"Did you mean" for stack-file keys: a near miss of the `gpu-cloud` namespace, and an unknown key
-next to the known ones it most resembles."""
+next to the known ones it most resembles; and for any word among the ones known."""
 
 from __future__ import annotations
 
@@ -60,5 +60,11 @@ def did_you_mean(root: type[BaseModel], location: tuple[Any, ...]) -> str:
         model = _aliases(model).get(str(part))
     if model is None or not location:
         return ""
-    matches = difflib.get_close_matches(str(location[-1]), list(_aliases(model)), n=1, cutoff=0.6)
+    return closest(str(location[-1]), _aliases(model))
+
+
+def closest(word: str, known: Iterable[str]) -> str:
+    """The known word most like `word`, as " (did you mean 'x'?)", or "" when none is close: for
+    keys, and for values from a list AWS gives (a region's instance types)."""
+    matches = difflib.get_close_matches(word, list(known), n=1, cutoff=0.6)
     return f" (did you mean '{matches[0]}'?)" if matches else ""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 
 from gpucloud.config import GroupConfig
+from gpucloud.config.suggest import closest
 from gpucloud.lookups.facts import DEEP_LEARNING_AMI_PARAMETER, Ami, AwsLookups, InstanceTypeFacts
 from gpucloud.lookups.problems import Problems
 from gpucloud.lookups.requirements import matching_types
@@ -20,7 +21,8 @@ def group_instance_types(
         found = lookups.instance_type(name)
         where = f"{key}.instanceTypes[{index}]"
         if found is None:
-            problems.add(where, f"{name} is not an instance type offered in this region")
+            problems.add(where, f"{name} is not an instance type offered in this region"
+                         f"{closest(name, lookups.offered_gpu_types())}; {offered_gpu_families(lookups, problems)}")
         elif not found.has_gpu:
             problems.add(where, f"{name} has no GPU: DescribeInstanceTypes reports {found.gpu_report} for it")
         elif group.multi_node and not found.efa_supported:
@@ -31,6 +33,14 @@ def group_instance_types(
                               "and its gate expects one")
             facts.append(found)
     return facts
+
+
+def offered_gpu_families(lookups: AwsLookups, problems: Problems) -> str:
+    """What the region offers instead, by GPU family (`g5.*`), for a message refusing a type."""
+    families = dict.fromkeys(name.split(".")[0] for name in lookups.offered_gpu_types())
+    if not families:
+        return f"{problems.settings.region} offers no GPU type"
+    return f"{problems.settings.region} offers GPU types {', '.join(f'{family}.*' for family in families)}"
 
 
 def with_matching_types(group: GroupConfig, key: str, lookups: AwsLookups, problems: Problems) -> GroupConfig:

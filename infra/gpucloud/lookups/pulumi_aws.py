@@ -9,7 +9,7 @@ import pulumi_aws as aws
 
 from gpucloud.config import CapacityBlockOffer
 from gpucloud.lookups.capacity import CapacityBlockOffering, CapacityReservation, lookup_offering, lookup_reservation
-from gpucloud.lookups.requirements import GpuTypeAttributes, region_gpu_types
+from gpucloud.lookups.requirements import GPU_FAMILIES, GpuTypeAttributes, region_gpu_types
 from gpucloud.lookups.facts import (
     QUOTA_NOT_KNOWN,
     ROLE_NOT_KNOWN,
@@ -168,6 +168,14 @@ class PulumiAwsLookups:
             location_type="availability-zone",
         )
         return set(found.locations)
+
+    @functools.cache
+    def offered_gpu_types(self) -> tuple[str, ...]:
+        """The types of the GPU families some zone of the region offers, from the offerings
+        `instance_type_zones` reads (DescribeInstanceTypeOfferings by availability zone); asked only
+        to say what a refused type could be instead."""
+        found = aws.ec2.get_instance_type_offerings(location_type="availability-zone")
+        return tuple(sorted({name for name in found.instance_types if GPU_FAMILIES.match(name)}))
 
     @functools.cache
     def subnet_routes(self, subnet: Subnet) -> tuple[Route, ...]:

@@ -107,7 +107,7 @@ def _stack_zones(
         return (), list(dict.fromkeys(subnet.availability_zone for subnet in subnets))
     network_zones = choose_network_zones(
         [(key, group, offered) for key, group, _types, _ami, offered, _capacity in checked],
-        lookups.availability_zones(), network.zones, problems,
+        lookups, network.zones, problems,
         reserved_zones={r.availability_zone for *_rest, capacity in checked for r in capacity.reservations},
     )
     if network.egress == "endpointsOnly":

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpucloud.config import GroupConfig
 from gpucloud.lookups.facts import AwsLookups, Subnet
+from gpucloud.lookups.instances import offered_gpu_families
 from gpucloud.lookups.problems import Problems
 
 
@@ -18,13 +19,15 @@ def offered_zones(group: GroupConfig, lookups: AwsLookups, pinned_zone: str | No
 
 
 def choose_network_zones(
-    groups: list[tuple[str, GroupConfig, dict[str, set[str]]]], region_zones: list[str], wanted: int,
+    groups: list[tuple[str, GroupConfig, dict[str, set[str]]]], lookups: AwsLookups, wanted: int,
     problems: Problems, reserved_zones: set[str] = frozenset(),
 ) -> tuple[str, ...]:
     """The created network's zones: first, for each single-zone group, a zone offering every type
     it lists; then zones covering the types not yet offered in a chosen zone; then the zones that
     offer the most of the groups' types, up to `network.zones` (more only where a single-zone
     group needs its own). Zones holding the groups' capacity reservations rank first."""
+    region_zones = lookups.availability_zones()
+
     def score(zone: str) -> int:
         offered_here = sum(zone in zones for _key, _group, offered in groups for zones in offered.values())
         return offered_here + (1000 if zone in reserved_zones else 0)
@@ -35,7 +38,8 @@ def choose_network_zones(
         for index, (name, zones) in enumerate(offered.items()):
             if not zones & set(region_zones):
                 problems.add(f"{key}.instanceTypes[{index}]", f"{name} is not offered in any zone of the region "
-                             f"(DescribeInstanceTypeOfferings lists none of {', '.join(region_zones)})")
+                             f"(DescribeInstanceTypeOfferings lists none of {', '.join(region_zones)}); "
+                             f"{offered_gpu_families(lookups, problems)}")
         if not group.single_zone:
             continue
         fitting = [zone for zone in ranked if all(zone in zones for zones in offered.values())]
