@@ -364,7 +364,7 @@ def test_a_node_leaving_after_the_supervision_died_continues_the_job_on_the_new_
     assert [first["Parameters"]["attempt"], second["Parameters"]["attempt"]] == [["0"], ["1"]]
     assert lost not in second["InstanceIds"]
     assert agents.cancelled[0] == first["CommandId"]
-    assert {("s3", "GetObject"), ("states", "DescribeExecution"), ("states", "StartExecution")} <= {
+    assert {("s3", "ListObjectsV2"), ("s3", "GetObject"), ("states", "DescribeExecution"), ("states", "StartExecution")} <= {
         (service, operation) for service, operation, _ in agents.made}
     assert denied_to_the_supervisor_role(aws, agents.made) == []
 
@@ -495,3 +495,32 @@ def test_the_preflight_defaults_to_quick_on_a_multinode_group_and_off_elsewhere(
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     assert "default: quick on a multiNode group, else off" in " ".join(capsys.readouterr().out.split())
+
+
+def test_two_jobs_on_one_group_keep_their_own_markers(aws, agents):
+    """Each job's marker is its own: the end of a second job on the group leaves the first job's
+    marker, which the node-left branch needs should the first job's supervision die (issue 37)."""
+    clients = Clients.of(aws)
+    machine = f"arn:aws:states:{REGION}:123456789012:stateMachine:{job_supervisor_name(SETTINGS.name_base)}"
+    quiet = {"source": "aws.autoscaling", "detail-type": "EC2 Instance Terminate Successful",
+             "detail": {"AutoScalingGroupName": GROUP, "EC2InstanceId": "i-0123456789abcdef0"}}
+    no_job = clients.states.start_execution(stateMachineArn=machine, input=json.dumps(quiet))["executionArn"]
+    assert ended(clients, no_job).status == "SUCCEEDED"  # an instance left a group without jobs
+    during: dict = {}
+    agents.status = lambda command, instance, calls: (
+        ("InProgress", -1) if during.setdefault("first", command) == command else ("Success", 0))
+    clients, first_arn, first = detached(aws)
+    deadline = time.monotonic() + 30
+    while not launches(aws):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # past the first marker's write
+
+    _, second_arn, second = detached(aws)
+    assert ended(clients, second_arn).status == "SUCCEEDED"
+
+    listed = aws.client("s3").list_objects_v2(Bucket=BUCKET, Prefix="runs/vision-train/jobs/groups/")
+    assert [item["Key"] for item in listed.get("Contents", [])] == [
+        f"runs/vision-train/jobs/groups/{GROUP}/{first.job_id}.json"]
+    stop(clients, SETTINGS, first.job_id, say=lambda line: None)
+    ended(clients, first_arn)

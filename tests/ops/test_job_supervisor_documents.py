@@ -65,7 +65,7 @@ def test_step_functions_takes_the_definition_and_every_state_is_reached(stack, p
 @pytest.mark.parametrize(("bucket", "prefix"), [(None, None), ("demo-data", None), (None, "runs/jobs/")])
 def test_without_a_bucket_and_a_write_prefix_there_is_no_record_marker_or_node_left_branch(bucket, prefix):
     states = definition(bucket, prefix)["States"]
-    assert not {"Record", "Mark", "Forget", "ReadMarker", "Resume"} & set(states)
+    assert not {"Record", "Mark", "Forget", "ListMarkers", "EachMarker"} & set(states)
     assert states["Start"]["Choices"][0]["Next"] == "NoJobOnGroup"
 
 
@@ -91,11 +91,13 @@ def test_the_supervisor_role_reaches_the_stack_s_own_resources_only():
     assert by_sid["NotifyStackTopic"]["Resource"] == TOPIC
     assert by_sid["AttemptRecordsUnderJobsPrefix"]["Resource"] == "arn:aws:s3:::demo-data/runs/jobs/*"
     assert by_sid["GroupMarkers"]["Resource"] == "arn:aws:s3:::demo-data/runs/jobs/groups/*"
+    assert (by_sid["FindGroupMarkers"]["Resource"], by_sid["FindGroupMarkers"]["Condition"]) == (
+        "arn:aws:s3:::demo-data", {"StringLike": {"s3:prefix": "runs/jobs/groups/*"}})
     assert by_sid["ContinueOwnExecutions"]["Resource"] == "arn:aws:states:us-east-1:123456789012:stateMachine:gpu-cloud-demo-jobs"
     assert all(kms["Resource"] == KEY and "kms:ViaService" in kms["Condition"]["StringEquals"]
                for kms in by_sid.values() if str(kms["Action"]).startswith("['kms:") or str(kms["Action"]).startswith("kms:"))
     for bucket, prefix in ((None, None), ("demo-data", None), (None, "runs/jobs/")):
-        assert not {"AttemptRecordsUnderJobsPrefix", "GroupMarkers"} & {
+        assert not {"AttemptRecordsUnderJobsPrefix", "GroupMarkers", "FindGroupMarkers"} & {
             statement["Sid"] for statement in role(bucket, prefix)["Statement"]}
 
 

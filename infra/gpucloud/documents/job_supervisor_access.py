@@ -55,8 +55,9 @@ def supervisor_role_policy(*, partition: str, region: str, account_id: str, name
       kms:GenerateDataKey and kms:Decrypt of a publisher (SNS developer guide, "Configuring
       AWS KMS permissions"; read 2026-11-28), held to `kms:ViaService` sns.
     - The log-delivery actions (LOG_DELIVERY_ACTIONS).
-    - With a write prefix, GetObject and DeleteObject of the group markers under `<prefix>groups/`
-      (kms:Decrypt through S3 for the read).
+    - With a write prefix, GetObject and DeleteObject of the jobs' markers under `<prefix>groups/`
+      (kms:Decrypt through S3 for the read), and ListBucket (`bucket*`) held by `s3:prefix` to
+      that folder, to find a group's markers (S3 API reference, ListObjectsV2, "Permissions"; read 2026-11-28).
     - StartExecution on `stateMachine*`: itself, for a continuation; DescribeExecution on
       `execution*` (and `express*`, as parliament pairs them): its own executions, whose status
       the node-left branch reads (documents/job_supervisor_continuation.py)."""
@@ -84,6 +85,9 @@ def supervisor_role_policy(*, partition: str, region: str, account_id: str, name
              "Resource": f"arn:{partition}:s3:::{bucket}/{jobs_prefix}*"},
             {"Sid": "GroupMarkers", "Effect": "Allow", "Action": ["s3:DeleteObject", "s3:GetObject"],
              "Resource": f"arn:{partition}:s3:::{bucket}/{jobs_prefix}groups/*"},
+            {"Sid": "FindGroupMarkers", "Effect": "Allow", "Action": "s3:ListBucket",
+             "Resource": f"arn:{partition}:s3:::{bucket}",
+             "Condition": {"StringLike": {"s3:prefix": f"{jobs_prefix}groups/*"}}},
             {"Sid": "RecordsThroughS3WithProjectKey", "Effect": "Allow", "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
              "Resource": key_arn, "Condition": {"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}}},
         ]

@@ -8,10 +8,11 @@
   watch starts its continuation, named `<job id>-g<generation>`, with what it watches, and ends
   SUCCEEDED with `{"continuedAs": <its ARN>}`.
 - After the supervision died: EventBridge starts the state machine with each Auto Scaling event of
-  an instance leaving a stack's group (`node_left_pattern`). That execution reads the group's
-  marker, `<jobs prefix>groups/<group>.json` (written at each send and continuation, deleted at the
-  job's end), and when the marker's execution is FAILED or TIMED_OUT (not ABORTED: `gpucloud stop`)
-  it starts the continuation, named `<job id>-r<the event's instance id>`; the continuation's
+  an instance leaving a stack's group (`node_left_pattern`). That execution lists the markers of
+  the group's jobs, `<jobs prefix>groups/<group>/<job id>.json` (one per job, so that two jobs on
+  one group keep their own: written at each send and continuation, deleted at that job's end), and
+  for each whose execution is FAILED or TIMED_OUT (not ABORTED: `gpucloud stop`) it starts the
+  continuation, named `<job id>-r<the event's instance id>`; the continuation's
   next poll finds the lost node and resumes the job from its checkpoint on the new set. A running
   supervision needs nothing: its own poll finds the loss. Without a write prefix there is no
   marker, and the event execution ends at once.
@@ -43,9 +44,18 @@ def node_left_pattern(group_names: list[str]) -> Document:
             "detail": {"AutoScalingGroupName": sorted(group_names)}}
 
 
+def marker_folder(jobs_prefix: str) -> str:
+    """`States.Format` template of a group's markers' folder (its one argument: the group's name)."""
+    return f"{jobs_prefix}groups/{{}}/"
+
+
 def marker_key(jobs_prefix: str) -> str:
-    """`States.Format` template of the group marker's key (its one argument: the group's name)."""
-    return f"{jobs_prefix}groups/{{}}.json"
+    """`States.Format` template of a job's marker's key (its arguments: the group's name, the job id)."""
+    return f"{marker_folder(jobs_prefix)}{{}}.json"
+
+
+def _marker_key_of_job(jobs_prefix: str) -> str:
+    return f"States.Format('{marker_key(jobs_prefix)}', $.job.groupName, $.job.jobId)"
 
 
 def _continuation(source: str) -> Document:
@@ -58,7 +68,7 @@ def entry_states(document_name: str, marks: bool) -> dict[str, Document]:
     (it has `sent`) back to the watch, a new job to ReadGroup."""
     return {
         "Start": {"Type": "Choice", "Default": "Begin", "Choices": [
-            {"Variable": "$.detail", "IsPresent": True, "Next": "ReadMarker" if marks else "NoJobOnGroup"},
+            {"Variable": "$.detail", "IsPresent": True, "Next": "ListMarkers" if marks else "NoJobOnGroup"},
             {"Variable": "$.sent", "IsPresent": True, "Next": "Continue"}]},
         "Begin": {"Type": "Pass", "Result": document_name, "ResultPath": "$.documentName", "Next": "ReadGroup"},
         "Continue": {"Type": "Pass", "Result": document_name, "ResultPath": "$.documentName",
@@ -86,36 +96,38 @@ def continue_states() -> dict[str, Document]:
 
 
 def marker_states(bucket: str, jobs_prefix: str) -> dict[str, Document]:
-    """The group's marker: this execution and what a continuation needs, after each send and continuation."""
+    """The job's marker: this execution and what a continuation needs, after each send and continuation."""
     return {
         "MarkBody": {"Type": "Pass", "ResultPath": "$.marker", "Next": "Mark", "Parameters": {
             **_continuation("$"), "generation.$": "$.generation", "execution.$": "$$.Execution.Id"}},
         "Mark": task("s3:putObject", {
-            "Bucket": bucket, "Key.$": f"States.Format('{marker_key(jobs_prefix)}', $.job.groupName)",
+            "Bucket": bucket, "Key.$": _marker_key_of_job(jobs_prefix),
             "Body.$": "States.JsonToString($.marker)", "ContentType": "application/json"}, "WatchReadGroup",
             ResultPath=None),
         "Forget": {"Type": "Task", "Resource": f"{SDK}s3:deleteObject", "ResultPath": None, "Next": "Publish",
-                   "Parameters": {"Bucket": bucket,
-                                  "Key.$": f"States.Format('{marker_key(jobs_prefix)}', $.job.groupName)"},
+                   "Parameters": {"Bucket": bucket, "Key.$": _marker_key_of_job(jobs_prefix)},
                    "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.forgetError", "Next": "Publish"}]},
     }
 
 
 def node_left_states(bucket: str, jobs_prefix: str) -> dict[str, Document]:
-    """An instance left a group: continue the group's job when its supervision died."""
-    gone = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.notFound", "Next": "NoJobOnGroup"}]
+    """An instance left a group: continue each of the group's jobs whose supervision died. A
+    group without markers is told by ListObjectsV2's answer having no `Contents` (a path that
+    selects nothing is States.Runtime, which no Catch takes: Step Functions developer guide,
+    "Error handling in Step Functions"; read 2026-11-28); a marker that cannot be read, or whose
+    job's continuation already started, ends that job's branch quietly."""
+    gone = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.notFound", "Next": "NotThisJob"}]
     cancel = {"Type": "Task", "Resource": f"{SDK}ssm:cancelCommand", "Parameters": {"CommandId.$": "$.commandId"},
               "ResultPath": None, "End": True,
               "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.notCancelled", "Next": "Ended"}]}
-    return {
+    each_marker = {
         "ReadMarker": {"Type": "Task", "Resource": f"{SDK}s3:getObject", "Next": "ReadSupervision", "Catch": gone,
-                       "Parameters": {"Bucket": bucket, "Key.$": f"States.Format('{marker_key(jobs_prefix)}', "
-                                                                 "$.detail.AutoScalingGroupName)"},
+                       "Parameters": {"Bucket": bucket, "Key.$": "$.key"},
                        "ResultSelector": {"marker.$": "States.StringToJson($.Body)"}, "ResultPath": "$.found"},
         "ReadSupervision": {"Type": "Task", "Resource": f"{SDK}sfn:describeExecution", "Next": "SupervisionDied",
                             "Parameters": {"ExecutionArn.$": "$.found.marker.execution"}, "Catch": gone,
                             "ResultSelector": {"status.$": "$.Status"}, "ResultPath": "$.supervision"},
-        "SupervisionDied": {"Type": "Choice", "Default": "NoJobOnGroup", "Choices": [
+        "SupervisionDied": {"Type": "Choice", "Default": "NotThisJob", "Choices": [
             {"Or": [{"Variable": "$.supervision.status", "StringEquals": status} for status in ("FAILED", "TIMED_OUT")],
              "Next": "CancelDeadAttempt"}]},
         "CancelDeadAttempt": {
@@ -125,9 +137,25 @@ def node_left_states(bucket: str, jobs_prefix: str) -> dict[str, Document]:
                               "States": {"Cancel": cancel, "Ended": {"Type": "Pass", "End": True}}}},
         "ResumeInput": {"Type": "Pass", "ResultPath": "$.resumed", "Next": "Resume", "Parameters": {
             **_continuation("$.found.marker"), "generation.$": "$.found.marker.generation", "polls": 0}},
-        "Resume": {"Type": "Task", "Resource": f"{SDK}sfn:startExecution", "ResultPath": None, "Next": "NoJobOnGroup",
+        "Resume": {"Type": "Task", "Resource": f"{SDK}sfn:startExecution", "ResultPath": None, "End": True,
                    "Catch": gone,  # a second event of the same loss finds the continuation already started
-                   "Parameters": {"StateMachineArn.$": "$$.StateMachine.Id",
-                                  "Name.$": "States.Format('{}-r{}', $.found.marker.job.jobId, $.detail.EC2InstanceId)",
+                   "Parameters": {"StateMachineArn.$": "$.machine",
+                                  "Name.$": "States.Format('{}-r{}', $.found.marker.job.jobId, $.instanceId)",
                                   "Input.$": "States.JsonToString($.resumed)"}},
+        "NotThisJob": {"Type": "Pass", "End": True},
+    }
+    return {
+        "ListMarkers": {"Type": "Task", "Resource": f"{SDK}s3:listObjectsV2", "Next": "AnyMarker",
+                        "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.notFound", "Next": "NoJobOnGroup"}],
+                        "Parameters": {"Bucket": bucket, "Prefix.$": f"States.Format('{marker_folder(jobs_prefix)}', "
+                                                                      "$.detail.AutoScalingGroupName)"},
+                        "ResultPath": "$.markers"},
+        "AnyMarker": {"Type": "Choice", "Default": "NoJobOnGroup", "Choices": [
+            {"Variable": "$.markers.Contents", "IsPresent": True, "Next": "EachMarker"}]},
+        "EachMarker": {
+            "Type": "Map", "ItemsPath": "$.markers.Contents", "ResultPath": None, "Next": "NoJobOnGroup",
+            "ItemSelector": {"key.$": "$$.Map.Item.Value.Key", "instanceId.$": "$.detail.EC2InstanceId",
+                             "machine.$": "$$.StateMachine.Id"},
+            "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "ReadMarker", "States": each_marker},
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.notFound", "Next": "NoJobOnGroup"}]},
     }

@@ -347,7 +347,7 @@ def preflight_failed() -> Document:
 
 
 def end_states(topic_arn: str, forgets: bool) -> dict[str, Document]:
-    """Every end goes to the topic (after `Forget` drops the group's marker, when `forgets`), then
+    """Every end goes to the topic (after `Forget` drops the job's marker, when `forgets`), then
     the execution succeeds or fails with the end as its error."""
     return {
         "JobSucceeded": end_state("succeeded", "job {} succeeded on attempt {}: {}", "$.job.jobId", "$.attempt",

@@ -13,8 +13,8 @@ parameters to boto3 as written and returns boto3's answer; Step Functions takes 
 PascalCase for every service, its own camelCase API included (Step Functions developer guide,
 "AWS SDK service integrations"; read 2026-11-28): for `aws-sdk:sfn:*` tasks the block converts
 both ways with moto's own shape-based helpers (`_to_boto_request`, `_from_boto_response`), and
-an S3 GetObject's streamed Body becomes its text, as Step Functions returns it. All four hold
-inside the block only.
+an S3 GetObject's streamed Body becomes its text and other services' timestamps (ListObjectsV2's
+LastModified) ISO 8601 text, as Step Functions returns JSON. All four hold inside the block only.
 """
 
 from __future__ import annotations
@@ -54,6 +54,18 @@ class Agents:
         backend.get_command_by_id(command_id).status = "Cancelled"
         with self._lock:
             self.cancelled.append(command_id)
+
+
+def _timestamps_as_text(value) -> None:
+    """Replace every datetime inside `value` (dicts and lists, in place) by its ISO 8601 text."""
+    import datetime
+
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in list(items):
+        if isinstance(item, datetime.datetime):
+            value[key] = item.isoformat()
+        else:
+            _timestamps_as_text(item)
 
 
 @contextlib.contextmanager
@@ -102,6 +114,7 @@ def executing_state_machines(agents: Agents) -> Iterator[Agents]:
             task._from_boto_response(response, operation(task).output_shape)
         if isinstance(response, dict) and hasattr(response.get("Body"), "read"):
             response["Body"] = response["Body"].read().decode("utf-8")
+        _timestamps_as_text(response)
 
     from moto.stepfunctions.parser.asl.component.state.exec.state_task.service import (
         state_task_service_aws_sdk,
