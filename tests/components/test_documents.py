@@ -233,3 +233,75 @@ def test_load_balancer_logs_are_written_by_the_regional_account_or_by_the_log_de
 
     assert writer("eu-west-1") == {"AWS": "arn:aws:iam::156460612806:root"}
     assert writer("eu-central-2") == {"Service": "logdelivery.elasticloadbalancing.amazonaws.com"}
+
+
+def test_the_job_step_may_run_48_hours_and_only_the_job_id_must_be_given():
+    from gpucloud.documents.jobs import job_document
+
+    document = job_document()
+    [step] = document["mainSteps"]
+    assert step["inputs"]["timeoutSeconds"] == "172800", "the aws:runShellScript maximum; the default hour ends real runs"
+    required = sorted(name for name, parameter in document["parameters"].items() if "default" not in parameter)
+    assert required == ["job"], "launch-stop sends only action and job"
+    assert document["parameters"]["nodes"]["default"] == "" and document["parameters"]["port"]["default"] == "29500"
+
+
+def test_a_job_parameter_ssm_would_refuse_is_named_with_its_pattern_and_a_long_value_is_shortened():
+    from gpucloud.documents.jobs import JOB_PARAMETERS, parameter_problem
+
+    assert parameter_problem("port", "29500") is None
+    assert parameter_problem("port", "80") == f"port '80' does not match the job document's allowedPattern {JOB_PARAMETERS['port'][0]}"
+    sixty = "A" * 60
+    assert f"image '{sixty}' does not" not in parameter_problem("image", sixty + " ")
+    assert parameter_problem("image", sixty + " ").startswith(f"image '{'A' * 57}...' does not")
+    assert parameter_problem("job", "J" * 60).startswith(f"job '{'J' * 60}' does not")
+
+
+def job_runner(**options):
+    from gpucloud.documents.jobs import job_runner_policy
+
+    arguments = {"partition": "aws", "region": "eu-west-1", "account_id": ACCOUNT, "name_base": "ml", "document_name": "ml-run",
+                 "log_group_name": "/gpu-cloud/ml/jobs", "group_names": ["gpu-cloud-ml-a"], "key_arn": "arn:aws:kms:eu-west-1:1:key/k"}
+    return {statement.get("Sid", ""): statement for statement in job_runner_policy(**arguments | options)["Statement"]}
+
+
+def test_the_job_runner_reads_and_writes_job_records_only_with_a_bucket_and_a_jobs_prefix():
+    assert "JobRecordsUnderWritePrefix" not in job_runner(bucket="data")
+    assert "JobRecordsUnderWritePrefix" not in job_runner(jobs_prefix="runs/jobs/")
+    records = job_runner(bucket="data", jobs_prefix="runs/jobs/")["JobRecordsUnderWritePrefix"]
+    assert records["Resource"] == "arn:aws:s3:::data/runs/jobs/*"
+
+
+def test_the_job_runner_drives_the_supervisor_only_when_the_stack_has_one():
+    def actions(policy: dict) -> set[str]:
+        listed = [statement["Action"] for statement in policy.values()]
+        return {action for item in listed for action in ([item] if isinstance(item, str) else item)}
+
+    assert not {action for action in actions(job_runner()) if action.startswith("states:")}
+    assert {action for action in actions(job_runner(supervisor_name="ml-jobs")) if action.startswith("states:")}
+
+
+def test_job_records_go_under_the_first_write_prefix():
+    from gpucloud.documents.jobs import jobs_prefix
+
+    assert jobs_prefix(["runs/a/", "runs/b/"]) == "runs/a/jobs/" and jobs_prefix([]) is None
+
+
+def test_the_artifacts_bucket_is_tls_only_and_its_objects_readable_by_the_named_roles_only():
+    from gpucloud.documents import artifacts_bucket_policy
+
+    bucket = "arn:aws:s3:::ml-artifacts"
+    tls, readers = artifacts_bucket_policy(bucket, [NODE_ROLE, NODE_ROLE, BACKUP_ROLE])["Statement"]
+    assert tls["Effect"] == "Deny" and tls["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert readers["Effect"] == "Deny" and readers["Resource"] == f"{bucket}/*"
+    assert readers["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": sorted({NODE_ROLE, BACKUP_ROLE})}}
+
+
+def test_s3_log_delivery_writes_only_the_source_bucket_s_logs_of_this_account_under_its_prefix():
+    from gpucloud.documents import access_logs_bucket_policy
+
+    _tls, delivery = access_logs_bucket_policy("arn:aws:s3:::logs", "arn:aws:s3:::ml-artifacts", ACCOUNT, "artifacts/")["Statement"]
+    assert delivery["Principal"] == {"Service": "logging.s3.amazonaws.com"} and delivery["Action"] == "s3:PutObject"
+    assert delivery["Resource"] == "arn:aws:s3:::logs/artifacts/*"
+    assert delivery["Condition"] == {"ArnLike": {"aws:SourceArn": "arn:aws:s3:::ml-artifacts"},
+                                     "StringEquals": {"aws:SourceAccount": ACCOUNT}}
