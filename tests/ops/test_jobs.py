@@ -451,6 +451,26 @@ def test_an_unknown_job_is_one_clear_error(aws, command):
         command(clients_with(aws), SETTINGS, "trainers-x")
 
 
+@pytest.mark.parametrize("command", [stop, logs])
+def test_on_an_undeployed_stack_logs_and_stop_name_the_bucket_and_say_to_deploy_first(command):
+    with moto_account(REGION) as account:
+        with pytest.raises(JobError, match=r"^no job trainers-x in stack vision-train: its bucket example-vision-data "
+                                           r"\(gpu-cloud:data.bucket\) does not exist: create it and deploy the stack "
+                                           r"first \(pulumi up\), then `gpucloud run`$"):
+            command(Clients.of(account.session), SETTINGS, "trainers-x")
+
+
+def test_logs_of_a_job_with_no_output_yet_say_so(aws):
+    clients = clients_with(aws)
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=1, job_id="trainers-20261125190000-d00d")
+    run(clients, SETTINGS, job, say=lambda line: None, clock=FakeClock())
+    printed: list[str] = []
+
+    logs(clients, SETTINGS, job.job_id, say=printed.append)
+
+    assert printed == [f"job {job.job_id}: no output yet in log group {job_log_group_name(SETTINGS.name_base)}"]
+
+
 def test_a_record_s3_refuses_to_show_says_it_may_be_missing_or_unreadable(aws):
     from botocore.exceptions import ClientError
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from gpucloud.config import StackSettings
 from gpucloud.naming import autoscaling_group_name, job_log_group_name
-from gpucloud.ops.jobs import TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record_location, stop_attempt
+from gpucloud.ops.jobs import DEPLOY_FIRST, TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record_location, stop_attempt
 from gpucloud.ops.nodes import Node, ordered_nodes
 from gpucloud.ops.supervised_jobs import attempts, stop_supervision
 
@@ -34,6 +34,9 @@ def find_job(clients: Clients, settings: StackSettings, job_id: str) -> Job:
             body = clients.s3.get_object(Bucket=bucket, Key=key)["Body"].read()
         except ClientError as error:
             code = error.response["Error"]["Code"]
+            if code == "NoSuchBucket":
+                raise JobError(f"no job {job_id} in stack {settings.stack}: its bucket {bucket} (gpu-cloud:data.bucket) "
+                               f"does not exist: create it and {DEPLOY_FIRST}, then `gpucloud run`") from None
             if code in ("NoSuchKey", "404"):
                 raise JobError(f"no job {job_id} in stack {settings.stack} (nothing at {uri}job.json)") from None
             if code in ("AccessDenied", "403"):
@@ -94,6 +97,7 @@ def logs(clients: Clients, settings: StackSettings, job_id: str, follow: bool = 
     clock = clock or Clock()
     job = find_job(clients, settings, job_id)
     group = job_log_group_name(settings.name_base)
+    printed = 0
     for index, attempt in enumerate(job.attempts):
         last = index == len(job.attempts) - 1
         seen: set[str] = set()
@@ -103,9 +107,12 @@ def logs(clients: Clients, settings: StackSettings, job_id: str, follow: bool = 
                 if event["eventId"] not in seen:
                     seen.add(event["eventId"])
                     say(f"[{_label(attempt, event['logStreamName'])}] {event['message'].rstrip()}")
+                    printed += 1
             if not running:
                 break
             clock.sleep(poll)
+    if not printed:
+        say(f"job {job_id}: no output yet " + (f"in log group {group}" if job.attempts else "(it has not started on a node)"))
     return job
 
 

@@ -46,6 +46,8 @@ from gpucloud.ops.nodes import Node, in_service_instance_ids, ordered_nodes
 TERMINAL = frozenset({"Success", "Failed", "Cancelled", "TimedOut"})
 """Invocation statuses after which the command no longer runs on that node (SSM API reference,
 GetCommandInvocation, `Status`; read 2026-11-25)."""
+DEPLOY_FIRST = "deploy the stack first (pulumi up)"
+"""What a job command says when something the stack deploys, or needs, is not there yet."""
 DELIVERY_TIMEOUT_SECONDS = 600
 """How long SSM tries to reach a node before the invocation times out undelivered."""
 SEND_COMMAND_MAX_INSTANCES = 50
@@ -65,7 +67,7 @@ def raise_capacity(clients: Clients, job: Job, say: Callable[[str], None]) -> in
     Returns the desired capacity it found when it raised it, None when it left it alone."""
     found = clients.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[job.group_name])["AutoScalingGroups"]
     if not found:
-        raise JobError(f"Auto Scaling group {job.group_name} does not exist: deploy the stack first (pulumi up)")
+        raise JobError(f"Auto Scaling group {job.group_name} does not exist: {DEPLOY_FIRST}")
     group = found[0]
     if job.nodes > group["MaxSize"]:
         raise JobError(f"--nodes {job.nodes} is above {job.group_name}'s MaxSize {group['MaxSize']} (a schedule may "
