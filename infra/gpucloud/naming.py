@@ -153,15 +153,40 @@ def job_runner_policy_name(base: str) -> str:
 
 
 def job_supervisor_name(base: str) -> str:
-    """The stack's job supervisor state machine, and its role (`-role`) and EventBridge rule
-    (`-node-left`). State machine names are 1-80 of letters, digits, `-` and `_`
-    (terraform-provider-aws internal/service/sfn/state_machine.go, `name`; read 2026-11-28)."""
+    """The stack's job supervisor state machine, and the start of its roles' and EventBridge
+    rule's names (`job_supervisor_rule_name`). State machine names are 1-80 of letters, digits,
+    `-` and `_`: 55 characters at a 40-character base (terraform-provider-aws
+    internal/service/sfn/state_machine.go, `name`; read 2026-11-28)."""
     return f"gpu-cloud-{base}-jobs"
 
 
 def job_supervisor_role_name(base: str) -> str:
     """The role the job supervisor's executions run as (64 characters at most: a name base is 40)."""
     return f"{job_supervisor_name(base)}-role"
+
+
+def job_supervisor_events_role_name(base: str) -> str:
+    """The role EventBridge starts the supervisor with (62 characters at a 40-character base)."""
+    return f"{job_supervisor_name(base)}-events"
+
+
+EVENTS_RULE_NAME_MAX_LENGTH = 64
+"""EventBridge rule names: 1-64 of letters, digits, `.`, `-` and `_` (botocore's events model,
+`RuleName`; terraform-provider-aws internal/service/events/validate.go, validateRuleName; read
+2026-11-28)."""
+
+
+def job_supervisor_rule_name(base: str) -> str:
+    """The supervisor's node-left EventBridge rule: `<state machine>-node-left` while that fits
+    64 characters (a base of up to 39), else the base cut to fit beside a hash of the whole base,
+    so that two stacks whose long bases share a start keep rules of their own."""
+    suffix = "-jobs-node-left"
+    name = f"gpu-cloud-{base}{suffix}"
+    if len(name) <= EVENTS_RULE_NAME_MAX_LENGTH:
+        return name
+    digest = hashlib.sha256(base.encode("utf-8")).hexdigest()[:6]
+    tail = f"-{digest}{suffix}"
+    return f"gpu-cloud-{base[: EVENTS_RULE_NAME_MAX_LENGTH - len('gpu-cloud-') - len(tail)]}{tail}"
 
 
 def job_supervisor_log_group_name(base: str) -> str:

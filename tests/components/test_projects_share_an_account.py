@@ -139,6 +139,23 @@ def test_backup_names_fit_aws_backup_at_the_longest_name_base(stacks):
     assert len(selection.inputs["name"]) <= 50
 
 
+def test_the_job_supervisors_names_fit_aws_at_the_longest_name_base(stacks):
+    """EventBridge rule names take 64 characters, IAM role names 64, state machine names 80
+    (botocore's events, iam and stepfunctions models): the long stack's names are cut to fit and
+    still differ from the short stack's."""
+    account, _ = stacks
+    rules = {rule["Name"] for rule in account.client("events").list_rules()["Rules"]}
+    [long_rule] = rules - {"gpu-cloud-vision-jobs-node-left"}
+    assert len(rules) == 2 and len(long_rule) == 64 and long_rule.startswith("gpu-cloud-vision-train_") and long_rule.endswith("-jobs-node-left")
+    roles = [role["RoleName"] for role in account.client("iam").list_roles()["Roles"] if "-jobs-" in role["RoleName"]]
+    assert sorted(roles) == sorted(f"gpu-cloud-{base}-jobs-{kind}" for base in ("vision", f"vision-train_{LONG_STACK}")
+                                   for kind in ("role", "events"))
+    assert max(len(role) for role in roles) <= 64
+    machines = [machine["name"] for machine in account.client("stepfunctions").list_state_machines()["stateMachines"]]
+    assert sorted(machines) == ["gpu-cloud-vision-jobs", f"gpu-cloud-vision-train_{LONG_STACK}-jobs"]
+    assert max(len(machine) for machine in machines) <= 80
+
+
 def key_policy_role_arns(account, deployment) -> set[str]:
     policy = json.loads(account.client("kms").get_key_policy(KeyId=deployment.outputs["kmsKeyArn"], PolicyName="default")["Policy"])
     return {arn for statement in policy["Statement"]
@@ -149,9 +166,9 @@ def test_the_key_policy_names_only_roles_the_stack_creates(stacks):
     account, deployments = stacks
     roles = {role["Arn"] for role in account.client("iam").list_roles()["Roles"]}
     vision = key_policy_role_arns(account, deployments["vision"])
-    assert vision == {f"arn:aws:iam::{account.account_id}:role/gpu-cloud-vision-node"}
+    assert vision == {f"arn:aws:iam::{account.account_id}:role/gpu-cloud-vision-{role}" for role in ("node", "jobs-role")}
     backed_up = key_policy_role_arns(account, deployments["vision-train"])
-    assert {arn.rsplit("-", 1)[1] for arn in backed_up} == {"node", "backup"}
+    assert {arn.rsplit("-", 1)[1] for arn in backed_up} == {"node", "backup", "role"}
     assert vision | backed_up <= roles
 
 

@@ -26,12 +26,17 @@ from gpucloud.naming import (
     autoscaling_group_name,
     job_document_name,
     job_log_group_name,
+    job_supervisor_events_role_name,
     job_supervisor_log_group_name,
     job_supervisor_name,
     job_supervisor_role_name,
+    job_supervisor_rule_name,
 )
 
 SUPERVISOR_LOG_RETENTION_DAYS = 90
+SUPERVISOR_POLICY_NAME = "gpu-cloud-job-supervisor"
+EVENTS_POLICY_NAME = "gpu-cloud-start-job-supervisor"
+"""The role policies' fixed names, as the project's other role policies have: one of each per role."""
 SUPERVISOR_LOG_LEVEL = "ERROR"
 """Failed states and executions only, without their data (a job's argv is in its input)."""
 
@@ -75,7 +80,7 @@ class JobSupervisor(pulumi.ComponentResource):
                 partition=args.partition, region=args.region, account_id=args.account_id, name=machine_name)),
             tags=tags, opts=child)
         self.policy = aws.iam.RolePolicy(
-            f"{name}-policy", role=self.role.id,
+            f"{name}-policy", role=self.role.id, name=SUPERVISOR_POLICY_NAME,
             policy=pulumi.Output.all(args.kms_key_arn, args.topic_arn).apply(lambda values: json.dumps(
                 supervisor_role_policy(
                     partition=args.partition, region=args.region, account_id=args.account_id, name_base=args.name_base,
@@ -104,18 +109,18 @@ class JobSupervisor(pulumi.ComponentResource):
         """The EventBridge rule that starts the supervisor on each instance leaving a stack's group
         (the node-left branch: documents/job_supervisor_continuation.py), and its role."""
         child = pulumi.ResourceOptions(parent=self)
-        rule_name = f"{machine_name}-node-left"
+        rule_name = job_supervisor_rule_name(args.name_base)
         rule_arn = f"arn:{args.partition}:events:{args.region}:{args.account_id}:rule/{rule_name}"
         self.node_left_rule = aws.cloudwatch.EventRule(
             f"{name}-node-left", name=rule_name, tags=tags, opts=child,
             description="gpu-cloud: an instance left a stack group; continue its job if its supervision died",
             event_pattern=json.dumps(node_left_pattern(list(args.group_names))))
         self.events_role = aws.iam.Role(
-            f"{name}-events-role", name=f"{machine_name}-events",
+            f"{name}-events-role", name=job_supervisor_events_role_name(args.name_base),
             assume_role_policy=json.dumps(events_trust_policy(account_id=args.account_id, rule_arn=rule_arn)),
             tags=tags, opts=child)
         self.events_policy = aws.iam.RolePolicy(
-            f"{name}-events-policy", role=self.events_role.id,
+            f"{name}-events-policy", role=self.events_role.id, name=EVENTS_POLICY_NAME,
             policy=self.state_machine.arn.apply(lambda arn: json.dumps(events_role_policy(arn))), opts=child)
         self.node_left_target = aws.cloudwatch.EventTarget(
             f"{name}-node-left-target", rule=self.node_left_rule.name, target_id="job-supervisor",
