@@ -106,7 +106,7 @@ def record(measure: Callable[[int, Path], dict[str, Any]], group_count: int, cal
         except Exception as error:
             entry["response"] = _error_of(error)
             raise
-        entry["response"] = _comparable(response)
+        entry["response"] = _comparable(response, client.meta.service_model.operation_model(operation).output_shape)
         return response
 
     @contextlib.contextmanager
@@ -169,23 +169,37 @@ def _error_of(error: Exception) -> dict[str, str]:
     return {"Error": type(error).__name__, "Code": code}
 
 
-def _comparable(parsed: dict) -> Any:
-    """A response without what differs between identical calls (request ids, timestamps)."""
+def _is_epoch_time(shape: Any) -> bool:
+    """A number that is a time: CloudWatch Logs gives times as milliseconds since 1970 in longs
+    of its `Timestamp` shape (botocore's logs model: `LogGroup.creationTime` and the like), which
+    the parser leaves as plain ints."""
+    return shape is not None and shape.type_name in ("long", "integer") and shape.name == "Timestamp"
+
+
+def _comparable(parsed: dict, shape: Any = None) -> Any:
+    """A response without what differs between identical calls: request ids, and times, whether
+    the parser made them datetimes, the service wrote them as ISO strings, or its model types
+    them as epoch numbers (`_is_epoch_time`, read from the operation's output `shape`)."""
     import datetime
     import re
 
     TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d")
 
-    def clean(value: Any) -> Any:
+    def clean(value: Any, shape: Any) -> Any:
+        if _is_epoch_time(shape) and isinstance(value, int):
+            return "<time>"
         if isinstance(value, dict):
-            return {key: clean(item) for key, item in value.items() if key not in ("ResponseMetadata",)}
+            members = getattr(shape, "members", None) or {}
+            item_shape = getattr(shape, "value", None)
+            return {key: clean(item, members.get(key, item_shape)) for key, item in value.items()
+                    if key not in ("ResponseMetadata",)}
         if isinstance(value, list):
-            return [clean(item) for item in value]
+            return [clean(item, getattr(shape, "member", None)) for item in value]
         if isinstance(value, datetime.datetime) or (isinstance(value, str) and TIMESTAMP.match(value)):
             return "<time>"
         return value
 
-    return clean(parsed)
+    return clean(parsed, shape)
 
 
 class ReplayDiverged(AssertionError):
@@ -237,7 +251,11 @@ def measure_boto3(group_count: int, calls: Path) -> dict[str, Any]:
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     peak = peak_rss_mib()
     # Cleaned for the comparison after the clock stops: the engine does no such work.
-    responses = [_comparable(response) if isinstance(response, dict) else response for response in responses]
+    responses = [
+        _comparable(response, clients[service].meta.service_model.operation_model(
+            clients[service].meta.method_to_api_mapping[method]).output_shape) if isinstance(response, dict) else response
+        for (service, method, _), response in zip(operations, responses, strict=True)
+    ]
     differing = [
         f"#{index} {call['service']}.{call['method']}: recorded {str(call['response'])[:200]}, replayed {str(response)[:200]}"
         for index, (call, response) in enumerate(zip(recorded, responses, strict=True))

@@ -29,3 +29,25 @@ def test_plan_scaling_benchmark_runs_at_one_group_with_an_exact_replay():
     groups, resources, calls = row.split("│")[0].split()
     assert int(resources) > 50 and int(calls) > 100, row
     assert "smoke run: every replayed response matched the recording" in lines
+
+
+def test_the_replay_ignores_epoch_times_as_it_ignores_other_times_and_compares_the_rest():
+    """CloudWatch Logs gives a log group's creationTime as epoch milliseconds (botocore's logs
+    model, `Timestamp`), which differ between recording and replay as datetimes do; a count such
+    as storedBytes, also a long, still has to match."""
+    import importlib.util
+
+    import botocore.session
+
+    spec = importlib.util.spec_from_file_location("plan_replay", ROOT / "benchmarks" / "plan_replay.py")
+    plan_replay = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plan_replay)
+    shape = botocore.session.get_session().get_service_model("logs").operation_model("DescribeLogGroups").output_shape
+
+    def answer(created: int, stored: int) -> dict:
+        return {"logGroups": [{"logGroupName": "/gpu-cloud/bench/jobs-supervisor", "creationTime": created,
+                               "storedBytes": stored}], "ResponseMetadata": {"RequestId": str(created)}}
+
+    recorded = plan_replay._comparable(answer(1795895328708, 0), shape)
+    assert plan_replay._comparable(answer(1795895346335, 0), shape) == recorded
+    assert plan_replay._comparable(answer(1795895346335, 1), shape) != recorded
