@@ -102,3 +102,14 @@ def test_a_rule_names_its_direction_port_range_and_peer_group():
     assert ingress(lustre) == "tcp 1018-1023 from security group sg-file-servers"
     assert egress({**lustre, "referencedSecurityGroupId": "sg-nodes"}) == "tcp 1018-1023 to members of this group"
     assert ingress({"ipProtocol": "tcp", "fromPort": 22, "toPort": 22, "cidrIpv4": "10.0.0.0/8"}) == "tcp 22 from 10.0.0.0/8"
+
+
+def test_a_target_tracking_policy_names_its_metric_customized_or_predefined():
+    policy = SUMMARIES["aws:autoscaling/policy:Policy"]
+    endpoint = {"policyType": "TargetTrackingScaling", "targetTrackingConfiguration": {
+        "predefinedMetricSpecification": {"predefinedMetricType": "ALBRequestCountPerTarget",
+                                          "resourceLabel": "app/lb/1/targetgroup/tg/2"}, "targetValue": 20}}
+    backlog = {"policyType": "TargetTrackingScaling", "targetTrackingConfiguration": {
+        "customizedMetricSpecification": {"metricName": "Backlog", "namespace": "Jobs"}, "targetValue": 100}}
+    assert policy(endpoint) == "target tracking ALBRequestCountPerTarget at 20"
+    assert policy(backlog) == "target tracking Backlog at 100"

@@ -108,7 +108,8 @@ def _group(state: dict[str, Any]) -> str:
 def _scaling_policy(state: dict[str, Any]) -> str:
     if state.get("policyType") == "TargetTrackingScaling":
         tracking = state.get("targetTrackingConfiguration") or {}
-        metric = (tracking.get("customizedMetricSpecification") or {}).get("metricName")
+        metric = ((tracking.get("customizedMetricSpecification") or {}).get("metricName")
+                  or (tracking.get("predefinedMetricSpecification") or {}).get("predefinedMetricType"))
         return f"target tracking {metric} at {tracking.get('targetValue')}"
     adjustment_type = state.get("adjustmentType") or "ChangeInCapacity"
     steps = state.get("stepAdjustments") or []
