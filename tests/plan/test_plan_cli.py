@@ -166,6 +166,14 @@ def test_crashing_program_exits_2_with_one_line_naming_it(tmp_path, capsys):
     assert err.endswith(f"error: program {folder} failed: ValueError: bad value from-helper\n")
 
 
+def test_a_program_in_an_unknown_region_exits_2_naming_the_key(tmp_path, capsys):
+    folder = write_program(tmp_path / "team", TAGGED_KEY_PROGRAM)
+    stack_file = tmp_path / "Pulumi.prod.yaml"
+    stack_file.write_text("config:\n  aws:region: us-east-9\n")
+    assert main(["plan", "--program", str(folder), "--config-file", str(stack_file)]) == 2
+    assert capsys.readouterr().err.startswith(f"error: {stack_file}: aws:region: 'us-east-9' is not a region of any AWS partition")
+
+
 def test_folder_without_an_entry_point_exits_2(tmp_path, capsys):
     assert main(["plan", "--program", str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"error: {tmp_path} (no Pulumi.yaml): {tmp_path} has no __main__.py\n"

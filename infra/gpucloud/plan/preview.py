@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucloud.config import ConfigError, StackSettings
+from gpucloud.config.regions import region_problem
 from gpucloud.plan.access import check_access, load_calls
 from gpucloud.plan.findings import (
     accepted_lint_findings,
@@ -22,6 +23,7 @@ from gpucloud.plan.image_software import image_software
 from gpucloud.plan.model import PROJECT, Plan, PlanFinding, provider_rule_findings
 from gpucloud.plan.purchase import purchase_options
 from gpucloud.plan.program_source import (
+    ProgramError,
     ProgramFailed,
     load_engine_handlers,
     locate,
@@ -175,7 +177,11 @@ def plan_program_file(
         stack_name, stack_values = read_stack_config(config_file, project)
         values.update(stack_values)
     values.update(config or {})
+    region_flag = region
     region = region or (values.get("aws:region") if isinstance(values.get("aws:region"), str) else None) or "us-east-1"
+    unknown_region = region_problem(region)
+    if unknown_region:
+        raise ProgramError(f"{'--region' if region_flag else f'{config_file or path}: aws:region'}: {unknown_region}")
     values["aws:region"] = region
     entry = str(source.entry.resolve())
 
