@@ -70,6 +70,8 @@ def _settings_values(settings) -> dict[str, str]:
         naming.job_document_name(base): "gpu-cloud-${nameBase}-run",
         naming.job_log_group_name(base): "/gpu-cloud/${nameBase}/jobs",
         naming.job_supervisor_name(base): "gpu-cloud-${nameBase}-jobs",
+        naming.job_supervisor_role_name(base): "gpu-cloud-${nameBase}-jobs-role",
+        f"{naming.job_supervisor_name(base)}-events": "gpu-cloud-${nameBase}-jobs-events",  # components/job_supervisor.py
         naming.artifacts_bucket_name(base, ACCOUNT): "${artifactsBucket}",
         naming.instance_role_name(base): "gpu-cloud-${nameBase}-node",
         naming.backup_role_name(base): "gpu-cloud-${nameBase}-backup",

@@ -19,3 +19,22 @@ def test_pulumi_up_encrypts_through_services_and_passes_roles(settings, account)
     deployment = deploy(settings, account)
 
     assert deployment.outputs["kmsKeyArn"]
+
+
+def test_the_plan_checks_the_roles_the_deployer_passes_to_the_job_supervisor():
+    """The state machine's role goes to Step Functions and the node-left target's to EventBridge:
+    the plan fills and checks both passes, and denies none (issue 37)."""
+    from gpucloud.plan import access as plan_access
+    from gpucloud.plan.preview import plan_stack
+
+    settings = next(found for found in SETTINGS if found.stack == "vision-train")
+    plan = plan_stack(settings)
+    account = plan_access.plan_account(plan.resources)
+    calls, _unfilled = plan_access._stack_calls(settings, plan.resources, account, plan_access.load_calls())
+
+    assert plan_access.stack_features(settings)["jobSupervisor"][0] == "deployer"
+    assert sorted((call["action"], call["resource"], call["context"]["iam:PassedToService"])
+                  for call in calls if call["feature"] == "jobSupervisor") == [
+        ("iam:PassRole", f"arn:aws:iam::{account}:role/gpu-cloud-vision-train-jobs-events", "events.amazonaws.com"),
+        ("iam:PassRole", f"arn:aws:iam::{account}:role/gpu-cloud-vision-train-jobs-role", "states.amazonaws.com")]
+    assert plan.access["denied"] == [] and plan.access["unmeasured"] == []

@@ -87,3 +87,14 @@ def test_a_job_folder_key_is_under_the_write_prefix_and_the_job_whatever_the_tes
     [entry] = entries("person:jobRunner", "run", "t", [request], through_vpc=False)
     assert entry["resource"] == "arn:${partition}:s3:::${dataBucket}/${writePrefix}jobs/${job}/b.json"
     assert entry["endpoint"] is None
+
+
+def test_the_job_supervisor_s_state_machine_and_event_target_pass_their_roles_to_their_services():
+    """CreateStateMachine passes its roleArn to Step Functions, PutTargets each target's RoleArn to
+    EventBridge: the deployer's iam:PassRole (issue 37)."""
+    machine = deployer_calls("states", "CreateStateMachine", {"name": "m", "definition": "{}", "roleArn": "arn:r/jobs"})
+    target = deployer_calls("events", "PutTargets", {"Rule": "r", "Targets": [
+        {"Id": "a", "Arn": "arn:m", "RoleArn": "arn:r/events"}, {"Id": "b", "Arn": "arn:topic"}]})
+    assert [(found.feature, found.call.action, found.call.resource, dict(found.call.context)) for found in machine + target] == [
+        ("jobSupervisor", "iam:PassRole", "arn:r/jobs", {"iam:PassedToService": "states.amazonaws.com"}),
+        ("jobSupervisor", "iam:PassRole", "arn:r/events", {"iam:PassedToService": "events.amazonaws.com"})]

@@ -80,7 +80,7 @@ def stack_features(settings: StackSettings) -> dict[str, tuple[str, list[str]]]:
         "endpoint.accessLogs": ("service:logdelivery.elasticloadbalancing.amazonaws.com", bool(logging)),
         "backup": ("deployer", any(group.persistent_volume_gib for group in config.groups)),
         "logGroups": ("service:logs.amazonaws.com", True), "groups": ("deployer", True), "agentBundle": ("deployer", True),
-        "flowLogs": ("deployer", config.network.created),
+        "flowLogs": ("deployer", config.network.created), "jobSupervisor": ("deployer", True),
     }
     concerns = {"services.jupyter": jupyter, "endpoint.accessLogs": logging}
     for feature, (actor, used) in stack_wide.items():

@@ -275,7 +275,11 @@ def deployer_calls(service: str, operation: str, params: Mapping[str, Any], resp
       in AWS Backup"; FSx for Lustre user guide, "Encrypting data at rest"; AMP user guide,
       "Encryption at rest");
     - a role handed to a service: iam:PassRole (launch template instance profile -> ec2, backup
-      selection -> backup, flow logs -> vpc-flow-logs, Grafana workspace -> grafana)."""
+      selection -> backup, flow logs -> vpc-flow-logs, Grafana workspace -> grafana, the job
+      supervisor's state machine -> states (AWS managed policy reference, AWSStepFunctionsFullAccess:
+      its user must also be allowed iam:PassRole on a role the service assumes) and its EventBridge
+      target -> events (EventBridge API reference, PutTargets: a Step Functions target is invoked
+      with the target's RoleArn, which the caller passes))."""
     response = response or {}
     found: list[tuple[str, IamCall]] = []
     if service == "ssm" and operation in ("PutParameter", "GetParameter"):
@@ -303,4 +307,9 @@ def deployer_calls(service: str, operation: str, params: Mapping[str, Any], resp
         found.append(("flowLogs", _pass_role(params["DeliverLogsPermissionArn"], "vpc-flow-logs.amazonaws.com")))
     elif (service, operation) == ("grafana", "CreateWorkspace") and params.get("workspaceRoleArn"):
         found.append(("monitoring.grafana", _pass_role(params["workspaceRoleArn"], "grafana.amazonaws.com")))
+    elif (service, operation) == ("states", "CreateStateMachine") and params.get("roleArn"):
+        found.append(("jobSupervisor", _pass_role(params["roleArn"], "states.amazonaws.com")))
+    elif (service, operation) == ("events", "PutTargets"):
+        found += [("jobSupervisor", _pass_role(target["RoleArn"], "events.amazonaws.com"))
+                  for target in params.get("Targets", []) if target.get("RoleArn")]
     return [DeployerCall(feature, call) for feature, call in found]
