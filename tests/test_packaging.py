@@ -151,6 +151,21 @@ def test_the_wheel_carries_the_data_and_the_sdist_the_sources(distributions):
     assert {f"gpucloud-{VERSION}/pyproject.toml", f"gpucloud-{VERSION}/README.md"} <= sdist
 
 
+SDIST_TOP_LEVEL = {"PKG-INFO", "README.md", "pyproject.toml", "setup.cfg", "MANIFEST.in", "infra"}
+"""The sdist's own files and the package's sources; nothing else of the repository (tests import
+support modules and fixtures the sdist does not carry)."""
+
+
+def test_the_sdist_carries_the_package_and_nothing_else_of_the_repository(distributions):
+    members = tarfile.open(distributions["sdist"]).getnames()
+    inside = [Path(name).relative_to(f"gpucloud-{VERSION}") for name in members if name != f"gpucloud-{VERSION}"]
+
+    assert sorted(str(path) for path in inside if path.parts[0] not in SDIST_TOP_LEVEL) == []
+    stray = [path for path in inside if path.parts[0] == "infra" and len(path.parts) > 1
+             and path.parts[1] not in ("gpucloud", "gpucloud.egg-info")]
+    assert stray == []
+
+
 INSTALLED_CHECK = WITHOUT_PLAN_EXTRA + """
 import importlib.metadata, json, pathlib
 import gpucloud, gpucloud.components, gpucloud.program
