@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import inspect
 import runpy
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -48,15 +47,7 @@ from policy_cases import (
 PACK_DIR = Path(__file__).resolve().parents[2] / "policies"
 
 
-def load_pack_module() -> Any:
-    spec = importlib.util.spec_from_file_location("gpucloud_pack_under_test", PACK_DIR / "gpucloud_pack.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-PACK = load_pack_module()
+PACK = importlib.import_module("gpucloud.policy.crossguard")
 
 
 def build(cls: type, **values: Any) -> Any:
@@ -312,12 +303,9 @@ def test_main_serves_the_pack_only_when_run_by_the_engine(monkeypatch):
     served: list[dict[str, Any]] = []
     monkeypatch.syspath_prepend(str(PACK_DIR))  # the engine runs the pack directory the same way
     monkeypatch.setattr("pulumi_policy.PolicyPack", lambda **kwargs: served.append(kwargs))
-    try:
-        runpy.run_path(str(PACK_DIR / "__main__.py"), run_name="imported_by_a_test")
-        assert served == []
-        runpy.run_path(str(PACK_DIR / "__main__.py"), run_name="__main__")
-    finally:
-        sys.modules.pop("gpucloud_pack", None)
+    runpy.run_path(str(PACK_DIR / "__main__.py"), run_name="imported_by_a_test")
+    assert served == []
+    runpy.run_path(str(PACK_DIR / "__main__.py"), run_name="__main__")
     assert len(served) == 1
     assert served[0]["name"] == "gpu-cloud"
     assert [policy.name for policy in served[0]["policies"]] == [rule.name for rule in RULES]

@@ -41,7 +41,7 @@ class _Unknown:
 
 
 UNKNOWN = _Unknown()
-"""Stands in for a value unknown during preview (see policies/gpucloud_pack.py)."""
+"""Stands in for a value unknown during preview (see gpucloud.policy.crossguard)."""
 
 
 class UnknownInputError(Exception):

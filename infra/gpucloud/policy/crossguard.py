@@ -2,8 +2,9 @@
 
 Each entry of ``gpucloud.policy.RULES`` becomes one ``ResourceValidationPolicy`` or
 ``StackValidationPolicy`` here, so ``pulumi preview --policy-pack policies`` and
-``gpucloud plan`` enforce the same code.  Importing this module has no side
-effects; ``__main__.py`` serves ``POLICIES`` to the Pulumi engine.
+``gpucloud plan`` enforce the same code.  It lives in the package (not in policies/) so a team's
+own repository wraps it the same way (``gpucloud init`` writes that policies/ folder).  Importing
+it needs pulumi-policy and has no side effects; a pack's ``__main__.py`` serves ``POLICIES``.
 """
 
 from __future__ import annotations
