@@ -5,18 +5,21 @@ Each module-scoped fixture is one engine run; the base of a stack is shared by i
 
 from __future__ import annotations
 
+import io
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from rich.console import Console
 
 from gpucloud.cli import main
 from gpucloud.config import ConfigError, load_stack_file
 from gpucloud.plan.base import empty_plan
 from gpucloud.plan.diff import PlanDiff, classify, diff_plans
 from gpucloud.plan.diff_json import to_preview_json
+from gpucloud.plan.diff_view import render_diff
 from gpucloud.plan.preview import plan_stack
 from gpucloud.testing import AppliedResource
 from gpucloud.testing.facts import load_facts
@@ -72,6 +75,20 @@ def retagged(folder, notebooks_base) -> PlanDiff:
 @pytest.fixture(scope="module")
 def new_image(folder, notebooks_base) -> PlanDiff:
     return notebooks_change(folder, notebooks_base, lambda document: group(document).update(amiId=OTHER_IMAGE))
+
+
+def write_and_second_group(document: dict[str, Any]) -> None:
+    """A new write prefix (the instance role's policy) and a second notebook group (its token
+    parameter joins the key policy)."""
+    document["config"]["gpu-cloud:data"]["writePrefixes"].append("models/")
+    document["config"]["gpu-cloud:groups"].append(
+        {"name": "bench", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1, "desiredCapacity": 0,
+         "services": {"jupyter": {}}})
+
+
+@pytest.fixture(scope="module")
+def widened(folder, notebooks_base) -> PlanDiff:
+    return notebooks_change(folder, notebooks_base, write_and_second_group)
 
 
 TEAM_VPC = STACKS / "own-vpc-example"
@@ -185,6 +202,19 @@ def test_a_new_image_updates_the_launch_template_and_rolls_every_node(new_image)
     [warning] = rules_of(new_image, "rolling-refresh")
     assert "instance refresh replaces every node" in warning and "1 node(s) at desired capacity 1" in warning
     assert new_image.named("notebooks-workbench-persist-volume").op == "same"
+
+
+def test_a_changed_policy_is_shown_by_statement_and_a_wider_grant_is_a_warning(widened):
+    out = io.StringIO()
+    render_diff(widened, Console(file=out, width=240, color_system=None))
+    text = out.getvalue()
+    assert '"{\\"Version' not in text and "JSON document changed:" in text
+    grants = {finding.message.split(" ")[0]: finding for finding in widened.findings if finding.rule == "grant-widened"}
+    assert {finding.severity for finding in grants.values()} == {"warning"}
+    key_grant, role_grant = grants["notebooks-key-key"].message, grants["notebooks-access-policy"].message
+    assert "policy grants more than the base" in key_grant and "PARAMETER_ARN also allows ${notebooks-services-bench-jupyter-token.arn}" in key_grant
+    assert "WriteGrantedPrefixes: resources arn:aws:s3:::example-research-data/models/*" in role_grant, role_grant
+    assert "widens: resources arn:aws:s3:::example-research-data/models/*" in text
 
 
 def resource(type_: str, **options: Any) -> AppliedResource:

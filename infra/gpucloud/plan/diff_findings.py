@@ -1,13 +1,15 @@
 """What a reviewer of a stack change must not miss: data or identity replaced or deleted (a
 mandatory violation unless the stack file says it is intended), an Auto Scaling group replaced or
 deleted, a launch template change that rolls every node, each with the nodes it touches, an update
-AWS refuses, and what the order Pulumi applies the change in breaks (`change_order`)."""
+AWS refuses, a policy document that grants more than the base did, and what the order Pulumi
+applies the change in breaks (`change_order`)."""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
 
+from gpucloud.plan.diff_documents import is_policy, parsed, statement_changes
 from gpucloud.plan.model import PlanFinding
 
 if TYPE_CHECKING:
@@ -61,6 +63,27 @@ def _rolls_every_node(change: ResourceChange) -> list[str]:
                    if item.path.endswith("version") and isinstance(item.new, str) and "new version of" in item.new})
 
 
+def _widened_grants(change: ResourceChange) -> list[PlanFinding]:
+    """A warning per policy document the change widens, naming each statement and what it adds.
+
+    A warning, not a failure: a wider grant is often the point of the change (a new prefix to
+    write), it can be narrowed again by the next change, and the changed stack's own gate already
+    fails a grant that is too wide in itself (parliament's lint, the stack rules); a failure here
+    would need an escape hatch like intendedReplacements for every new grant."""
+    found = []
+    for item in change.changes:
+        old, new = parsed(item.old), parsed(item.new)
+        if not is_policy(new):
+            continue
+        widened = [f"{statement.label}: {'; '.join(statement.widened)}"
+                   for statement in statement_changes(old if is_policy(old) else {}, new) if statement.widened]
+        if widened:
+            found.append(PlanFinding("diff", "warning", "grant-widened",
+                                     f"{change.name} ({change.type}): {item.path} grants more than the base: "
+                                     f"{' | '.join(widened)}", change.urn))
+    return found
+
+
 def diff_findings(diff: PlanDiff, intended: tuple[str, ...]) -> list[PlanFinding]:
     """The findings of a diff, in the order of its changes; intended entries the change does not
     need are warned about, so a stale one does not wave through a later replacement."""
@@ -102,6 +125,7 @@ def diff_findings(diff: PlanDiff, intended: tuple[str, ...]) -> list[PlanFinding
             found.append(PlanFinding("diff", "failure", "update-refused",
                                      f"{change.name} ({change.type}): {item.path} {shown(item.old)} -> {shown(item.new)} "
                                      f"cannot be applied: {item.reason}", change.urn))
+        found.extend(_widened_grants(change))
         if change.may_replace:
             paths = ", ".join(item.path for item in change.may_replace)
             found.append(PlanFinding("diff", "warning", "may-replace",

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from gpucloud.plan.change_order import DELETE_FIRST, replacement_order
 from gpucloud.plan.diff import PlanDiff, ResourceChange
+from gpucloud.plan.diff_documents import document_lines, parsed
 from gpucloud.plan.diff_findings import shown
 
 SYMBOLS = {"create": ("+", "green"), "update": ("~", "yellow"), "replace": ("+-", "magenta"), "delete": ("-", "red")}
@@ -30,7 +31,10 @@ def _property_lines(change: ResourceChange) -> list[Text]:
     lines = []
     for item in change.changes:
         symbol = "+" if item.old is None else "-" if item.new is None else "~"
-        text = Text(f"      {symbol} {item.path}: {shown(item.old)} => {shown(item.new)}")
+        old_document, new_document = parsed(item.old), parsed(item.new)
+        documents = old_document is not None and new_document is not None
+        values = "JSON document changed:" if documents else f"{shown(item.old)} => {shown(item.new)}"
+        text = Text(f"      {symbol} {item.path}: {values}")
         if item.forces_replacement:
             text += Text(f"  (forces replacement: {item.reason})", style="magenta")
         elif item.may_replace:
@@ -38,6 +42,9 @@ def _property_lines(change: ResourceChange) -> list[Text]:
         elif item.refused:
             text += Text(f"  (refused: {item.reason})", style="bold red")
         lines.append(text)
+        if documents:
+            lines.extend(Text(f"          {line}", style="yellow" if "widens:" in line else "")
+                         for line in document_lines(old_document, new_document))
     for item in change.ignored:
         lines.append(Text(f"        {item.path}: {shown(item.old)} => {shown(item.new)}  (ignored: ignoreChanges)", style="dim"))
     return lines

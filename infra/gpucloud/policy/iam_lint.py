@@ -322,3 +322,10 @@ def summarize(findings: list[IamFinding]) -> str:
 def has_medium_or_worse(findings: Iterable[IamFinding]) -> bool:
     """Whether any finding is MEDIUM or worse and not accepted."""
     return any(finding.counts for finding in findings)
+
+
+def actions_matching(pattern: str) -> frozenset[str]:
+    """The IAM actions an action pattern (`kms:Get*`, `*`) names, as `service:Action`, from
+    parliament's database of the Service Authorization Reference; empty for an unknown service."""
+    expanded = _parliament().expand_action(pattern, raise_exceptions=False)
+    return frozenset(f"{item['service']}:{item['action']}" for item in expanded)
