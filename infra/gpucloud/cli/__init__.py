@@ -10,7 +10,19 @@ from __future__ import annotations
 import argparse
 
 from gpucloud import __version__
-from gpucloud.cli import account, backend, capacity, connect, jobs, observability, plan, preflight, prices, schema
+from gpucloud.cli import (
+    account,
+    backend,
+    capacity,
+    connect,
+    init,
+    jobs,
+    observability,
+    plan,
+    preflight,
+    prices,
+    schema,
+)
 from gpucloud.cli.backend import BACKEND_AWS_CALL_FAILED, BACKEND_REFUSED
 from gpucloud.cli.common import (
     PLAN_BAD_INPUT,
@@ -21,7 +33,7 @@ from gpucloud.cli.common import (
     facts_path,
 )
 
-COMMAND_GROUPS = (plan, connect, jobs, preflight, observability, account, capacity, prices, backend, schema)
+COMMAND_GROUPS = (init, plan, connect, jobs, preflight, observability, account, capacity, prices, backend, schema)
 """Each module adds its command (group) to the parser; `gpucloud --help` lists them in this order."""
 
 __all__ = [
