@@ -137,6 +137,14 @@ def test_scale_in_path_is_found_through_property_dependencies_when_the_name_is_u
     assert run_stack_rule(case) == []
 
 
+def test_a_group_without_scale_in_path_is_told_the_stack_keys_and_the_program_resources():
+    [(message, urn)] = run_stack_rule(StackCase("alone", "gpu-group-has-scale-in-path", [GPU_TEMPLATE, GPU_GROUP]))
+    assert urn == GPU_GROUP.urn
+    for key in ("idleShutdown", "scaling.gpuIdleScaleIn", "scaling.targetTracking", "scaling.schedules"):
+        assert key in message
+    assert "aws.autoscaling.Schedule" in message and "aws.autoscaling.Policy" in message
+
+
 def test_evaluate_reports_each_violation_with_policy_level_and_urn():
     resources = [
         planned(VOLUME, "scratch", {"size": 100, "tags": {"Project": "vision"}}),

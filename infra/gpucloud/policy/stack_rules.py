@@ -124,7 +124,10 @@ def validate_gpu_group_has_scale_in_path(
         report(
             "GPU Auto Scaling group has no scale-in path: no scheduled action, no target-tracking policy "
             "that may scale in, and no scaling policy with a negative adjustment, so idle GPUs keep "
-            "running. Fix: add an aws.autoscaling.Schedule (e.g. nightly scale to zero) or a "
+            "running. Fix: in a stack file, give the group idleShutdown, scaling.gpuIdleScaleIn, "
+            "scaling.targetTracking (without disableScaleIn) or scaling.schedules (e.g. a night schedule "
+            "with desiredCapacity 0); "
+            "in a Pulumi program: add an aws.autoscaling.Schedule (e.g. nightly scale to zero) or a "
             "target-tracking aws.autoscaling.Policy for the group.",
             group.urn,
         )
