@@ -46,6 +46,17 @@ def test_an_unknown_key_names_the_closest_known_key(change, key, suggestion):
     assert (key, f"is not a known key (did you mean '{suggestion}'?)") in error.value.problems
 
 
+@pytest.mark.parametrize("key", ["efa", "EFA"])
+def test_an_efa_key_in_a_group_points_at_multi_node(key):
+    values = minimal_config()
+    values["groups"][0][key] = True
+    with pytest.raises(ConfigError) as error:
+        parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")
+    [(path, message)] = error.value.problems
+    assert path == f"gpu-cloud:groups[0].{key}"
+    assert message.startswith("is not a known key (EFA comes with 'multiNode: true'"), message
+
+
 def test_an_unknown_key_like_no_known_one_points_at_the_reference():
     values = minimal_config() | {"zzzzzz": 1}
     with pytest.raises(ConfigError) as error:

@@ -50,6 +50,15 @@ def _aliases(model: type[BaseModel]) -> dict[str, type[BaseModel] | None]:
     return {(field.alias or name): _model_of(field.annotation) for name, field in model.model_fields.items()}
 
 
+PROVIDED_BY_ANOTHER_KEY: dict[str, dict[str, str]] = {
+    "GroupConfig": {
+        "efa": "EFA comes with 'multiNode: true' (EFA on every network card, one cluster placement group)",
+        "placementgroup": "a cluster placement group comes with 'multiNode: true', with EFA on every network card",
+    },
+}
+"""Keys users reach for whose meaning another key already carries, by model and lower-cased key."""
+
+
 def did_you_mean(root: type[BaseModel], location: tuple[Any, ...]) -> str:
     """For pydantic's location of an unknown key (its parent's path, then the key), the closest known
     key of the model it sits in, as " (did you mean 'x'?)", or "" when none is close."""
@@ -60,7 +69,8 @@ def did_you_mean(root: type[BaseModel], location: tuple[Any, ...]) -> str:
         model = _aliases(model).get(str(part))
     if model is None or not location:
         return ""
-    return closest(str(location[-1]), _aliases(model))
+    provided = PROVIDED_BY_ANOTHER_KEY.get(model.__name__, {}).get(str(location[-1]).lower())
+    return f" ({provided})" if provided else closest(str(location[-1]), _aliases(model))
 
 
 def closest(word: str, known: Iterable[str]) -> str:
