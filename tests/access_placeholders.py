@@ -24,8 +24,10 @@ _IDS = (
     (re.compile(r"arn:aws:states:[a-z0-9-]+:(\d{12}):(stateMachine|execution):gpu-cloud-[^:]+-jobs\b"),
      r"arn:aws:states:${region}:\1:\2:gpu-cloud-${nameBase}-jobs"),
     (re.compile(r"(:execution:gpu-cloud-\$\{nameBase\}-jobs:)[^:\s\"]+"), r"\1${job}"),
+    # A job's marker, named by its job id (documents/job_supervisor_continuation.marker_key).
+    (re.compile(r"(jobs/groups/gpu-cloud-\$\{nameBase\}-\$\{group\}/)[^/\s\"]+\.json"), r"\1${job}.json"),
 )
-_JOB_KEY = re.compile(r"^(?:\$\{writePrefix\}|[^$]*?)jobs/(?:[^/$]+|\$\{job\})/")
+_JOB_KEY = re.compile(r"^(?:\$\{writePrefix\}|[^$]*?)jobs/(?!groups/)(?:[^/$]+|\$\{job\})/")
 
 
 def values_of(candidate: Any) -> dict[str, str]:
@@ -71,6 +73,7 @@ def _settings_values(settings) -> dict[str, str]:
         naming.job_log_group_name(base): "/gpu-cloud/${nameBase}/jobs",
         naming.job_supervisor_name(base): "gpu-cloud-${nameBase}-jobs",
         naming.job_supervisor_role_name(base): "gpu-cloud-${nameBase}-jobs-role",
+        f"arn:aws:sns:{settings.region}:{ACCOUNT}:{naming.alerts_topic_name(base)}": "${topicArn}",
         f"{naming.job_supervisor_name(base)}-events": "gpu-cloud-${nameBase}-jobs-events",  # components/job_supervisor.py
         naming.artifacts_bucket_name(base, ACCOUNT): "${artifactsBucket}",
         naming.instance_role_name(base): "gpu-cloud-${nameBase}-node",

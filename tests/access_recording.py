@@ -223,7 +223,7 @@ class ActorCalls:
                 return check(client, operation, params)
             return unsent
 
-        ActorCalls.active = self
+        outer, ActorCalls.active = ActorCalls.active, self
         try:
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(BaseClient, "_make_api_call", recorded_api_call)
@@ -234,7 +234,7 @@ class ActorCalls:
                         patch.setattr(module, "check_unsent", recorded_unsent(module.check_unsent))
                 yield self
         finally:
-            ActorCalls.active = None
+            ActorCalls.active = outer
 
 
 def stood_in(service: str, operation: str, params: Mapping[str, Any], response: Mapping[str, Any] | None = None) -> None:
@@ -257,8 +257,16 @@ def ran_printed(settings, feature: str, service: str, operation: str, params: Ma
         calls.add(Request(service, operation, dict(params), dict(response or {}), values_of(settings), feature=feature))
 
 
+def _state_machine_code() -> tuple[str, ...]:
+    import moto.stepfunctions.parser
+
+    return (str(Path(moto.stepfunctions.parser.__file__).parent) + "/",)
+
+
 _STASH = pytest.StashKey[dict]()
-CODE_OF = {"person": PERSON_CODE, "deployer": DEPLOYER_CODE}
+CODE_OF = {"person": PERSON_CODE, "deployer": DEPLOYER_CODE, "service:states.amazonaws.com": _state_machine_code()}
+"""Whose code makes an actor's calls; the job supervisor's (actor `service:states.amazonaws.com`,
+its role the principal) are its tasks', which moto's Step Functions interpreter makes."""
 COMMANDS = {
     ("ops/jobs.py", "run"): "run",
     ("ops/job_control.py", "logs"): "logs",
@@ -295,17 +303,26 @@ def pytest_configure(config):
 def pytest_runtest_call(item):
     """Record the calls of the actor the test's access_calls marker names; a test that passes must
     have made exactly the calls the file holds for it (or, measuring, they are kept)."""
-    marker = item.get_closest_marker("access_calls")
-    if marker is None:
+    markers = list(item.iter_markers("access_calls"))
+    if not markers:
         return (yield)
-    actor, feature = marker.args
     given = {concrete: placeholder for value in item.funcargs.values() for concrete, placeholder in values_of(value).items()}
-    calls = ActorCalls(CODE_OF[actor.split(":")[0]], given)
-    with calls.recording():
+    recorders = []
+    with contextlib.ExitStack() as recordings:
+        for marker in markers:
+            actor, feature = marker.args
+            values = given | (values_of(marker.kwargs["settings"]) if "settings" in marker.kwargs else {})
+            calls = ActorCalls(CODE_OF.get(actor, CODE_OF.get(actor.split(":")[0])), values)
+            recordings.enter_context(calls.recording())
+            recorders.append((actor, feature, marker.kwargs.get("principal"), calls))
         outcome = yield
     test = item.nodeid.split("[")[0]
-    measured = entries(actor, feature, test, calls.requests, through_vpc=False)
-    assert measured, f"{test} names {actor} {feature} and measured no call"
+    measured = []
+    for actor, feature, principal, calls in recorders:
+        found = entries(actor, feature, test, calls.requests, through_vpc=False)
+        assert found, f"{test} names {actor} {feature} and measured no call"
+        measured += [entry | {"principal": principal} if principal else entry for entry in found]
+    measured.sort(key=sort_key)
     if _STASH in item.config.stash:
         together = {json.dumps(entry, sort_keys=True): entry for entry in item.config.stash[_STASH].get(test, []) + measured}
         item.config.stash[_STASH][test] = sorted(together.values(), key=sort_key)

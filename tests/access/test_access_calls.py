@@ -35,10 +35,15 @@ def test_the_declared_calls_are_the_files_and_each_cites_its_page():
 
 @functools.cache
 def markers(module: str) -> dict[str, list[tuple]]:
-    """test function -> the (marker, args) of its node_aws_calls and access_calls markers."""
+    """test function -> the (marker, args) of its node_aws_calls and access_calls markers, written
+    on it or named by a module-level constant (`SUPERVISOR = pytest.mark.access_calls(...)`)."""
     found: dict[str, list[tuple]] = {}
-    for node in ast.parse((ROOT / module).read_text()).body:
+    body = ast.parse((ROOT / module).read_text()).body
+    named = {target.id: node.value for node in body if isinstance(node, ast.Assign)
+             for target in node.targets if isinstance(target, ast.Name)}
+    for node in body:
         for decorator in getattr(node, "decorator_list", []):
+            decorator = named.get(decorator.id, decorator) if isinstance(decorator, ast.Name) else decorator
             if isinstance(decorator, ast.Call) and ast.unparse(decorator.func) in (
                     "pytest.mark.node_aws_calls", "pytest.mark.access_calls"):
                 args = tuple(arg.value for arg in decorator.args)

@@ -21,9 +21,10 @@ def test_pulumi_up_encrypts_through_services_and_passes_roles(settings, account)
     assert deployment.outputs["kmsKeyArn"]
 
 
-def test_the_plan_checks_the_roles_the_deployer_passes_to_the_job_supervisor():
-    """The state machine's role goes to Step Functions and the node-left target's to EventBridge:
-    the plan fills and checks both passes, and denies none (issue 37)."""
+def test_the_plan_checks_the_job_supervisor_s_calls_and_the_roles_the_deployer_passes_it():
+    """The state machine's role goes to Step Functions and the node-left target's to EventBridge;
+    the supervisor's own calls (tests/ops/test_job_supervisor.py) are its role's: the plan fills and
+    checks them all, and denies none (issue 37)."""
     from gpucloud.plan import access as plan_access
     from gpucloud.plan.preview import plan_stack
 
@@ -34,7 +35,12 @@ def test_the_plan_checks_the_roles_the_deployer_passes_to_the_job_supervisor():
 
     assert plan_access.stack_features(settings)["jobSupervisor"][0] == "deployer"
     assert sorted((call["action"], call["resource"], call["context"]["iam:PassedToService"])
-                  for call in calls if call["feature"] == "jobSupervisor") == [
+                  for call in calls if call["action"] == "iam:PassRole" and call["feature"] == "jobSupervisor") == [
         ("iam:PassRole", f"arn:aws:iam::{account}:role/gpu-cloud-vision-train-jobs-events", "events.amazonaws.com"),
         ("iam:PassRole", f"arn:aws:iam::{account}:role/gpu-cloud-vision-train-jobs-role", "states.amazonaws.com")]
+    role = f"arn:aws:iam::{account}:role/gpu-cloud-vision-train-jobs-role"
+    supervisor = {call["action"] for call in calls
+                  if call["actor"] == "service:states.amazonaws.com" and call["principal"] == role}
+    assert {"autoscaling:SetDesiredCapacity", "ssm:SendCommand", "ssm:CancelCommand", "s3:PutObject", "s3:ListBucket",
+            "s3:GetObject", "s3:DeleteObject", "sns:Publish", "states:StartExecution", "states:DescribeExecution"} <= supervisor
     assert plan.access["denied"] == [] and plan.access["unmeasured"] == []

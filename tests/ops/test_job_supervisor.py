@@ -33,6 +33,9 @@ SETTINGS = load_stack_file(STACKS / "Pulumi.vision-train.yaml")
 GROUP = "gpu-cloud-vision-train-trainers"
 BUCKET = "example-vision-data"
 COMMAND = ["torchrun", "--nnodes", "$NNODES", "train.py"]
+SUPERVISOR = pytest.mark.access_calls("service:states.amazonaws.com", "jobSupervisor", settings=SETTINGS,
+                                      principal="arn:${partition}:iam::${account}:role/gpu-cloud-${nameBase}-jobs-role")
+"""The supervisor's own calls, its tasks' on moto, recorded for the plan's access check as its role's."""
 
 
 @pytest.fixture
@@ -147,6 +150,7 @@ def detached(session, nodes: int = 2, **options) -> tuple[Clients, str, object]:
 
 
 @pytest.mark.access_calls("person:jobRunner", "run")
+@SUPERVISOR
 def test_a_detached_job_runs_on_n_nodes_and_its_end_goes_to_the_topic(aws):
     clients, arn, job = detached(aws, nodes=3)
 
@@ -191,6 +195,7 @@ def replace_first_node(session, during: dict) -> Callable[[str, str, int], tuple
 
 
 @pytest.mark.access_calls("person:jobRunner", "run")
+@SUPERVISOR
 def test_a_node_replaced_mid_job_resumes_from_the_checkpoint_on_the_new_set(aws, agents):
     during: dict = {}
     agents.status = replace_first_node(aws, during)
@@ -305,6 +310,7 @@ def test_run_detach_prints_the_job_id_and_jobs_lists_it(aws, capsys):
     assert row.split()[:4] == [job_id, "SUCCEEDED", "1", "2"]
 
 
+@SUPERVISOR
 def test_a_long_job_continues_in_a_new_execution_before_the_history_quota(aws, agents):
     agents.status = lambda command, instance, calls: ("InProgress", -1) if calls <= 5 else ("Success", 0)
     clients = Clients.of(aws)
@@ -323,6 +329,7 @@ def test_a_long_job_continues_in_a_new_execution_before_the_history_quota(aws, a
     assert denied_to_the_supervisor_role(aws, agents.made) == []
 
 
+@SUPERVISOR
 def test_a_node_leaving_after_the_supervision_died_continues_the_job_on_the_new_set(aws, agents):
     from moto.events.models import EventPattern
     from moto.stepfunctions.parser.api import ExecutionStatus
@@ -438,6 +445,7 @@ def test_stop_after_a_resume_stops_the_last_attempt(aws, agents):
     assert agents.cancelled[-1] == second["CommandId"] and agents.cancelled.count(first["CommandId"]) == 1
 
 
+@SUPERVISOR
 def test_a_job_that_never_gets_its_nodes_gives_the_group_back_its_capacity(aws):
     from unittest import mock
 
@@ -497,6 +505,7 @@ def test_the_preflight_defaults_to_quick_on_a_multinode_group_and_off_elsewhere(
     assert "default: quick on a multiNode group, else off" in " ".join(capsys.readouterr().out.split())
 
 
+@SUPERVISOR
 def test_two_jobs_on_one_group_keep_their_own_markers(aws, agents):
     """Each job's marker is its own: the end of a second job on the group leaves the first job's
     marker, which the node-left branch needs should the first job's supervision die (issue 37)."""
