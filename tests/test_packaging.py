@@ -234,3 +234,70 @@ def test_the_changelog_has_a_section_for_this_version():
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert "Keep a Changelog" in changelog
     assert f"## [{VERSION}]" in changelog
+
+
+PLAN_PATH = ("gpucloud.plan", "gpucloud.testing", "gpucloud.policy", "gpucloud.pricing", "gpucloud.cli", "gpucloud.program")
+"""What `gpucloud plan` runs: the engine, the policies, the prices, the command; every module of each."""
+
+PLAN_PATH_IMPORTS = """
+import importlib, json, pkgutil, sys
+before = set(sys.modules)
+for root in {roots!r}:
+    module = importlib.import_module(root)
+    for info in pkgutil.walk_packages(getattr(module, "__path__", []), root + "."):
+        # the CrossGuard wrapper needs pulumi-policy, which the policy pack's requirements add
+        if not info.name.endswith((".__main__", ".crossguard")):
+            importlib.import_module(info.name)
+print(json.dumps(sorted({{name.split(".")[0] for name in set(sys.modules) - before}})))
+"""
+
+OPTIONAL_PROBES = {"backports"}
+"""Imported by a try that does without it: urllib3 tries backports.zstd, and the attempt loads the
+`backports` namespace package of whatever else is installed."""
+
+
+def _installed_closure(requirements: list[str]) -> set[str]:
+    """The distributions these requirements install, with their dependencies' (extras and markers honoured)."""
+    from importlib.metadata import PackageNotFoundError, requires
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    seen: set[str] = set()
+    pending = [(Requirement(text), "") for text in requirements]
+    while pending:
+        requirement, extra = pending.pop()
+        if requirement.marker and not requirement.marker.evaluate({"extra": extra}):
+            continue
+        name = canonicalize_name(requirement.name)
+        extras = sorted(requirement.extras)
+        if (name, *extras) in seen:
+            continue
+        seen.add((name, *extras))
+        try:
+            declared = requires(name) or []
+        except PackageNotFoundError:
+            continue
+        for text in declared:
+            for wanted in ["", *extras]:
+                pending.append((Requirement(text), wanted))
+    return {entry[0] for entry in seen}
+
+
+def test_the_plan_extra_installs_everything_the_plan_path_imports():
+    """The docs' lighter install (`gpucloud[plan]`, without the test extra) is enough to plan."""
+    from importlib.metadata import packages_distributions
+    from packaging.utils import canonicalize_name
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    installed = _installed_closure(project["dependencies"] + [
+        requirement for requirement in project["optional-dependencies"]["plan"] if not requirement.startswith("gpucloud[")
+    ] + project["optional-dependencies"]["policy"])
+    result = subprocess.run([sys.executable, "-c", PLAN_PATH_IMPORTS.format(roots=PLAN_PATH)],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    providers = packages_distributions()
+
+    imported = {name: {canonicalize_name(dist) for dist in providers[name]}
+                for name in json.loads(result.stdout) if name in providers and name not in {"gpucloud", *OPTIONAL_PROBES}}
+    assert sorted(name for name, dists in imported.items() if not dists & installed) == []
+    assert {"moto", "rich", "pulumi_aws"} <= set(imported)
