@@ -77,6 +77,7 @@ def take_snapshot(aws_session, tmp_path, endpoint_url=None):
     public = private_subnets(ec2, "10.71.0.0/16", "a", egress="igw")
     aws_session.client("iam", **({"endpoint_url": endpoint_url} if endpoint_url else {})).create_service_linked_role(
         AWSServiceName="autoscaling.amazonaws.com")
+    aws_session.client("s3", **({"endpoint_url": endpoint_url} if endpoint_url else {})).create_bucket(Bucket="demo-data")
     values = minimal_config(network={"subnetIds": subnets})
     del values["account"]
     settings = parse_stack_config(values, stack="demo", source="stacks/Pulumi.demo.yaml", region="us-east-1")

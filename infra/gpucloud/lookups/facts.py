@@ -119,10 +119,27 @@ class PrometheusWorkspaceContents:
     """Namespace name -> the `gpu-cloud:stack` tag it carries ("" for one no gpu-cloud stack made)."""
 
 
+@dataclass(frozen=True)
+class Bucket:
+    """An S3 bucket the stack names but does not create (`data.bucket`)."""
+
+    name: str
+    exists: bool | None
+    """None: not known (offline, no account facts say)."""
+    region: str = ""
+    owned_by_account: bool | None = None
+    """Whether the deploying account owns it; None where nothing read it (no pulumi-aws data
+    source says; `gpucloud account snapshot` asks HeadBucket with ExpectedBucketOwner)."""
+    encryption: str = ""
+    """Its default encryption (SSEAlgorithm of GetBucketEncryption), where the facts say."""
+
+
 QUOTA_NOT_KNOWN = "quota value not known"
 """How the offline engine words a quota it has no account fact for."""
 ROLE_NOT_KNOWN = "role not known"
 """How the offline engine words a service-linked role no account fact says exists or not."""
+BUCKET_NOT_KNOWN = "bucket not known"
+"""How the offline engine words a bucket, not in its account, that no account fact says exists or not."""
 
 
 class LookupUnavailable(Exception):
@@ -149,5 +166,6 @@ class AwsLookups(Protocol):
     def instance_type_zones(self, name: str) -> set[str]: ...
     def offered_gpu_types(self) -> tuple[str, ...]: ...
     def prometheus_workspace(self, workspace_id: str) -> PrometheusWorkspace | None: ...
+    def bucket(self, name: str) -> Bucket: ...
     # None: not known (no pulumi-aws data source reads it; the offline plan's account facts do)
     def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None: ...

@@ -11,9 +11,11 @@ from gpucloud.config import CapacityBlockOffer
 from gpucloud.lookups.capacity import CapacityBlockOffering, CapacityReservation, lookup_offering, lookup_reservation
 from gpucloud.lookups.requirements import GPU_FAMILIES, GpuTypeAttributes, region_gpu_types
 from gpucloud.lookups.facts import (
+    BUCKET_NOT_KNOWN,
     QUOTA_NOT_KNOWN,
     ROLE_NOT_KNOWN,
     Ami,
+    Bucket,
     InstanceTypeFacts,
     LookupUnavailable,
     PrometheusWorkspace,
@@ -31,6 +33,7 @@ NOT_FOUND_MARKERS = (
     "Your query returned no results",
     "NoSuchEntity",
     "ResourceNotFoundException",
+    "couldn't find resource",
 )
 """How the provider (and the engine) word a failed invoke whose object does not exist: AWS's
 error codes, and the provider's own words for singular data sources that match nothing."""
@@ -148,6 +151,20 @@ class PulumiAwsLookups:
             return _absent(error)
         return PrometheusWorkspace(id=found.workspace_id, arn=found.arn, status=found.status,
                                    kms_key_arn=found.kms_key_arn or "")
+
+    @functools.cache
+    def bucket(self, name: str) -> Bucket:
+        """The bucket and its region (aws.s3.getBucket: HeadBucket, then the bucket's region;
+        terraform-provider-aws internal/service/s3/bucket_data_source.go, read 2026-11-28). The
+        data source says nothing of the owner or the encryption: account facts do."""
+        try:
+            found = aws.s3.get_bucket(bucket=name)
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            if BUCKET_NOT_KNOWN in str(error):
+                return Bucket(name, exists=None)
+            _absent(error)
+            return Bucket(name, exists=False)
+        return Bucket(name, exists=True, region=found.bucket_region or "")
 
     def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None:
         """Not known here: pulumi-aws has no data source for a workspace's alert manager definition

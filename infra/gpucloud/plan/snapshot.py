@@ -5,7 +5,9 @@ IAM permissions it needs: sts:GetCallerIdentity, servicequotas:GetServiceQuota, 
 ec2:DescribeSubnets, ec2:DescribeVpcs, ec2:DescribeRouteTables, ec2:DescribeVpcEndpoints,
 ec2:DescribeImages, for groups on reserved capacity ec2:DescribeCapacityReservations and
 ec2:DescribeCapacityBlockOfferings, and for a stack naming a Prometheus workspace
-aps:DescribeWorkspace, aps:DescribeAlertManagerDefinition and aps:ListRuleGroupsNamespaces.
+aps:DescribeWorkspace, aps:DescribeAlertManagerDefinition and aps:ListRuleGroupsNamespaces, and
+for the data bucket s3:ListBucket (HeadBucket), s3:GetBucketLocation and s3:GetEncryptionConfiguration
+(GetBucketEncryption).
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ def snapshot_account(settings: StackSettings, session: boto3.Session, today: dat
     names and the Prometheus workspace it names."""
     region = settings.region
     ec2 = session.client("ec2", region_name=region)
+    account_id = session.client("sts", region_name=region).get_caller_identity()["Account"]
     document: dict[str, Any] = {
         "snapshot": {
             "takenOn": (today or datetime.date.today()).isoformat(),
-            "accountId": session.client("sts", region_name=region).get_caller_identity()["Account"],
+            "accountId": account_id,
             "region": region,
         },
         "quotas": _quotas(session.client("service-quotas", region_name=region)),
@@ -44,6 +47,7 @@ def snapshot_account(settings: StackSettings, session: boto3.Session, today: dat
         "capacityReservations": _reservations(ec2, settings),
         "capacityBlockOfferings": _offerings(ec2, settings),
         "prometheusWorkspaces": _workspaces(session.client("amp", region_name=region), settings),
+        "buckets": _buckets(session.client("s3", region_name=region), settings, account_id),
     }
     return AccountFacts.model_validate(document)
 
@@ -160,6 +164,47 @@ def _reservations(ec2, settings: StackSettings) -> list[dict[str, Any]]:
             **({"end": item["EndDate"].isoformat()} if item.get("EndDate") else {}),
         })
     return found
+
+
+def _buckets(s3, settings: StackSettings, account_id: str) -> list[dict[str, Any]]:
+    """The data bucket, if it exists: its region (GetBucketLocation: no constraint is us-east-1),
+    whether the snapshot's account owns it (HeadBucket with ExpectedBucketOwner answers 403 for a
+    bucket of another account) and its default encryption (GetBucketEncryption). Amazon S3 API
+    Reference, HeadBucket, GetBucketLocation, GetBucketEncryption, read 2026-11-28. One missing
+    (404) is left out, so the plan reports it missing."""
+    data = settings.config.data
+    if data is None:
+        return []
+    try:
+        s3.head_bucket(Bucket=data.bucket)
+    except ClientError as error:
+        if error.response["Error"]["Code"] in ("404", "NoSuchBucket", "NotFound"):
+            return []
+        raise
+    region = s3.get_bucket_location(Bucket=data.bucket).get("LocationConstraint") or "us-east-1"
+    return [{"name": data.bucket, "region": region, "ownedByAccount": _owned_by(s3, data.bucket, account_id),
+             **_encryption(s3, data.bucket)}]
+
+
+def _owned_by(s3, bucket: str, account_id: str) -> bool:
+    try:
+        s3.head_bucket(Bucket=bucket, ExpectedBucketOwner=account_id)
+    except ClientError as error:
+        if error.response["Error"]["Code"] in ("403", "AccessDenied"):
+            return False
+        raise
+    return True
+
+
+def _encryption(s3, bucket: str) -> dict[str, str]:
+    """Its default encryption's algorithm; nothing where the caller may not read it."""
+    try:
+        rules = s3.get_bucket_encryption(Bucket=bucket)["ServerSideEncryptionConfiguration"]["Rules"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] in ("AccessDenied", "ServerSideEncryptionConfigurationNotFoundError"):
+            return {}
+        raise
+    return {"encryption": rules[0]["ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"]} if rules else {}
 
 
 def _workspaces(amp, settings: StackSettings) -> list[dict[str, Any]]:

@@ -2,7 +2,8 @@
 same checks a real `pulumi preview` runs.
 
 A facts file (YAML or JSON) lists the EC2 quotas, the VPC and subnets the stack names (zones,
-CIDRs, route tables and their routes, endpoints), pinned AMIs and the service-linked roles.
+CIDRs, route tables and their routes, endpoints), pinned AMIs, the service-linked roles and the
+data bucket (region, owner, encryption; without `buckets`, one not in moto is not known).
 `seed_account` creates them in the moto account under their real ids before the program runs;
 what the file leaves out is looked up in moto as usual (and is then reported missing), except the
 service-linked roles, which are then not known. What a named Prometheus workspace holds is not
@@ -14,6 +15,7 @@ reads the facts (`FactsLookups`), knowing the stack's own from another's.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime
 import json
 from collections.abc import Iterator
@@ -24,7 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from gpucloud.lookups.facts import PrometheusWorkspaceContents
+from gpucloud.lookups.facts import Bucket, PrometheusWorkspaceContents
 from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
 from gpucloud.naming import AUTOSCALING_SERVICE
 from gpucloud.testing.registry import Account
@@ -140,6 +142,18 @@ class PrometheusWorkspaceFacts(_Facts):
         )
 
 
+class BucketFacts(_Facts):
+    """An S3 bucket the stack names but does not create, as its snapshot read it (HeadBucket,
+    GetBucketLocation, GetBucketEncryption)."""
+
+    name: str
+    region: str
+    owned_by_account: bool = True
+    """False: HeadBucket with ExpectedBucketOwner set to the snapshot's account was refused (403)."""
+    encryption: str | None = None
+    """SSEAlgorithm of its default encryption (AES256, aws:kms, aws:kms:dsse); absent: not read."""
+
+
 class SnapshotFacts(_Facts):
     taken_on: datetime.date
     account_id: str
@@ -158,6 +172,9 @@ class AccountFacts(_Facts):
     capacity_reservations: list[CapacityReservationFacts] = Field(default_factory=list)
     capacity_block_offerings: list[CapacityBlockOfferingFacts] = Field(default_factory=list)
     prometheus_workspaces: list[PrometheusWorkspaceFacts] = Field(default_factory=list)
+    buckets: list[BucketFacts] | None = None
+    """The buckets the stack names that exist; one it names and this leaves out does not exist.
+    Absent: not known (the plan then says the data bucket was not checked)."""
 
     def age_warning(self, today: datetime.date | None = None) -> str | None:
         """Facts older than FACTS_STALE_AFTER_DAYS may no longer be true of the account."""
@@ -225,6 +242,16 @@ def seed_account(account: Account, facts: AccountFacts) -> None:
     account.capacity_block_offerings.extend(offering.model_dump() for offering in facts.capacity_block_offerings)
     for workspace in facts.prometheus_workspaces:
         _seed_workspace(account, workspace)
+    account.buckets_known = facts.buckets is not None
+    for bucket in facts.buckets or ():
+        _seed_bucket(account, bucket)
+
+
+def _seed_bucket(account: Account, bucket: BucketFacts) -> None:
+    """The bucket, in its own region (a client of that region creates it there)."""
+    s3 = account.session.client("s3", region_name=bucket.region)
+    where = {} if bucket.region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": bucket.region}}
+    s3.create_bucket(Bucket=bucket.name, **where)
 
 
 def _assume_service_linked_roles(account: Account) -> None:
@@ -241,6 +268,16 @@ class FactsLookups(PulumiAwsLookups):
 
     def __init__(self, facts: AccountFacts | None):
         self.facts = facts
+
+    def bucket(self, name: str) -> Bucket:
+        """The engine's answer, with the owner and encryption the facts recorded."""
+        found = super().bucket(name)
+        listed = (self.facts.buckets if self.facts else None) or []
+        recorded = next((bucket for bucket in listed if bucket.name == name), None)
+        if not found.exists or recorded is None:
+            return found
+        return dataclasses.replace(found, owned_by_account=recorded.owned_by_account,
+                                   encryption=recorded.encryption or "")
 
     def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None:
         for workspace in self.facts.prometheus_workspaces if self.facts else ():

@@ -6,7 +6,9 @@ import datetime
 import json
 from typing import Any
 
-from gpucloud.lookups.facts import QUOTA_NOT_KNOWN, ROLE_NOT_KNOWN
+from botocore.exceptions import ClientError
+
+from gpucloud.lookups.facts import BUCKET_NOT_KNOWN, QUOTA_NOT_KNOWN, ROLE_NOT_KNOWN
 from gpucloud.testing.registry import Account, invoke, refused
 from gpucloud.testing.service_model import ServiceModelViolation
 
@@ -273,4 +275,28 @@ def service_quota(account: Account, args: dict[str, Any]) -> dict[str, Any]:
         "usageMetrics": [],
         "arn": f"arn:aws:servicequotas:{account.region}:{account.account_id}:{args['serviceCode']}/{code}",
         "defaultValue": float(account.quotas[code]),
+    }
+
+
+@invoke("aws:s3/getBucket:getBucket")
+def bucket(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    """HeadBucket, then the bucket's region, as the provider's data source reads them; a missing
+    bucket fails in its words, "reading S3 Bucket (name): couldn't find resource"
+    (terraform-provider-aws internal/service/s3/bucket_data_source.go and its not-found error,
+    read 2026-11-28). A bucket not in moto that no account fact says exists or not is not known."""
+    name = args["bucket"]
+    s3 = account.client("s3")
+    try:
+        s3.head_bucket(Bucket=name)
+    except ClientError as error:
+        if error.response["Error"]["Code"] not in ("404", "NoSuchBucket", "NotFound"):
+            raise
+        if not account.buckets_known:
+            raise LookupError(f"{BUCKET_NOT_KNOWN}: no account facts say whether {name} exists") from None
+        raise LookupError(f"reading S3 Bucket ({name}): couldn't find resource") from None
+    region = s3.get_bucket_location(Bucket=name).get("LocationConstraint") or "us-east-1"
+    return {
+        "id": name, "bucket": name, "arn": f"arn:aws:s3:::{name}", "bucketRegion": region, "region": account.region,
+        "bucketDomainName": f"{name}.s3.amazonaws.com",
+        "bucketRegionalDomainName": f"{name}.s3.{region}.amazonaws.com",
     }
