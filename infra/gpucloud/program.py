@@ -35,6 +35,20 @@ def settings_from_pulumi_config() -> StackSettings:
     return parse_stack_config(values, stack=stack, source=source, region=region)
 
 
+def _schedule_warnings(settings: StackSettings) -> list[tuple[str, str]]:
+    """A schedule that closes its group (maxSize 0) with none to open it again: a warning, as the
+    stack may mean it (a group retired on a date), but most often a morning schedule is missing."""
+    return [
+        (f"gpu-cloud:groups[{index}].scaling.schedules[{position}]",
+         f"{group.scaling.schedules[position].name} sets maxSize 0 and no schedule of {group.name} sets it above 0 again: "
+         "after its first run the group stays empty (no job or scale-out can start a node) until maxSize is changed "
+         "by hand; add a schedule that sets maxSize back (e.g. weekday mornings), or leave maxSize out and scale in "
+         "with minSize 0 and desiredCapacity 0")
+        for index, group in enumerate(settings.config.groups)
+        for position in group.scaling.closed_for_good()
+    ]
+
+
 def build(settings: StackSettings, resolved: ResolvedStack | None = None) -> ProjectEnvironment:
     """Resolve AWS facts (failing before any resource on a bad config), then declare everything.
 
@@ -42,7 +56,7 @@ def build(settings: StackSettings, resolved: ResolvedStack | None = None) -> Pro
     plan shows the whole plan and fails; `main` stops a real preview or update on it instead,
     because an error log does not fail a Pulumi update (pulumi/pulumi#6090)."""
     resolved = resolved or resolve_stack(settings, PulumiAwsLookups())
-    for key, reason in resolved.warnings:
+    for key, reason in [*resolved.warnings, *_schedule_warnings(settings)]:
         pulumi.log.warn(f"{key}: {reason}")
     for failure in resolved.failures:
         pulumi.log.error(failure)

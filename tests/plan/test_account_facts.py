@@ -41,6 +41,20 @@ def test_the_example_groups_run_in_the_listed_subnets_under_their_real_ids():
     [security_group] = [resource for resource in plan.resources if resource.type == "aws:ec2/securityGroup:SecurityGroup"]
     assert security_group.inputs["vpcId"] == "vpc-0a1b2c3d4e5f60718"
     assert not [resource for resource in plan.resources if resource.type == "aws:ec2/vpc:Vpc"]
+    assert not [finding.message for finding in plan.findings if "sets maxSize 0" in finding.message]
+
+
+def test_a_schedule_that_closes_its_group_with_none_to_open_it_warns(tmp_path):
+    document = yaml.safe_load(STACK_FILE.read_text())
+    schedules = document["config"]["gpu-cloud:groups"][0]["scaling"]["schedules"]
+    assert [schedule["name"] for schedule in schedules] == ["night", "morning"]
+    del schedules[1]
+    (tmp_path / "Pulumi.team-vpc.yaml").write_text(yaml.safe_dump(document))
+    plan = plan_stack(load_stack_file(tmp_path / "Pulumi.team-vpc.yaml"), facts=load_facts(FACTS))
+    [warning] = [finding for finding in plan.findings if "sets maxSize 0" in finding.message]
+    assert warning.severity == "warning" and not plan.failed
+    assert warning.message.startswith("gpu-cloud:groups[0].scaling.schedules[0]: night sets maxSize 0 and no schedule "
+                                      "of batch sets it above 0 again"), warning.message
 
 
 def test_the_public_subnet_of_the_example_is_refused_for_nodes():

@@ -197,3 +197,13 @@ class ScalingConfig(ConfigModel):
     @classmethod
     def schedule_names_are_unique(cls, schedules: list[Schedule]) -> list[Schedule]:
         return unique_names(schedules, "schedule")
+
+    def closed_for_good(self) -> list[int]:
+        """The schedules (by index) that set maxSize 0 while no schedule of the group sets it above
+        0 again. A scheduled action's sizes stay until something else changes them (Amazon EC2
+        Auto Scaling user guide, "Scheduled scaling for Amazon EC2 Auto Scaling", read 2026-11-28),
+        and no job, scale-out policy or desiredCapacity may go above maxSize, so after the first run
+        the group stays empty; `pulumi up` does not see the drift without `--refresh`."""
+        if any(schedule.max_size for schedule in self.schedules):
+            return []
+        return [index for index, schedule in enumerate(self.schedules) if schedule.max_size == 0]
