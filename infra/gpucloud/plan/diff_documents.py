@@ -1,8 +1,8 @@
 """What changed inside a JSON document a resource holds as a string (an IAM or key policy, a
 dashboard body), so a reviewer reads statements, not two strings cut short.
 
-A policy's statements are matched by `Sid`, then by content, then by effect and principal with a
-shared action or resource; each is added, removed or changed. What a change grants beyond the base
+A policy's statements are matched by `Sid`, then by content, then by effect and principal with an
+action in common; each is added, removed or changed. What a change grants beyond the base
 is its widening: actions, resources, principals or condition values an Allow newly covers (an action
 wildcard is expanded through parliament's copy of the Service Authorization Reference, so `kms:Get*`
 newly covering `kms:GetKeyPolicy` is named), a condition an Allow no longer has, or what a Deny no
@@ -75,14 +75,15 @@ def _label(statement: dict[str, Any], index: int) -> str:
 
 
 def _pairs(old: list[dict[str, Any]], new: list[dict[str, Any]]) -> list[tuple[int | None, int | None]]:
-    """Old and new statements paired: by Sid, then identical, then alike; the rest stand alone."""
+    """Old and new statements paired: by Sid, then identical, then alike (same effect and principal,
+    an action in common); the rest stand alone."""
     pairs: list[tuple[int | None, int | None]] = []
     left, right = list(range(len(old))), list(range(len(new)))
     alike = (
         lambda a, b: bool(a.get("Sid")) and a.get("Sid") == b.get("Sid"),
         lambda a, b: a == b,
         lambda a, b: a.get("Effect") == b.get("Effect") and a.get("Principal") == b.get("Principal")
-        and bool(set(_values(a, "Action")) & set(_values(b, "Action")) or set(_values(a, "Resource")) & set(_values(b, "Resource"))),
+        and bool(set(_values(a, "Action")) & set(_values(b, "Action"))),
     )
     for same in alike:
         for i in list(left):
