@@ -4,12 +4,17 @@ Nodes have no public IP. `access.jupyterCidrs`, `tensorboardCidrs` and `sshCidrs
 network routed into the VPC (VPN, Direct Connect, transit gateway); everyone else forwards a local
 port to the node with `aws ssm start-session` (it needs the AWS CLI and its Session Manager plugin,
 and `ssm:StartSession` on the instance and on the `AWS-StartPortForwardingSession` document).
+With `start`, a group at zero is raised to one node first (`autoscaling:SetDesiredCapacity`),
+and the command waits for that node: what a group's notebook user policy allows
+(documents/notebooks.py).
 """
 
 from __future__ import annotations
 
 import json
 import shlex
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpucloud.config import StackSettings
@@ -17,6 +22,8 @@ from gpucloud.naming import autoscaling_group_name
 from gpucloud.ops.nodes import in_service_instance_ids
 
 PORTS = {"jupyter": 8888, "tensorboard": 6006, "ssh": 22}
+START_POLL_SECONDS = 15
+"""How often a started group is asked for its node while the command waits."""
 SSH_LOCAL_PORT = 2222
 """Port 22 is forwarded to this local port: the local sshd (or a missing root right) holds 22."""
 
@@ -48,10 +55,14 @@ class Connection:
 
 
 def find_connection(
-    settings: StackSettings, autoscaling, group: str | None = None, port: int = 8888, local_port: int | None = None
+    settings: StackSettings, autoscaling, group: str | None = None, port: int = 8888, local_port: int | None = None,
+    *, start: bool = False, wait_seconds: float = 0, progress: Callable[[str], None] | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Connection:
     """An in-service node of the group (the only group when none is named) and the forwarding to it; the
-    local port is the remote one (SSH: 2222) unless given, so two stacks can forward 8888 side by side."""
+    local port is the remote one (SSH: 2222) unless given, so two stacks can forward 8888 side by side.
+    With `start`, a group with no node in service and a desired capacity of 0 is raised to 1, and its
+    node awaited for up to `wait_seconds` (a node is in service once its health gate has passed)."""
     config = settings.config
     if not config.access.ssm:
         raise ConnectError(f"stack {settings.stack!r} has access.ssm: false: its nodes run no Session Manager "
@@ -65,9 +76,26 @@ def find_connection(
         raise ConnectError(f"stack {settings.stack!r} has no group {group!r} (groups: {', '.join(names)})")
     asg = autoscaling_group_name(settings.name_base, group)
     in_service = in_service_instance_ids(autoscaling, asg)
+    if not in_service and start:
+        in_service = _start_and_wait(autoscaling, asg, wait_seconds, progress or (lambda _line: None), sleep)
     if not in_service:
-        raise ConnectError(f"group {group} ({asg}) has no node in service: scale it up (its schedule or "
+        raise ConnectError(f"group {group} ({asg}) has no node in service: scale it up (--start, its schedule or "
                            f"`aws autoscaling set-desired-capacity --auto-scaling-group-name {asg} --desired-capacity 1`) "
                            "and wait for the node to pass its launch hook")
     local = local_port or (SSH_LOCAL_PORT if port == 22 else port)
     return Connection(instance_id=in_service[0], group=group, remote_port=port, local_port=local, region=settings.region)
+
+
+def _start_and_wait(autoscaling, asg: str, wait_seconds: float, progress: Callable[[str], None],
+                    sleep: Callable[[float], None]) -> list[str]:
+    """Raise the group from zero (a group already asking for nodes is left as it is) and poll for
+    an in-service node until `wait_seconds` have passed."""
+    [record] = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[asg])["AutoScalingGroups"]
+    if record["DesiredCapacity"] == 0:
+        autoscaling.set_desired_capacity(AutoScalingGroupName=asg, DesiredCapacity=1)
+        progress(f"{asg} was at zero: asked for 1 node")
+    deadline = time.monotonic() + wait_seconds
+    while not (in_service := in_service_instance_ids(autoscaling, asg)) and time.monotonic() < deadline:
+        progress(f"waiting for a node of {asg} to pass its health gate")
+        sleep(START_POLL_SECONDS)
+    return in_service

@@ -4,6 +4,7 @@ Manager port-forwarding command; refuses, saying what to do, when there is nothi
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -130,3 +131,37 @@ def test_connecting_to_a_service_the_group_does_not_run_says_which_key_adds_it(c
     monkeypatch.setattr("boto3.Session.client", lambda self, name, **kwargs: OneNodeInService())
     assert main(["connect", "--stack", "demo", "--port", "tensorboard", "--print"]) == 0
     assert "runs no TensorBoard: add services.tensorboard" in capsys.readouterr().err
+
+
+@pytest.mark.access_calls("person:notebookUser", "connect")
+def test_start_raises_a_group_at_zero_and_forwards_to_its_new_node(account):
+    settings = settings_for(minimal_config())
+    deploy(settings, account)
+    autoscaling = account.client("autoscaling")
+    # moto would hold the node in Pending:Wait for the launch hook the node agent completes on AWS.
+    autoscaling.delete_lifecycle_hook(AutoScalingGroupName="gpu-cloud-demo-workers",
+                                      LifecycleHookName="gpu-cloud-demo-workers-launch")
+    said: list[str] = []
+
+    connection = find_connection(settings, autoscaling, "workers", start=True, progress=said.append)
+
+    [group] = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=["gpu-cloud-demo-workers"])["AutoScalingGroups"]
+    assert group["DesiredCapacity"] == 1
+    assert connection.instance_id == group["Instances"][0]["InstanceId"]
+    assert said == ["gpu-cloud-demo-workers was at zero: asked for 1 node"]
+
+
+def test_start_waits_for_the_node_and_leaves_a_group_already_asking_for_one():
+    class Pending:
+        def describe_auto_scaling_groups(self, **kwargs):
+            return {"AutoScalingGroups": [{"DesiredCapacity": 1, "Instances": [
+                {"InstanceId": "i-0123456789abcdef0", "LifecycleState": "Pending:Wait", "HealthStatus": "Healthy"}]}]}
+
+        def set_desired_capacity(self, **kwargs):
+            raise AssertionError("a group already asking for a node is left as it is")
+
+    polls: list[float] = []
+    with pytest.raises(ConnectError, match="has no node in service"):
+        find_connection(settings_for(minimal_config()), Pending(), start=True, wait_seconds=0.05,
+                        sleep=lambda seconds: (polls.append(seconds), time.sleep(0.03)))
+    assert polls and set(polls) == {15}

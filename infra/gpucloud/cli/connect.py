@@ -9,6 +9,9 @@ from gpucloud.cli.common import PLAN_BAD_INPUT, PLAN_FAILED, add_stack_source, s
 from gpucloud.config import ConfigError, load_stack_file
 from gpucloud.connect import PORTS
 
+START_WAIT_SECONDS = 1200
+"""How long `--start` waits for the node: a launch, the agent's install and the GPU health gate."""
+
 
 def connect(arguments: argparse.Namespace) -> int:
     """Forward a local port to a node of the stack through Session Manager (or print the command)."""
@@ -24,7 +27,8 @@ def connect(arguments: argparse.Namespace) -> int:
         settings = load_stack_file(stack_file_of(arguments), region=arguments.region)
         session = boto3.Session(region_name=settings.region)
         connection = find_connection(
-            settings, session.client("autoscaling"), arguments.group, arguments.port, arguments.local_port
+            settings, session.client("autoscaling"), arguments.group, arguments.port, arguments.local_port,
+            start=arguments.start, wait_seconds=START_WAIT_SECONDS, progress=lambda line: print(line, file=sys.stderr),
         )
     except (ConfigError, ConnectError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -79,6 +83,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--local-port",
         type=local_port_number,
         help="local port to listen on (default: the remote port, 2222 for ssh); another stack can then forward the same port",
+    )
+    connect_parser.add_argument(
+        "--start", action="store_true",
+        help=f"when the group has no node in service and asks for none, raise it to 1 and wait for the node "
+             f"(up to {START_WAIT_SECONDS // 60} minutes)",
     )
     connect_parser.add_argument("--print", action="store_true", help="print the aws ssm start-session command instead of running it")
     connect_parser.set_defaults(handler=connect)
