@@ -152,6 +152,11 @@ def job_runner_policy_name(base: str) -> str:
     return f"gpu-cloud-{base}-job-runner"
 
 
+def notebook_user_policy_name(base: str, group: str) -> str:
+    """The managed policy `groups[].services.jupyter.userPolicy` creates for the group's notebook user."""
+    return f"gpu-cloud-{base}-{group}-notebook"
+
+
 def job_supervisor_name(base: str) -> str:
     """The stack's job supervisor state machine, and the start of its roles' and EventBridge
     rule's names (`job_supervisor_rule_name`). State machine names are 1-80 of letters, digits,

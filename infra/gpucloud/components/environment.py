@@ -21,6 +21,7 @@ from gpucloud.components.job_runner import job_runner
 from gpucloud.components.job_supervisor import job_supervisor
 from gpucloud.components.monitoring import GpuMonitoring
 from gpucloud.components.network import GpuNetwork
+from gpucloud.components.notebook_user import notebook_user
 from gpucloud.components.node_services import node_services, node_services_document
 from gpucloud.components.prometheus_workspace import PrometheusWorkspace
 from gpucloud.components.s3_access import S3PrefixAccess
@@ -235,6 +236,9 @@ class ProjectEnvironment(pulumi.ComponentResource):
             ),
             opts=child,
         )
+        if settings.services.jupyter and settings.services.jupyter.user_policy:
+            outputs["notebookUserPolicyArn"] = notebook_user(
+                f"{prefix}-notebook-user", stack, settings.name, self.key.key_arn, tags, child).policy_arn
         if settings.endpoint:
             subnet_ids, routing = endpoint_placement(settings.endpoint, self.network, [s.id for s in group.subnets])
             outputs["endpointUrl"] = InferenceEndpoint(f"{prefix}-endpoint", InferenceEndpointArgs(

@@ -68,6 +68,10 @@ class JupyterConfig(ConfigModel):
     """Where notebooks live. Default: /persist/home on a group with persistentVolumeGiB (it survives
     the node), else /data/home with dataVolumeGiB, else the home of the image's login user (/home/ubuntu on the
     default image, /home/ec2-user on Amazon Linux 2023)."""
+    user_policy: bool = False
+    """Create a managed policy for this group's notebook user (`gpu-cloud-<base>-<group>-notebook`):
+    start a Session Manager session to this group's nodes, read its token, raise it from zero; nothing
+    of another group (documents/notebooks.py). Attaching it is left to the account."""
 
 
 class TensorBoardConfig(ConfigModel):

@@ -17,15 +17,19 @@ from gpucloud.config import StackSettings
 from gpucloud.config.node_endpoints import group_features
 from gpucloud.documents.load_balancer_logs import log_writer
 from gpucloud.naming import (
+    GROUP_TAG,
+    STACK_TAG,
     autoscaling_group_name,
     endpoint_logs_bucket_name,
     instance_role_name,
     job_log_group_name,
     job_runner_policy_name,
     jupyter_token_parameter_name,
+    notebook_user_policy_name,
     role_arn,
 )
 from gpucloud.plan.access_documents import collect_documents, named, plan_account
+from gpucloud.plan.access_secrets import secret_key_policies, secret_values
 from gpucloud.plan.access_report import findings, unused_grants
 from gpucloud.plan.model import PlanFinding
 from gpucloud.policy.access import DEPLOYER, Call, Documents, evaluate
@@ -44,6 +48,9 @@ EXAMPLE_LOG_STREAM = f"0b5c8f3e-example-command/{EXAMPLE_INSTANCE}/aws-runShellS
 BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
 AUTOSCALING_GROUP = "aws:autoscaling/group:Group"
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+NOTEBOOK_USER = "person:notebookUser"
+"""Who runs `gpucloud connect` and reads a group's token: one person per group, holding that
+group's notebook user policy where the group asks for one (`services.jupyter.userPolicy`)."""
 _GROUP_ARN = re.compile(r":autoScalingGroup:(?P<id>[^:]+):autoScalingGroupName/(?P<name>.+)$")
 
 
@@ -118,6 +125,7 @@ def placeholder_values(settings: StackSettings, resources: Sequence[AppliedResou
     values["workspaceId"] = [workspace] if workspace else sorted(
         str(r.id) for r in resources if r.custom and r.type == "aws:amp/workspace:Workspace")
     values["autoScalingGroupId"] = sorted(set(_group_ids(resources).values()))[:1]
+    values |= secret_values(config, partition_of(settings.region), settings.region, account)
     return values
 
 
@@ -138,7 +146,7 @@ def _group_values(settings: StackSettings, group: str, group_ids: Mapping[str, s
     own = group_ids.get(autoscaling_group_name(settings.name_base, group))
     if own:
         values["autoScalingGroupId"] = [own]
-    endpoint = next(g.endpoint for g in settings.config.groups if g.name == group)
+    endpoint = next((g.endpoint for g in settings.config.groups if g.name == group), None)
     if endpoint is not None:
         values["endpointLogsBucket"] = [endpoint_logs_bucket_name(settings.name_base, group, account)]
         values["accessLogsPrefix"] = [endpoint.access_logs.prefix]
@@ -189,9 +197,12 @@ def _substitute(value: Any, binding: Mapping[str, str], keep: bool = False) -> A
     return value
 
 
-def principal_of(actor: str, partition: str, account: str, settings: StackSettings, holders: Mapping[str, str]) -> str:
-    """The principal an actor calls as: the node role, a role holding the stack's team policy, the
-    deployer, a person outside the plan, or an AWS service."""
+def principal_of(actor: str, partition: str, account: str, settings: StackSettings, holders: Mapping[str, str],
+                 group: str | None = None) -> str:
+    """The principal an actor calls as: the node role, a role holding the stack's team policy or
+    the group's notebook user policy, the deployer, a person outside the plan, or an AWS service."""
+    if actor == NOTEBOOK_USER and group:
+        return holders.get(_notebook_policy_arn(settings, partition, account, group), actor)
     if actor == "node":
         return role_arn(partition, account, instance_role_name(settings.name_base))
     if actor == "person:jobRunner":
@@ -215,13 +226,15 @@ def check_access(settings: StackSettings, resources: Sequence[AppliedResource], 
     partition = partition_of(settings.region)
     holders = _team_holders(settings, resources, partition, account)
     documents = collect_documents(resources, partition, account, holders)
+    documents = dataclasses.replace(documents, resource=[
+        *documents.resource, *secret_key_policies(settings.config, partition, settings.region, account)])
     asked = (outputs or {}).get(DATA_BUCKET_POLICY_OUTPUT)
     if asked and settings.config.data:
         owned = (f"arn:{partition}:s3:::{settings.config.data.bucket}", named(asked, f"the {DATA_BUCKET_POLICY_OUTPUT} output"))
         documents = dataclasses.replace(documents, resource=[*documents.resource, owned])
     calls, unfilled = _stack_calls(settings, resources, account, recorded)
-    checked = [(entry, _call(entry, principal_of(entry["actor"], partition, account, settings, holders), deployer))
-               for entry in calls]
+    checked = [(entry, _call(entry, principal_of(entry["actor"], partition, account, settings, holders, entry.get("group")),
+                             deployer)) for entry in calls]
     denied = [_listed_call(entry, call, decision.reason) for entry, call in checked
               if not (decision := evaluate(call, documents)).allowed]
     measured = {call["feature"] for call in recorded.get("calls", [])}
@@ -231,6 +244,7 @@ def check_access(settings: StackSettings, resources: Sequence[AppliedResource], 
     access = {"calls": len(checked), "actors": len({call.actor for _entry, call in checked}), "denied": denied,
               "unmeasured": unmeasured, "unusedGrants": unused_grants(documents, [call for _entry, call in checked])}
     beyond = _beyond_stack(settings, resources, account, recorded, holders, documents)
+    beyond += _beyond_group(settings, resources, account, recorded, holders, documents)
     if holders:
         access["beyondStack"] = beyond
     if unfilled:
@@ -240,13 +254,18 @@ def check_access(settings: StackSettings, resources: Sequence[AppliedResource], 
 
 def _team_holders(settings: StackSettings, resources: Sequence[AppliedResource], partition: str,
                   account: str) -> dict[str, str]:
-    """The stack's team policy (`access.jobRunnerPolicy`) -> the role the check takes as holding it
-    (the account attaches it to its own people), when the stack makes one."""
-    name = job_runner_policy_name(settings.name_base)
-    team = f"arn:{partition}:iam::{account}:policy/{name}"
-    if not any(r.custom and r.state.get("arn") == team for r in resources):
-        return {}
-    return {team: f"arn:{partition}:iam::{account}:role/{name}"}
+    """The stack's team policy (`access.jobRunnerPolicy`) and each group's notebook user policy
+    (`services.jupyter.userPolicy`) -> the role the check takes as holding it (the account attaches
+    it to its own people), for each the stack makes."""
+    names = [job_runner_policy_name(settings.name_base),
+             *(notebook_user_policy_name(settings.name_base, group.name) for group in settings.config.groups)]
+    made = {r.state.get("arn") for r in resources if r.custom}
+    return {f"arn:{partition}:iam::{account}:policy/{name}": f"arn:{partition}:iam::{account}:role/{name}"
+            for name in names if f"arn:{partition}:iam::{account}:policy/{name}" in made}
+
+
+def _notebook_policy_arn(settings: StackSettings, partition: str, account: str, group: str) -> str:
+    return f"arn:{partition}:iam::{account}:policy/{notebook_user_policy_name(settings.name_base, group)}"
 
 
 def _call(entry: Mapping[str, Any], principal: str, deployer: str | None = None) -> Call:
@@ -263,7 +282,8 @@ def _call(entry: Mapping[str, Any], principal: str, deployer: str | None = None)
 
 def _listed_call(entry: Mapping[str, Any], call: Call, reason: str) -> dict[str, Any]:
     return {"actor": call.actor, "principal": call.principal, "feature": entry.get("feature"), "action": call.action,
-            "resource": call.resource, "endpoint": call.endpoint, "reason": reason, "measuredBy": entry.get("measuredBy")}
+            "resource": call.resource, "endpoint": call.endpoint, "reason": reason, "measuredBy": entry.get("measuredBy"),
+            **({"group": entry["group"]} if entry.get("group") else {})}
 
 
 def _beyond_stack(settings: StackSettings, resources: Sequence[AppliedResource], account: str,
@@ -280,6 +300,8 @@ def _beyond_stack(settings: StackSettings, resources: Sequence[AppliedResource],
     if data:
         elsewhere += [{"dataBucket": f"other-{data.bucket}"}, {"writePrefix": "other-prefix/"}]
     team = [call for call in recorded.get("calls", []) if call.get("actor") == "person:jobRunner"]
+    if principal_of("person:jobRunner", partition, account, settings, holders) not in holders.values():
+        return []
     own, _ = _stack_calls(settings, resources, account, {"calls": team})
     other: list[dict[str, Any]] = []
     for binding in elsewhere:
@@ -293,6 +315,55 @@ def _beyond_stack(settings: StackSettings, resources: Sequence[AppliedResource],
         if decision.allowed:
             allowed.append(_listed_call(entry, call, decision.reason))
     return allowed
+
+
+def _beyond_group(settings: StackSettings, resources: Sequence[AppliedResource], account: str,
+                  recorded: Mapping[str, Any], holders: Mapping[str, str], documents: Documents) -> list[dict[str, Any]]:
+    """Each notebook user policy's holder making the notebook user's calls on another group (the
+    stack's others, one it does not have) or another stack's same group, that the policy would
+    still allow: one person's policy must reach nothing of another person's notebook."""
+    partition = partition_of(settings.region)
+    person = [call for call in recorded.get("calls", []) if call.get("actor") == NOTEBOOK_USER]
+    allowed = []
+    for group in (group.name for group in settings.config.groups):
+        principal = holders.get(_notebook_policy_arn(settings, partition, account, group))
+        if principal is None:
+            continue
+        own = {_without_group(entry) for entry in _group_calls(settings, resources, account, person, group)}
+        others = [other.name for other in settings.config.groups if other.name != group] + ["other-group"]
+        elsewhere = [entry for other in others for entry in _group_calls(settings, resources, account, person, other)]
+        elsewhere += _group_calls(settings, resources, account,
+                                  [_partly(call, {"nameBase": f"{settings.name_base}-other"}) for call in person], group)
+        for entry in elsewhere:
+            if _without_group(entry) in own:
+                continue
+            call = _call(entry, principal)
+            decision = evaluate(call, documents)
+            if decision.allowed:
+                allowed.append(_listed_call(entry, call, decision.reason))
+    return allowed
+
+
+def _group_calls(settings: StackSettings, resources: Sequence[AppliedResource], account: str,
+                 templates: Sequence[Mapping[str, Any]], group: str) -> list[dict[str, Any]]:
+    """The templates filled for one group (one the stack may not have), as a person of that group makes them."""
+    values = {**placeholder_values(settings, resources, account),
+              **_group_values(settings, group, _group_ids(resources), account)}
+    return [_as_group_member(call, group) for template in templates for call in fill(template, values)[0]]
+
+
+def _without_group(entry: Mapping[str, Any]) -> str:
+    return json.dumps({k: v for k, v in entry.items() if k not in ("measuredBy", "group")}, sort_keys=True)
+
+
+def _as_group_member(call: dict[str, Any], group: str) -> dict[str, Any]:
+    """A notebook user's call for `group`: on an instance, the resource-tag keys that read the
+    stack's tag also read the group's, which the launch template puts on each of the group's nodes
+    beside the stack's (components/environment.py, `GROUP_TAG`)."""
+    context = dict(call.get("context") or {})
+    if ":instance/" in str(call.get("resource")):
+        context |= {key.removesuffix(STACK_TAG) + GROUP_TAG: group for key in list(context) if key.endswith(f"/{STACK_TAG}")}
+    return {**call, "context": context, "group": group}
 
 
 def _partly(value: Any, binding: Mapping[str, str]) -> Any:
@@ -313,10 +384,11 @@ def _stack_calls(settings: StackSettings, resources: Sequence[AppliedResource], 
         if template.get("feature") not in features:
             continue
         groups = features[template["feature"]][1]
-        group_bound = template.get("actor") == "node" or bool(PER_GROUP & placeholders(template))
+        person = template.get("actor") == NOTEBOOK_USER
+        group_bound = template.get("actor") == "node" or person or bool(PER_GROUP & placeholders(template))
         for group in groups if group_bound else [None]:
             filled, missing = fill(template, {**values, **(_group_values(settings, group, group_ids, account) if group else {})})
             unfilled |= {f"{name} ({template['feature']})" for name in missing}
-            for call in filled:
+            for call in ([_as_group_member(call, group) for call in filled] if person and group else filled):
                 calls.setdefault(json.dumps({k: v for k, v in call.items() if k != "measuredBy"}, sort_keys=True), call)
     return list(calls.values()), unfilled
