@@ -215,6 +215,8 @@ def test_a_changed_policy_is_shown_by_statement_and_a_wider_grant_is_a_warning(w
     assert "policy grants more than the base" in key_grant and "PARAMETER_ARN also allows ${notebooks-services-bench-jupyter-token.arn}" in key_grant
     assert "WriteGrantedPrefixes: resources arn:aws:s3:::example-research-data/models/*" in role_grant, role_grant
     assert "widens: resources arn:aws:s3:::example-research-data/models/*" in text
+    [step] = [step for step in to_preview_json(widened)["steps"] if step["urn"].endswith("::notebooks-access-policy")]
+    assert "    widens: resources arn:aws:s3:::example-research-data/models/*" in step["gpucloudDocumentChanges"]["policy"]
 
 
 def resource(type_: str, **options: Any) -> AppliedResource:

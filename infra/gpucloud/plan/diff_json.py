@@ -7,6 +7,7 @@ from typing import Any
 
 from gpucloud.plan.change_order import DELETE_FIRST, replacement_order
 from gpucloud.plan.diff import PlanDiff
+from gpucloud.plan.diff_documents import document_lines, parsed
 from gpucloud.testing import AppliedResource
 
 
@@ -22,7 +23,8 @@ def _state(resource: AppliedResource, stack_urn: str) -> dict[str, Any]:
 def to_preview_json(diff: PlanDiff) -> dict[str, Any]:
     """The diff in the layout of `pulumi preview --json`: steps for each resource that changes
     (three for a replacement), with `oldState`/`newState`, `diffReasons`, `replaceReasons` and
-    `detailedDiff`; unchanged resources are only counted (`changeSummary.same`)."""
+    `detailedDiff`, and a changed JSON document's lines under `gpucloudDocumentChanges`; unchanged
+    resources are only counted (`changeSummary.same`)."""
     stack_urn = diff.current.stack_urn
     steps = []
     for change in diff.changes:
@@ -36,6 +38,10 @@ def to_preview_json(diff: PlanDiff) -> dict[str, Any]:
         if change.changes:
             step["diffReasons"] = sorted({re.split(r"[.\[]", item.path, maxsplit=1)[0] for item in change.changes})
             step["detailedDiff"] = {item.path: {"kind": item.kind, "inputDiff": True} for item in change.changes}
+            documents = {item.path: (parsed(item.old), parsed(item.new)) for item in change.changes}
+            if changed := {path: document_lines(old, new) for path, (old, new) in documents.items()
+                           if old is not None and new is not None}:
+                step["gpucloudDocumentChanges"] = changed
         if change.replace_reasons:
             step["replaceReasons"] = sorted({re.split(r"[.\[]", item.path, maxsplit=1)[0] for item in change.replace_reasons})
         if change.may_replace:
