@@ -12,6 +12,7 @@ from gpucloud.lookups.capacity import CapacityBlockOffering, CapacityReservation
 from gpucloud.lookups.requirements import GPU_FAMILIES, GpuTypeAttributes, region_gpu_types
 from gpucloud.lookups.facts import (
     BUCKET_NOT_KNOWN,
+    ECR_REPOSITORY_NOT_KNOWN,
     QUOTA_NOT_KNOWN,
     ROLE_NOT_KNOWN,
     Ami,
@@ -34,6 +35,7 @@ NOT_FOUND_MARKERS = (
     "NoSuchEntity",
     "ResourceNotFoundException",
     "couldn't find resource",
+    "RepositoryNotFoundException",
 )
 """How the provider (and the engine) word a failed invoke whose object does not exist: AWS's
 error codes, and the provider's own words for singular data sources that match nothing."""
@@ -165,6 +167,20 @@ class PulumiAwsLookups:
             _absent(error)
             return Bucket(name, exists=False)
         return Bucket(name, exists=True, region=found.bucket_region or "")
+
+    @functools.cache
+    def ecr_repository_exists(self, registry_id: str, region: str, name: str) -> bool | None:
+        """Whether the registry has the repository (aws.ecr.getRepository: DescribeRepositories,
+        RepositoryNotFoundException when it does not; terraform-provider-aws
+        internal/service/ecr/repository_data_source.go, read 2026-11-28)."""
+        try:
+            aws.ecr.get_repository(name=name, registry_id=registry_id, region=region)
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            if ECR_REPOSITORY_NOT_KNOWN in str(error):
+                return None
+            _absent(error)
+            return False
+        return True
 
     def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None:
         """Not known here: pulumi-aws has no data source for a workspace's alert manager definition

@@ -16,6 +16,7 @@ from gpucloud.config import GroupConfig, StackSettings
 from gpucloud.config.network import WITHOUT_INTERNET, NetworkConfig
 from gpucloud.lookups.account import service_linked_role_missing
 from gpucloud.lookups.buckets import check_data_bucket
+from gpucloud.lookups.ecr import check_ecr_repositories
 from gpucloud.lookups.capacity import GroupCapacity, group_capacity, reservation_problem
 from gpucloud.lookups.facts import Ami, AwsLookups, InstanceTypeFacts, Subnet
 from gpucloud.lookups.instances import (
@@ -63,6 +64,7 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
     check_file_system_placement(settings, network_zones, resolved, problems)
     note_secret_references(settings, problems)
     check_data_bucket(settings, lookups, problems)
+    check_ecr_repositories(settings, lookups, problems)
     problems.raise_if_any()
     failures = problems.failures + check_quotas(
         settings, lookups, [(group.config, group.instance_types) for group in resolved], problems)

@@ -5,9 +5,9 @@ IAM permissions it needs: sts:GetCallerIdentity, servicequotas:GetServiceQuota, 
 ec2:DescribeSubnets, ec2:DescribeVpcs, ec2:DescribeRouteTables, ec2:DescribeVpcEndpoints,
 ec2:DescribeImages, for groups on reserved capacity ec2:DescribeCapacityReservations and
 ec2:DescribeCapacityBlockOfferings, and for a stack naming a Prometheus workspace
-aps:DescribeWorkspace, aps:DescribeAlertManagerDefinition and aps:ListRuleGroupsNamespaces, and
-for the data bucket s3:ListBucket (HeadBucket), s3:GetBucketLocation and s3:GetEncryptionConfiguration
-(GetBucketEncryption).
+aps:DescribeWorkspace, aps:DescribeAlertManagerDefinition and aps:ListRuleGroupsNamespaces, for
+the ECR repositories of the account it names ecr:DescribeRepositories, and for the data bucket
+s3:ListBucket (HeadBucket), s3:GetBucketLocation and s3:GetEncryptionConfiguration (GetBucketEncryption).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import yaml
 from botocore.exceptions import ClientError
 
 from gpucloud.config import StackSettings
+from gpucloud.lookups.ecr import named_repositories
 from gpucloud.lookups.quotas import ON_DEMAND_QUOTAS, SPOT_QUOTAS
 from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE, STACK_TAG
 from gpucloud.testing.facts import AccountFacts
@@ -48,6 +49,7 @@ def snapshot_account(settings: StackSettings, session: boto3.Session, today: dat
         "capacityBlockOfferings": _offerings(ec2, settings),
         "prometheusWorkspaces": _workspaces(session.client("amp", region_name=region), settings),
         "buckets": _buckets(session.client("s3", region_name=region), settings, account_id),
+        "ecrRepositories": _ecr_repositories(session, settings, account_id),
     }
     return AccountFacts.model_validate(document)
 
@@ -164,6 +166,24 @@ def _reservations(ec2, settings: StackSettings) -> list[dict[str, Any]]:
             **({"end": item["EndDate"].isoformat()} if item.get("EndDate") else {}),
         })
     return found
+
+
+def _ecr_repositories(session, settings: StackSettings, account_id: str) -> list[str]:
+    """The repositories of the snapshot's account the stack names that exist (DescribeRepositories
+    in each one's region; RepositoryNotFoundException: left out, so the plan reports it missing)."""
+    found = []
+    for _key, match in named_repositories(settings):
+        if match["account"] != account_id:
+            continue
+        ecr = session.client("ecr", region_name=match["region"])
+        try:
+            ecr.describe_repositories(registryId=account_id, repositoryNames=[match["repository"]])
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "RepositoryNotFoundException":
+                continue
+            raise
+        found.append(f"{account_id}.dkr.ecr.{match['region']}.amazonaws.com/{match['repository']}")
+    return sorted(set(found))
 
 
 def _buckets(s3, settings: StackSettings, account_id: str) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import datetime
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -172,6 +173,9 @@ class AccountFacts(_Facts):
     capacity_reservations: list[CapacityReservationFacts] = Field(default_factory=list)
     capacity_block_offerings: list[CapacityBlockOfferingFacts] = Field(default_factory=list)
     prometheus_workspaces: list[PrometheusWorkspaceFacts] = Field(default_factory=list)
+    ecr_repositories: list[str] | None = None
+    """The ECR repositories of the account the stack names that exist,
+    `<account>.dkr.ecr.<region>.amazonaws.com/<name>`; absent: not known."""
     buckets: list[BucketFacts] | None = None
     """The buckets the stack names that exist; one it names and this leaves out does not exist.
     Absent: not known (the plan then says the data bucket was not checked)."""
@@ -242,9 +246,19 @@ def seed_account(account: Account, facts: AccountFacts) -> None:
     account.capacity_block_offerings.extend(offering.model_dump() for offering in facts.capacity_block_offerings)
     for workspace in facts.prometheus_workspaces:
         _seed_workspace(account, workspace)
+    account.ecr_repositories_known = facts.ecr_repositories is not None
+    for repository in facts.ecr_repositories or ():
+        _seed_repository(account, repository)
     account.buckets_known = facts.buckets is not None
     for bucket in facts.buckets or ():
         _seed_bucket(account, bucket)
+
+
+def _seed_repository(account: Account, repository: str) -> None:
+    """The repository, in its region, where it is the engine account's own."""
+    match = re.fullmatch(r"(?P<account>[0-9]{12})\.dkr\.ecr[^.]*\.(?P<region>[a-z0-9-]+)\.[a-z.]+/(?P<repository>.+)", repository)
+    if match and match["account"] == account.account_id:
+        account.session.client("ecr", region_name=match["region"]).create_repository(repositoryName=match["repository"])
 
 
 def _seed_bucket(account: Account, bucket: BucketFacts) -> None:

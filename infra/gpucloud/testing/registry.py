@@ -70,6 +70,9 @@ class Account:
     assumed_roles: set[str] = field(default_factory=set)
     """Service-linked roles no account fact says exist or not: they exist in moto, so that the
     policies naming them are taken, and their lookups answer "not known" (`seed_account`)."""
+    ecr_repositories_known: bool = False
+    """Whether account facts list the stack's ECR repositories: then one missing from moto does not
+    exist, else it is not known (`seed_account`)."""
     buckets_known: bool = False
     """Whether account facts list the buckets the stack names: then one missing from moto does not
     exist, else it is not known (`seed_account`)."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from gpucloud.lookups.facts import BUCKET_NOT_KNOWN, QUOTA_NOT_KNOWN, ROLE_NOT_KNOWN
+from gpucloud.lookups.facts import BUCKET_NOT_KNOWN, ECR_REPOSITORY_NOT_KNOWN, QUOTA_NOT_KNOWN, ROLE_NOT_KNOWN
 from gpucloud.testing.registry import Account, invoke, refused
 from gpucloud.testing.service_model import ServiceModelViolation
 
@@ -299,4 +299,24 @@ def bucket(account: Account, args: dict[str, Any]) -> dict[str, Any]:
         "id": name, "bucket": name, "arn": f"arn:aws:s3:::{name}", "bucketRegion": region, "region": account.region,
         "bucketDomainName": f"{name}.s3.amazonaws.com",
         "bucketRegionalDomainName": f"{name}.s3.{region}.amazonaws.com",
+    }
+
+
+@invoke("aws:ecr/getRepository:getRepository")
+def ecr_repository(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    """DescribeRepositories of the one repository, in the region asked; a missing one fails with
+    ECR's RepositoryNotFoundException where account facts list the repositories, else it is not known."""
+    region = args.get("region") or account.region
+    ecr = account.session.client("ecr", region_name=region)
+    registry = args.get("registryId") or account.account_id
+    try:
+        [found] = ecr.describe_repositories(registryId=registry, repositoryNames=[args["name"]])["repositories"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "RepositoryNotFoundException" or account.ecr_repositories_known:
+            raise
+        raise LookupError(f"{ECR_REPOSITORY_NOT_KNOWN}: no account facts list {registry}/{args['name']}") from None
+    return {
+        "id": found["repositoryName"], "name": found["repositoryName"], "arn": found["repositoryArn"],
+        "registryId": found["registryId"], "repositoryUrl": found["repositoryUri"], "region": region,
+        "imageTagMutability": found.get("imageTagMutability", "MUTABLE"), "mostRecentImageTags": [], "tags": {},
     }
