@@ -77,7 +77,8 @@ def test_the_policy_names_only_its_group():
     assert by_sid["PortForwardToGroupNodes"]["Condition"]["StringEquals"] == {
         "ssm:resourceTag/gpu-cloud:stack": "lab", "ssm:resourceTag/GpuGroup": "anna"}
     assert by_sid["RaiseGroupFromZero"]["Resource"].endswith(":autoScalingGroupName/gpu-cloud-lab-anna")
-    assert by_sid["OwnSessionsOnly"]["Resource"] == ["arn:aws:ssm:us-east-1:123456789012:session/${aws:userid}-*",
-                                                     "arn:aws:ssm:us-east-1:123456789012:session/${aws:username}-*"]
+    assert by_sid["OwnSessionsOfARole"]["Condition"] == {
+        "StringLike": {"ssm:resourceTag/aws:ssmmessages:session-id": "${aws:userid}"}}
+    assert by_sid["OwnSessionsOfAnIamUser"]["Resource"] == "arn:aws:ssm:us-east-1:123456789012:session/${aws:username}-*"
     decrypt = by_sid["DecryptGroupTokenThroughParameterStore"]["Condition"]["StringEquals"]
     assert decrypt["kms:EncryptionContext:PARAMETER_ARN"].endswith("/gpu-cloud/lab/anna/jupyter-token")

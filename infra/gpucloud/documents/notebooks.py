@@ -4,7 +4,8 @@ group only.
 
 Each action and condition key is the Service Authorization Reference's (read 2026-11-28):
 "Actions, resources, and condition keys for AWS Systems Manager": StartSession on `document` and
-`instance` with `ssm:resourceTag/${TagKey}`; ResumeSession and TerminateSession on `session*`;
+`instance` with `ssm:resourceTag/${TagKey}`; ResumeSession and TerminateSession on `session*`
+with `ssm:resourceTag/${TagKey}`;
 GetParameter on `parameter*`. "... for Amazon EC2 Auto Scaling": SetDesiredCapacity on
 `autoScalingGroup*` with `autoscaling:ResourceTag/${TagKey}`; DescribeAutoScalingGroups lists no
 resource type. "... for AWS Key Management Service": Decrypt on `key*` with `kms:ViaService` and
@@ -27,10 +28,12 @@ def notebook_user_policy(*, partition: str, region: str, account_id: str, name_b
 
     The nodes are held by two tags the launch template puts on each (components/environment.py):
     `gpu-cloud:stack` and `GpuGroup` (Session Manager user guide, "Additional sample IAM policies
-    for Session Manager", Example 3, restricting access based on tags). A session's id starts with
-    the id of who started it: `${aws:userid}` for a role's session, `${aws:username}` for an IAM user
-    (same page, Example 4, "Allow users to end only sessions they started"; read 2026-11-28), so a
-    holder resumes and ends only their own sessions. The token is a SecureString under the project
+    for Session Manager", Example 3, restricting access based on tags). A holder resumes and ends
+    only their own sessions (same page, Example 4, "Allow users to end only sessions they started";
+    read 2026-11-28): Session Manager tags each session `aws:ssmmessages:session-id` with the
+    starter's `aws:userid`, which is how a role's session (IAM Identity Center included) is told
+    apart, since its id starts with the role session name rather than the user id; an IAM user's
+    session id starts with `${aws:username}`. The token is a SecureString under the project
     key, decrypted by Parameter Store with the caller's credentials and the parameter's ARN as
     encryption context (KMS developer guide, "How AWS Systems Manager Parameter Store uses AWS KMS";
     read 2026-11-28); the key policy's Parameter Store statement allows it for the account
@@ -54,10 +57,17 @@ def notebook_user_policy(*, partition: str, region: str, account_id: str, name_b
                 "Resource": f"arn:{partition}:ssm:{region}::document/{PORT_FORWARDING_DOCUMENT}",
             },
             {
-                "Sid": "OwnSessionsOnly",
+                "Sid": "OwnSessionsOfARole",
                 "Effect": "Allow",
                 "Action": ["ssm:ResumeSession", "ssm:TerminateSession"],
-                "Resource": [f"{session}/${{aws:userid}}-*", f"{session}/${{aws:username}}-*"],
+                "Resource": f"{session}/*",
+                "Condition": {"StringLike": {"ssm:resourceTag/aws:ssmmessages:session-id": "${aws:userid}"}},
+            },
+            {
+                "Sid": "OwnSessionsOfAnIamUser",
+                "Effect": "Allow",
+                "Action": ["ssm:ResumeSession", "ssm:TerminateSession"],
+                "Resource": f"{session}/${{aws:username}}-*",
             },
             {
                 "Sid": "FindNodesHasNoResourceLevelPermissions",
