@@ -140,6 +140,8 @@ ROLE_NOT_KNOWN = "role not known"
 """How the offline engine words a service-linked role no account fact says exists or not."""
 ECR_REPOSITORY_NOT_KNOWN = "repository not known"
 """How the offline engine words an ECR repository, not in its account, that no account fact lists."""
+SECURITY_GROUP_NOT_KNOWN = "security group not known"
+"""How the offline engine words a security group, not in its account, that no account fact lists."""
 BUCKET_NOT_KNOWN = "bucket not known"
 """How the offline engine words a bucket, not in its account, that no account fact says exists or not."""
 
@@ -169,6 +171,7 @@ class AwsLookups(Protocol):
     def offered_gpu_types(self) -> tuple[str, ...]: ...
     def prometheus_workspace(self, workspace_id: str) -> PrometheusWorkspace | None: ...
     def bucket(self, name: str) -> Bucket: ...
+    def security_group_exists(self, group_id: str) -> bool | None: ...  # None: not known
     def ecr_repository_exists(self, registry_id: str, region: str, name: str) -> bool | None: ...  # None: not known
     # None: not known (no pulumi-aws data source reads it; the offline plan's account facts do)
     def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None: ...

@@ -13,6 +13,7 @@ from gpucloud.lookups.requirements import GPU_FAMILIES, GpuTypeAttributes, regio
 from gpucloud.lookups.facts import (
     BUCKET_NOT_KNOWN,
     ECR_REPOSITORY_NOT_KNOWN,
+    SECURITY_GROUP_NOT_KNOWN,
     QUOTA_NOT_KNOWN,
     ROLE_NOT_KNOWN,
     Ami,
@@ -36,6 +37,7 @@ NOT_FOUND_MARKERS = (
     "ResourceNotFoundException",
     "couldn't find resource",
     "RepositoryNotFoundException",
+    "InvalidGroup.NotFound",
 )
 """How the provider (and the engine) word a failed invoke whose object does not exist: AWS's
 error codes, and the provider's own words for singular data sources that match nothing."""
@@ -177,6 +179,19 @@ class PulumiAwsLookups:
             aws.ecr.get_repository(name=name, registry_id=registry_id, region=region)
         except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
             if ECR_REPOSITORY_NOT_KNOWN in str(error):
+                return None
+            _absent(error)
+            return False
+        return True
+
+    @functools.cache
+    def security_group_exists(self, group_id: str) -> bool | None:
+        """Whether the region has the group (aws.ec2.getSecurityGroup: DescribeSecurityGroups,
+        InvalidGroup.NotFound when it does not; "Error codes for the Amazon EC2 API", read 2026-11-28)."""
+        try:
+            aws.ec2.get_security_group(id=group_id)
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            if SECURITY_GROUP_NOT_KNOWN in str(error):
                 return None
             _absent(error)
             return False

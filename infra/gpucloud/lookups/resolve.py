@@ -31,6 +31,7 @@ from gpucloud.lookups.problems import Problems
 from gpucloud.lookups.prometheus import existing_prometheus_workspace
 from gpucloud.lookups.quotas import check_quotas
 from gpucloud.lookups.secrets import note_secret_references
+from gpucloud.lookups.security_groups import check_security_groups
 from gpucloud.lookups.resolved import ResolvedGroup, ResolvedStack
 from gpucloud.lookups.storage import check_file_system_placement
 from gpucloud.lookups.subnets import listed_subnets
@@ -65,6 +66,7 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
     note_secret_references(settings, problems)
     check_data_bucket(settings, lookups, problems)
     check_ecr_repositories(settings, lookups, problems)
+    check_security_groups(settings, lookups, problems)
     problems.raise_if_any()
     failures = problems.failures + check_quotas(
         settings, lookups, [(group.config, group.instance_types) for group in resolved], problems)

@@ -6,7 +6,8 @@ ec2:DescribeSubnets, ec2:DescribeVpcs, ec2:DescribeRouteTables, ec2:DescribeVpcE
 ec2:DescribeImages, for groups on reserved capacity ec2:DescribeCapacityReservations and
 ec2:DescribeCapacityBlockOfferings, and for a stack naming a Prometheus workspace
 aps:DescribeWorkspace, aps:DescribeAlertManagerDefinition and aps:ListRuleGroupsNamespaces, for
-the ECR repositories of the account it names ecr:DescribeRepositories, and for the data bucket
+the ECR repositories of the account it names ecr:DescribeRepositories, for allowedSecurityGroupIds
+ec2:DescribeSecurityGroups, and for the data bucket
 s3:ListBucket (HeadBucket), s3:GetBucketLocation and s3:GetEncryptionConfiguration (GetBucketEncryption).
 """
 
@@ -21,6 +22,7 @@ from botocore.exceptions import ClientError
 
 from gpucloud.config import StackSettings
 from gpucloud.lookups.ecr import named_repositories
+from gpucloud.lookups.security_groups import named_security_groups
 from gpucloud.lookups.quotas import ON_DEMAND_QUOTAS, SPOT_QUOTAS
 from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE, STACK_TAG
 from gpucloud.testing.facts import AccountFacts
@@ -50,6 +52,7 @@ def snapshot_account(settings: StackSettings, session: boto3.Session, today: dat
         "prometheusWorkspaces": _workspaces(session.client("amp", region_name=region), settings),
         "buckets": _buckets(session.client("s3", region_name=region), settings, account_id),
         "ecrRepositories": _ecr_repositories(session, settings, account_id),
+        "securityGroups": _security_groups(ec2, settings),
     }
     return AccountFacts.model_validate(document)
 
@@ -184,6 +187,21 @@ def _ecr_repositories(session, settings: StackSettings, account_id: str) -> list
             raise
         found.append(f"{account_id}.dkr.ecr.{match['region']}.amazonaws.com/{match['repository']}")
     return sorted(set(found))
+
+
+def _security_groups(ec2, settings: StackSettings) -> list[dict[str, str]]:
+    """The groups `allowedSecurityGroupIds` names that exist (DescribeSecurityGroups, one at a time:
+    InvalidGroup.NotFound leaves it out, so the plan reports it missing)."""
+    found = []
+    for group_id in sorted({group_id for _key, group_id in named_security_groups(settings)}):
+        try:
+            [group] = ec2.describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
+        except ClientError as error:
+            if error.response["Error"]["Code"] == "InvalidGroup.NotFound":
+                continue
+            raise
+        found.append({"id": group["GroupId"], "vpcId": group.get("VpcId", "")})
+    return found
 
 
 def _buckets(s3, settings: StackSettings, account_id: str) -> list[dict[str, Any]]:

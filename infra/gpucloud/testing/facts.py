@@ -143,6 +143,13 @@ class PrometheusWorkspaceFacts(_Facts):
         )
 
 
+class SecurityGroupFacts(_Facts):
+    """A security group the stack names, as DescribeSecurityGroups read it."""
+
+    id: str
+    vpc_id: str
+
+
 class BucketFacts(_Facts):
     """An S3 bucket the stack names but does not create, as its snapshot read it (HeadBucket,
     GetBucketLocation, GetBucketEncryption)."""
@@ -176,6 +183,8 @@ class AccountFacts(_Facts):
     ecr_repositories: list[str] | None = None
     """The ECR repositories of the account the stack names that exist,
     `<account>.dkr.ecr.<region>.amazonaws.com/<name>`; absent: not known."""
+    security_groups: list[SecurityGroupFacts] | None = None
+    """The security groups the stack names (`allowedSecurityGroupIds`) that exist; absent: not known."""
     buckets: list[BucketFacts] | None = None
     """The buckets the stack names that exist; one it names and this leaves out does not exist.
     Absent: not known (the plan then says the data bucket was not checked)."""
@@ -249,6 +258,9 @@ def seed_account(account: Account, facts: AccountFacts) -> None:
     account.ecr_repositories_known = facts.ecr_repositories is not None
     for repository in facts.ecr_repositories or ():
         _seed_repository(account, repository)
+    account.security_groups_known = facts.security_groups is not None
+    for group in facts.security_groups or ():
+        _seed_security_group(ec2, group)
     account.buckets_known = facts.buckets is not None
     for bucket in facts.buckets or ():
         _seed_bucket(account, bucket)
@@ -259,6 +271,13 @@ def _seed_repository(account: Account, repository: str) -> None:
     match = re.fullmatch(r"(?P<account>[0-9]{12})\.dkr\.ecr[^.]*\.(?P<region>[a-z0-9-]+)\.[a-z.]+/(?P<repository>.+)", repository)
     if match and match["account"] == account.account_id:
         account.session.client("ecr", region_name=match["region"]).create_repository(repositoryName=match["repository"])
+
+
+def _seed_security_group(ec2, group: SecurityGroupFacts) -> None:
+    """The group under its id, in its VPC where the facts seeded that VPC, else in the default one."""
+    in_vpc = {"VpcId": group.vpc_id} if ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [group.vpc_id]}])["Vpcs"] else {}
+    with _moto_ids("security_groups", "random_security_group_id", group.id):
+        ec2.create_security_group(GroupName=group.id, Description="from account facts", **in_vpc)
 
 
 def _seed_bucket(account: Account, bucket: BucketFacts) -> None:

@@ -32,6 +32,20 @@ class BrokenReferenceError(Exception):
     """An input names an AWS object that does not exist in the account (what AWS would refuse)."""
 
 
+def assume_security_group(account: Account, group_id: str) -> None:
+    """Create the group in moto under `group_id` (moto draws group ids from a module function and
+    takes no custom one), in the default VPC, and mark it assumed."""
+    import moto.ec2.models.security_groups as groups
+
+    original = groups.random_security_group_id
+    groups.random_security_group_id = lambda: group_id
+    try:
+        account.client("ec2").create_security_group(GroupName=group_id, Description="assumed: no account facts")
+    finally:
+        groups.random_security_group_id = original
+    account.assumed_security_groups.add(group_id)
+
+
 def refused(operation: str, code: str, message: str) -> ClientError:
     """The error AWS answers a call with that moto would accept: the engine raises it where it
     checks a rule moto does not (each caller cites the AWS documentation of its rule)."""
@@ -73,6 +87,11 @@ class Account:
     ecr_repositories_known: bool = False
     """Whether account facts list the stack's ECR repositories: then one missing from moto does not
     exist, else it is not known (`seed_account`)."""
+    security_groups_known: bool = False
+    """Whether account facts list the stack's security groups (`seed_account`)."""
+    assumed_security_groups: set[str] = field(default_factory=set)
+    """Security groups no account fact lists: created in moto under their ids, so that rules
+    referencing them are taken, and their lookups answer "not known" (`assume_security_group`)."""
     buckets_known: bool = False
     """Whether account facts list the buckets the stack names: then one missing from moto does not
     exist, else it is not known (`seed_account`)."""

@@ -8,8 +8,14 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from gpucloud.lookups.facts import BUCKET_NOT_KNOWN, ECR_REPOSITORY_NOT_KNOWN, QUOTA_NOT_KNOWN, ROLE_NOT_KNOWN
-from gpucloud.testing.registry import Account, invoke, refused
+from gpucloud.lookups.facts import (
+    BUCKET_NOT_KNOWN,
+    ECR_REPOSITORY_NOT_KNOWN,
+    QUOTA_NOT_KNOWN,
+    ROLE_NOT_KNOWN,
+    SECURITY_GROUP_NOT_KNOWN,
+)
+from gpucloud.testing.registry import Account, assume_security_group, invoke, refused
 from gpucloud.testing.service_model import ServiceModelViolation
 
 
@@ -320,3 +326,23 @@ def ecr_repository(account: Account, args: dict[str, Any]) -> dict[str, Any]:
         "registryId": found["registryId"], "repositoryUrl": found["repositoryUri"], "region": region,
         "imageTagMutability": found.get("imageTagMutability", "MUTABLE"), "mostRecentImageTags": [], "tags": {},
     }
+
+
+@invoke("aws:ec2/getSecurityGroup:getSecurityGroup")
+def security_group(account: Account, args: dict[str, Any]) -> dict[str, Any]:
+    """DescribeSecurityGroups of the one group; a missing one fails with EC2's InvalidGroup.NotFound
+    where account facts list the groups, else it is not known, and is assumed to exist: created in
+    moto under its id, so that the rules referencing it are taken (as `assumed_roles`)."""
+    group_id = args["id"]
+    try:
+        if group_id in account.assumed_security_groups:
+            raise LookupError(f"{SECURITY_GROUP_NOT_KNOWN}: no account facts list {group_id}")
+        [found] = account.client("ec2").describe_security_groups(GroupIds=[group_id])["SecurityGroups"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] != "InvalidGroup.NotFound" or account.security_groups_known:
+            raise
+        assume_security_group(account, group_id)
+        raise LookupError(f"{SECURITY_GROUP_NOT_KNOWN}: no account facts list {group_id}") from None
+    return {"id": found["GroupId"], "name": found["GroupName"], "vpcId": found.get("VpcId", ""),
+            "description": found.get("Description", ""), "arn": f"arn:aws:ec2:{account.region}:{found['OwnerId']}:"
+            f"security-group/{found['GroupId']}", "tags": {}}
