@@ -18,6 +18,8 @@ _IDS = (
     (re.compile(r"\bi-[0-9a-f]{8,17}\b"), "${instanceId}"),
     (re.compile(r"\bvol-[0-9a-f]{8,17}\b"), "${volumeId}"),
     (re.compile(r"arn:aws:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]+"), "${keyArn}"),
+    # A secret `secretEnv` names, by its whole ARN (the name, a hyphen and six characters).
+    (re.compile(r"arn:aws:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}"), "${secretArn}"),
     (re.compile(r"agent/gpucloud-node-[0-9a-f]{64}\.zip"), "${agentBundleKey}"),
     (re.compile(r"gpu-cloud/[^/:${}]+/[^/:${}]+/jupyter-token"), "gpu-cloud/${nameBase}/${group}/jupyter-token"),
     # The job supervisor's state machine and its executions, one per job id (naming.job_supervisor_name).
@@ -103,8 +105,18 @@ def values_in_frames(frame, code: tuple[str, ...]) -> dict[str, str]:
                 if name in frame.f_locals:
                     found = values_of(frame.f_locals[name]) | found
             found = _uri_values(frame.f_locals.get("uri")) | found
+            found = _secret_parameters(frame.f_locals.get("secret_env")) | found
         frame = frame.f_back
     return found
+
+
+def _secret_parameters(secret_env: Any) -> dict[str, str]:
+    """The SSM parameters a container's `secretEnv` names (gpucloud.node.containers.read_secrets),
+    as their ARNs hold them, without a hierarchy's leading `/`."""
+    if not isinstance(secret_env, Mapping):
+        return {}
+    return {str(reference).removeprefix("ssm:").lstrip("/"): "${secretParameter}"
+            for reference in secret_env.values() if str(reference).startswith("ssm:")}
 
 
 def placeholders(text: str, values: Mapping[str, str]) -> str:

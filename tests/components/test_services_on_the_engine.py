@@ -26,7 +26,8 @@ def services_config() -> dict:
         {"name": "notebook", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 1, "spotPercent": 0,
          "persistentVolumeGiB": 100, "services": {"jupyter": {}, "tensorboard": {}}},
         {"name": "serve", "instanceTypes": ["g5.xlarge"], "minSize": 0, "maxSize": 2,
-         "services": {"containers": [{"name": "vllm", "image": IMAGE, "port": 8000, "healthCheck": {"path": "/health"}}]}},
+         "services": {"containers": [{"name": "vllm", "image": IMAGE, "port": 8000, "healthCheck": {"path": "/health"},
+                                      "secretEnv": {"HF_TOKEN": "ssm:/team/hf-token"}}]}},
     ])
 
 
@@ -82,6 +83,7 @@ def test_the_services_file_says_what_each_group_serves_and_holds_no_token(stack)
     assert carried["notebook"]["jupyter"]["token_parameter"] == "/gpu-cloud/demo/notebook/jupyter-token"
     assert TOKEN_PLACEHOLDER not in json.dumps(carried["notebook"]), "the user data names the parameter, holds no token"
     assert carried["serve"]["containers"][0]["ecr_region"] == "us-east-1"
+    assert carried["serve"]["containers"][0]["secret_env"] == {"HF_TOKEN": "ssm:/team/hf-token"}, "the name, no value"
 
 
 def test_the_node_role_touches_only_its_token_and_the_named_repository(stack):
@@ -96,6 +98,12 @@ def test_the_node_role_touches_only_its_token_and_the_named_repository(stack):
     assert statements["PullServiceImagesFromNamedRepositories"]["Resource"] == [
         "arn:aws:ecr:us-east-1:123456789012:repository/team/vllm"]
     assert statements["EcrLoginHasNoResourceLevelPermissions"]["Action"] == "ecr:GetAuthorizationToken"
+    assert statements["ContainersReadNamedParameters"]["Resource"] == [
+        f"arn:aws:ssm:us-east-1:{account_id}:parameter/team/hf-token"]
+    secret_calls = {f"ssm:{operation}" for calls in measured_calls()["containerSecrets"].values()
+                    for operation in calls.get("ssm", ())}
+    assert [statements["ContainersReadNamedParameters"]["Action"]] == sorted(secret_calls), "what the node calls, no more"
+    assert "ContainersReadNamedSecrets" not in statements, "no secretsmanager reference, no grant"
 
 
 def listed(value) -> list:

@@ -52,7 +52,18 @@ def test_a_full_services_section_parses_with_its_defaults():
     ({"port": 8888}, "containers[0].port", "JupyterLab"),
     ({"port": 22}, "containers[0].port", "SSH"),
     ({"gpus": 17}, "containers[0].gpus", "0 to 16"),
-    ({"env": {"HF_TOKEN": "hf_abc"}}, "containers[0].env", "looks like a secret"),
+    ({"env": {"HF_TOKEN": "hf_abc"}}, "containers[0].env", "name it in secretEnv"),
+    ({"secretEnv": {"HF_TOKEN": "ssm:/aws/hf"}}, "containers[0].secretEnv", "HF_TOKEN: '/aws/hf' is not an SSM parameter"),
+    ({"secretEnv": {"HF_TOKEN": "ssm:team/hf"}}, "containers[0].secretEnv", "a hierarchy starts with /"),
+    ({"secretEnv": {"HF_TOKEN": "ssm:/a b"}}, "containers[0].secretEnv", "not an SSM parameter name"),
+    ({"secretEnv": {"KEY": "secretsmanager:team key"}}, "containers[0].secretEnv", "KEY: 'team key' is not a secret name"),
+    ({"secretEnv": {"KEY": "secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:team"}},
+     "containers[0].secretEnv", "not a whole secret ARN"),
+    ({"secretEnv": {"KEY": "vault:team/key"}}, "containers[0].secretEnv", "names no store"),
+    ({"secretEnv": {"1KEY": "ssm:/team/key"}}, "containers[0].secretEnv", "not starting with a digit"),
+    ({"env": {"HF_HOME": "/a"}, "secretEnv": {"HF_HOME": "ssm:/team/key"}}, "containers[0]", "in both env and secretEnv"),
+    ({"secretEnv": {"KEY": "secretsmanager:arn:aws:secretsmanager:eu-west-1:123456789012:secret:team/key-Ab12Cd"}},
+     "containers[0].secretEnv.KEY", "replicate it to us-east-1"),
     ({"env": {"1BAD": "x"}}, "containers[0].env", "not starting with a digit"),
     ({"port": None, "healthCheck": {"path": "/health"}}, "containers[0]", "give port"),
     ({"healthCheck": {"intervalSeconds": 5, "timeoutSeconds": 5}}, "containers[0].healthCheck", "below intervalSeconds"),
@@ -61,6 +72,13 @@ def test_a_full_services_section_parses_with_its_defaults():
 def test_a_container_that_could_not_run_is_refused_naming_its_key(changes, key, reason):
     [(found, why)] = problems(with_services({"containers": [container(**changes)]}))
     assert found.startswith(f"gpu-cloud:groups[0].services.{key}") and reason in why, (found, why)
+
+
+def test_secret_env_names_a_parameter_or_a_secret_by_name_or_whole_arn():
+    references = {"HF_TOKEN": "ssm:/team/hf-token", "PLAIN": "ssm:hf-token", "WANDB_API_KEY": "secretsmanager:team/wandb",
+                  "DB": "secretsmanager:arn:aws:secretsmanager:us-east-1:123456789012:secret:team/db-Ab12Cd"}
+    settings = settings_for(with_services({"containers": [container(secretEnv=references)]}))
+    assert settings.config.groups[0].services.containers[0].secret_env == references
 
 
 def test_two_containers_may_not_share_a_name_or_a_port():

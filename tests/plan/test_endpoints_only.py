@@ -68,3 +68,21 @@ def test_an_endpoints_only_stack_with_every_endpoint_its_nodes_call_plans_with_n
 
     assert [vars(violation) for violation in plan.policy_violations] == []
     assert not plan.failed
+
+
+def test_secret_env_needs_the_ssm_and_secretsmanager_endpoints_not_kms():
+    """The node calls Parameter Store and Secrets Manager; each decrypts with KMS itself, for the
+    caller (kms:ViaService), so no kms endpoint is needed in the VPC for it."""
+    server = {"name": "vllm", "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/vllm:v0.6.3",
+              "secretEnv": {"HF_TOKEN": "ssm:/team/hf-token", "WANDB_API_KEY": "secretsmanager:team/wandb"}}
+    groups = [{**GROUPS[0], "services": {"containers": [server]}}]
+    with pytest.raises(ConfigError) as error:
+        settings_for({**endpoints_only([*EVERY_ENDPOINT, "ecr.api", "ecr.dkr"]), "groups": groups})
+
+    [(key, why)] = error.value.problems
+    assert key == "gpu-cloud:network.interfaceEndpoints"
+    assert why.startswith("lacks secretsmanager (groups[0].services.containers[].secretEnv: GetSecretValue)")
+    every = [*EVERY_ENDPOINT, "ecr.api", "ecr.dkr", "secretsmanager"]
+    needed = needed_endpoints(settings_for({**endpoints_only(every), "groups": groups}).config)
+    assert "groups[0].services.containers[].secretEnv: GetParameter" in needed["ssm"]
+    assert "kms" not in needed

@@ -158,3 +158,17 @@ def test_resource_policy_statements_after_deny_and_not_action_are_still_judged()
                                                                 {**NOT_ACTION, "Principal": {"AWS": ROLE_ARN}}, last)))
 
     assert "statement Last grants every sns action ('sns:*')" in problems
+
+
+def test_decrypt_on_the_accounts_keys_passes_only_held_to_a_service_and_named_values():
+    held = {"Sid": "DecryptNamedParametersThroughSsm", "Effect": "Allow", "Action": "kms:Decrypt",
+            "Resource": "arn:aws:kms:us-east-1:111122223333:key/*",
+            "Condition": {"StringEquals": {"kms:ViaService": "ssm.us-east-1.amazonaws.com"},
+                          "StringLike": {"kms:EncryptionContext:PARAMETER_ARN": [
+                              "arn:aws:ssm:us-east-1:111122223333:parameter/team/hf-token"]}}}
+    assert identity_problems(held) == []
+    without_context = {**held, "Condition": {"StringEquals": held["Condition"]["StringEquals"]}}
+    any_service = {**held, "Condition": {**held["Condition"], "StringEquals": {"kms:ViaService": "*"}}}
+    more_actions = {**held, "Action": ["kms:Decrypt", "kms:Encrypt"]}
+    for loose in (without_context, any_service, more_actions):
+        assert any("must name bucket/prefix or key ARNs" in problem for problem in identity_problems(loose)), loose

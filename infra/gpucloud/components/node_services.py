@@ -1,6 +1,7 @@
 """NodeServices: what the stack holds for the services its groups run on their nodes (JupyterLab,
 TensorBoard, containers): each JupyterLab group's token parameter, and the node role's grants for
-those parameters and for the ECR repositories the container images and job images come from.
+those parameters, for the ECR repositories the container images and job images come from, and for
+the parameters and secrets the containers' `secretEnv` reads.
 
 The services themselves run on the nodes (gpucloud.node.services); `node_services_document` is the
 plain document the nodes read, carried in the user data beside node.json.
@@ -17,8 +18,8 @@ import pulumi_aws as aws
 
 from gpucloud.config.groups import GroupConfig
 from gpucloud.config.stack import StackConfig
-from gpucloud.config.services import ecr_repository_arns, tensorboard_log_dir, token_parameter_arn
-from gpucloud.documents.node_services import node_services_policy
+from gpucloud.config.services import ecr_repository_arns, secret_references, tensorboard_log_dir, token_parameter_arn
+from gpucloud.documents.node_services import container_secret_statements, node_services_policy
 from gpucloud.lookups import ResolvedStack
 from gpucloud.naming import jupyter_token_parameter_name
 from gpucloud.userdata.layout import DATA_MOUNT, PERSIST_MOUNT
@@ -73,6 +74,7 @@ def node_services_document(config: StackConfig, group: GroupConfig, base: str, r
             "image": container.image,
             "command": list(container.command) if container.command else None,
             "env": dict(sorted(container.env.items())),
+            "secret_env": dict(sorted(container.secret_env.items())),
             "gpus": container.gpus,
             "port": container.port,
             "health": health.model_dump() if health else None,
@@ -95,6 +97,10 @@ class NodeServicesArgs:
     jupyter_groups: Sequence[str] = ()
     """The groups (config names) that run JupyterLab: one token parameter each."""
     ecr_repository_arns: Sequence[str] = ()
+    secret_parameter_names: Sequence[str] = ()
+    """The SSM parameters the containers' `secretEnv` reads."""
+    secret_ids: Sequence[str] = ()
+    """The Secrets Manager secrets (names or whole ARNs) the containers' `secretEnv` reads."""
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -127,6 +133,9 @@ class NodeServices(pulumi.ComponentResource):
                 for group in args.jupyter_groups
             ],
             ecr_repository_arns=args.ecr_repository_arns,
+            secret_statements=container_secret_statements(
+                args.partition, args.region, args.account_id, parameter_names=args.secret_parameter_names,
+                secret_ids=args.secret_ids),
         )
         self.policy = None
         if document is not None:
@@ -144,11 +153,12 @@ class NodeServices(pulumi.ComponentResource):
 
 def node_services(name: str, stack: ResolvedStack, role_name: pulumi.Input[str], kms_key_arn: pulumi.Input[str],
                   opts: pulumi.ResourceOptions) -> NodeServices | None:
-    """The stack's NodeServices, or None where no group runs JupyterLab or an ECR image."""
+    """The stack's NodeServices, or None where no group runs JupyterLab, an ECR image or a secretEnv."""
     config = stack.settings.config
     jupyter_groups = [group.name for group in config.groups if group.services.jupyter is not None]
     repositories = ecr_repository_arns(stack.partition, config.groups)
-    if not jupyter_groups and not repositories:
+    parameters, secrets = secret_references(config.groups)
+    if not jupyter_groups and not repositories and not parameters and not secrets:
         return None
     return NodeServices(f"{name}-services", NodeServicesArgs(
         name_base=stack.settings.name_base,
@@ -159,5 +169,7 @@ def node_services(name: str, stack: ResolvedStack, role_name: pulumi.Input[str],
         kms_key_arn=kms_key_arn,
         jupyter_groups=jupyter_groups,
         ecr_repository_arns=repositories,
+        secret_parameter_names=parameters,
+        secret_ids=secrets,
         tags=stack.settings.tags,
     ), opts=opts)

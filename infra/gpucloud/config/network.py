@@ -11,14 +11,16 @@ from gpucloud.config.fields import ConfigModel, SubnetId
 
 InterfaceEndpoint = Literal[
     "ssm", "ssmmessages", "ec2messages", "autoscaling", "logs", "monitoring", "sts", "kms", "ec2", "aps-workspaces",
-    "ecr.api", "ecr.dkr",
+    "ecr.api", "ecr.dkr", "secretsmanager",
 ]
 """The interface endpoints a stack may create. Which of them its nodes need is measured, not listed
 here: `gpucloud.config.node_endpoints` (aps-workspaces is the data plane of Amazon Managed Service
 for Prometheus, where the collector remote-writes: AMP user guide, "Using Amazon Managed Service
 for Prometheus with interface VPC endpoints", read 2026-11-25; ecr.api and ecr.dkr are the two ECR
 endpoints a private image pull needs, with the S3 gateway for its layers: ECR user guide, "Amazon
-ECR interface VPC endpoints (AWS PrivateLink)", read 2026-11-25)."""
+ECR interface VPC endpoints (AWS PrivateLink)", read 2026-11-25; secretsmanager serves
+`secretEnv`'s Secrets Manager references: Secrets Manager user guide, "Using an AWS Secrets Manager
+VPC endpoint", read 2026-11-28)."""
 
 FLOW_LOG_RETENTION_DAYS = (
     1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,

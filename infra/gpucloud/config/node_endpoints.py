@@ -28,7 +28,7 @@ EVERY_NODE = ("bootstrap", "launchHook", "drain", "watch")
 """Bootstrap stub (fetch the bundle, ABANDON on failure), boot gate and launch heartbeat, drain on
 scale-in or spot notice, GPU watch: every node runs them."""
 NODE_FEATURES = (*EVERY_NODE, "healthReplace", "dataVolume", "persistentVolume", "checkpointToS3", "prometheus",
-                 "jupyterToken", "ecrImage", "jobEcrImage")
+                 "jupyterToken", "ecrImage", "jobEcrImage", "containerSecrets")
 """What node code does, each measured by the node tests marked with it."""
 
 AGENT_CALLS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
@@ -102,6 +102,8 @@ def group_features(config: StackConfig, group: GroupConfig) -> list[str]:
         features.append("jupyterToken")
     if group.services.ecr_images:
         features += ["ecrImage", "dockerPullsFromEcr"]
+    if any(container.secret_env for container in group.services.containers):
+        features.append("containerSecrets")
     if group.jobs.ecr_repositories:
         features += ["jobEcrImage", "dockerPullsJobImageFromEcr"]
     if config.access.ssm:
@@ -146,6 +148,7 @@ _KEYS = {
     "jupyterToken": "groups[{}].services.jupyter",
     "ecrImage": "groups[{}].services.containers",
     "dockerPullsFromEcr": "groups[{}].services.containers",
+    "containerSecrets": "groups[{}].services.containers[].secretEnv",
     "jobEcrImage": "groups[{}].jobs.ecrRepositories",
     "dockerPullsJobImageFromEcr": "groups[{}].jobs.ecrRepositories",
     "jobOutput": "groups[{}] job output (access.ssm)",

@@ -22,6 +22,7 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from gpucloud.config.errors import NAMESPACE
 from gpucloud.config.fields import ConfigModel, ResourceName, shaped
+from gpucloud.documents.node_services import container_secret_statements
 from gpucloud.naming import jupyter_token_parameter_name
 
 if TYPE_CHECKING:
@@ -50,6 +51,18 @@ ImageReference = Annotated[str, shaped(
 EnvName = Annotated[str, shaped(r"[A-Za-z_][A-Za-z0-9_]*", "use letters, digits and _, not starting with a digit", 128)]
 EnvValue = Annotated[str, StringConstraints(max_length=1024)]
 Argument = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
+SSM_PARAMETER = re.compile(r"(?!(?i:aws|ssm))[A-Za-z0-9_.-]+|(?:/(?!(?i:aws|ssm))[A-Za-z0-9_.-]+)(?:/[A-Za-z0-9_.-]+){0,14}")
+"""A parameter name as PutParameter takes it: letters, digits and `_.-`, `/` between up to fifteen
+levels with a leading `/` for a hierarchy, not starting with aws or ssm, 2048 characters at most (botocore ssm
+model, PutParameter Name and PSParameterName; read 2026-11-28)."""
+SECRET_NAME = re.compile(r"[A-Za-z0-9/_+=.@-]{1,512}")
+"""A secret name as CreateSecret takes it: ASCII letters, digits and `/_+=.@-`, 512 characters at most
+(botocore secretsmanager model, CreateSecret Name and NameType; read 2026-11-28)."""
+SECRET_ARN = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z]{2}(?:-gov)?-[a-z]+-[0-9]:[0-9]{12}:secret:"
+                        r"[A-Za-z0-9/_+=.@-]{1,512}-[A-Za-z0-9]{6}")
+"""A secret's whole ARN: its name, then the hyphen and six characters Secrets Manager appends (the
+same model's CreateSecret ARN; a partial ARN matches no IAM resource)."""
+SecretReference = Annotated[str, StringConstraints(min_length=5, max_length=2100)]
 SECRET_LOOKING = re.compile(r"SECRET|PASSWORD|PASSWD|TOKEN|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL", re.IGNORECASE)
 LocalPath = Annotated[str, shaped(r"/[A-Za-z0-9._\-/]*", "use an absolute path of letters, digits and . _ - /", 200)]
 Install = Literal["pip", "image"]
@@ -121,7 +134,12 @@ class ContainerConfig(ConfigModel):
     """Arguments given after the image, as an argv list (no shell): they replace the image's CMD."""
     env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=50)
     """Environment variables, name to value. Values travel in clear in the launch template's user data, so names
-    that look like secrets (TOKEN, SECRET, PASSWORD, ...) are refused."""
+    that look like secrets (TOKEN, SECRET, PASSWORD, ...) are refused: give those in secretEnv."""
+    secret_env: dict[EnvName, SecretReference] = Field(default_factory=dict, max_length=20)
+    """Environment variables read at each container start with the node role, name to reference:
+    `ssm:<parameter name>` (a SecureString) or `secretsmanager:<secret name or whole ARN>`, in the stack's
+    region. The node role may read exactly these (and decrypt them through SSM or Secrets Manager);
+    the values never reach user data, logs or the stack's state."""
     gpus: int | Literal["all"] = "all"
     """GPUs the container sees: all, or a count from 0 (none) to 16."""
     port: int | None = Field(default=None, ge=1, le=65535)
@@ -160,11 +178,27 @@ class ContainerConfig(ConfigModel):
         secret = sorted(name for name in env if SECRET_LOOKING.search(name))
         if secret:
             raise ValueError(f"{', '.join(secret)} looks like a secret, and env values travel in clear in the launch "
-                             "template's user data: keep it in SSM Parameter Store or Secrets Manager and have the "
-                             "container read it with the node role (AWS credentials come from the instance role)")
+                             "template's user data: keep it in SSM Parameter Store or Secrets Manager and name it in "
+                             "secretEnv (ssm:<parameter name> or secretsmanager:<secret name>)")
         if any("\x00" in value for value in env.values()):
             raise ValueError("values must not contain NUL characters")
         return env
+
+    @field_validator("secret_env")
+    @classmethod
+    def secret_references_are_well_formed(cls, secret_env: dict[str, str]) -> dict[str, str]:
+        for name, reference in sorted(secret_env.items()):
+            problem = secret_reference_problem(reference)
+            if problem:
+                raise ValueError(f"{name}: {problem}")
+        return secret_env
+
+    @model_validator(mode="after")
+    def secret_env_names_are_not_env_names(self) -> ContainerConfig:
+        both = sorted(set(self.env) & set(self.secret_env))
+        if both:
+            raise ValueError(f"{', '.join(both)} is in both env and secretEnv: keep it in one")
+        return self
 
     @model_validator(mode="after")
     def health_check_needs_a_port(self) -> ContainerConfig:
@@ -176,6 +210,25 @@ class ContainerConfig(ConfigModel):
     def ecr(self) -> re.Match[str] | None:
         """The image's ECR account, region and repository, when it is a private ECR image."""
         return ECR_IMAGE.fullmatch(self.image)
+
+
+def secret_reference_problem(reference: str) -> str | None:
+    """What is wrong with a `secretEnv` reference's shape, or None: that the parameter or secret
+    exists and is readable is a fact of the account, which the plan does not check."""
+    source, _, identifier = reference.partition(":")
+    if source == "ssm":
+        if len(identifier) <= 2048 and SSM_PARAMETER.fullmatch(identifier):
+            return None
+        return (f"{identifier!r} is not an SSM parameter name: letters, digits and _.- with / between up to 15 "
+                "levels (a hierarchy starts with /), not starting with aws or ssm")
+    if source == "secretsmanager":
+        if identifier.startswith("arn:"):
+            return None if SECRET_ARN.fullmatch(identifier) else (
+                f"{identifier!r} is not a whole secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:"
+                "<name>-<6 characters>): give the whole ARN or the secret's name")
+        return None if SECRET_NAME.fullmatch(identifier) else (
+            f"{identifier!r} is not a secret name: up to 512 ASCII letters, digits and /_+=.@-")
+    return f"{reference!r} names no store: use ssm:<parameter name> or secretsmanager:<secret name or ARN>"
 
 
 class ServicesConfig(ConfigModel):
@@ -243,6 +296,12 @@ def service_problems(config: StackConfig, region: str) -> list[tuple[str, str]]:
                 problems.append((image_key, (
                     f"{container.image} is in ECR in {ecr['region']}, and the stack's ECR endpoints reach only "
                     f"{region}: replicate it to {region} or use egress: nat")))
+            for name, reference in sorted(container.secret_env.items()):
+                arn_region = reference.split(":")[4] if reference.startswith("secretsmanager:arn:") else region
+                if arn_region != region:
+                    problems.append((f"{key}.containers[{number}].secretEnv.{name}", (
+                        f"{reference} is a secret in {arn_region}, and the node reads secrets in the stack's region "
+                        f"{region}: replicate it to {region} (Secrets Manager replica secrets)")))
     return problems
 
 
@@ -285,10 +344,24 @@ def token_parameter_arn(partition: str, region: str, account_id: str, name: str)
     return f"arn:{partition}:ssm:{region}:{account_id}:parameter{name}"
 
 
-def node_services_grants(config: StackConfig, partition: str, region: str, account_id: str, base: str) -> dict[str, list[str]]:
-    """What the node role's services policy names: each JupyterLab group's token parameter and the
-    ECR repositories of the container images (documents.node_services.node_services_policy)."""
+def secret_references(groups: Sequence[GroupConfig]) -> tuple[list[str], list[str]]:
+    """The SSM parameter names and the secret names or ARNs the groups' containers' `secretEnv` names."""
+    references = {reference for group in groups for container in group.services.containers
+                  for reference in container.secret_env.values()}
+    parameters = sorted(reference.removeprefix("ssm:") for reference in references if reference.startswith("ssm:"))
+    secrets = sorted(reference.removeprefix("secretsmanager:") for reference in references
+                     if reference.startswith("secretsmanager:"))
+    return parameters, secrets
+
+
+def node_services_grants(config: StackConfig, partition: str, region: str, account_id: str, base: str) -> dict[str, list]:
+    """What the node role's services policy names: each JupyterLab group's token parameter, the
+    ECR repositories of the container images and the containers' secrets
+    (documents.node_services.node_services_policy)."""
+    parameters, secrets = secret_references(config.groups)
     return {
+        "secret_statements": container_secret_statements(partition, region, account_id, parameter_names=parameters,
+                                                         secret_ids=secrets),
         "token_parameter_arns": [token_parameter_arn(partition, region, account_id, jupyter_token_parameter_name(base, group.name))
                                  for group in config.groups if group.services.jupyter is not None],
         "ecr_repository_arns": ecr_repository_arns(partition, config.groups),

@@ -1,5 +1,6 @@
-"""The node role's grants for the services a group runs: its JupyterLab token parameter, and the
-ECR repositories its container images and its jobs' images (`jobs.ecrRepositories`) come from.
+"""The node role's grants for the services a group runs: its JupyterLab token parameter, the
+ECR repositories its container images and its jobs' images (`jobs.ecrRepositories`) come from, and
+the parameters and secrets its containers' `secretEnv` names.
 Only a group that asks for them gets them."""
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ these three and ecr:GetAuthorizationToken; read 2026-11-25)."""
 
 
 def node_services_policy(
-    *, token_parameter_arns: Sequence[str] = (), ecr_repository_arns: Sequence[str] = ()
+    *, token_parameter_arns: Sequence[str] = (), ecr_repository_arns: Sequence[str] = (),
+    secret_statements: Sequence[Document] = ()
 ) -> Document | None:
-    """None when the stack's groups need neither. GetAuthorizationToken takes no resource
+    """None when the stack's groups need none of these (`secret_statements`:
+    container_secret_statements). GetAuthorizationToken takes no resource
     (Service Authorization Reference, Amazon ECR: no resource type for it; read 2026-11-25); the
     pulls are held to the named repositories. The node reads a token parameter's versions and
     writes it (gpucloud.node.jupyter: the first token written after the placeholder is the group's);
@@ -46,6 +49,7 @@ def node_services_policy(
                 "Resource": sorted(set(ecr_repository_arns)),
             },
         ]
+    statements += secret_statements
     if not statements:
         return None
     return {"Version": "2012-10-17", "Statement": statements}

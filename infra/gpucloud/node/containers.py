@@ -5,7 +5,10 @@ default AMI carries.
 The container runs in the foreground on Docker's default bridge network, its port published on
 the node (the launch template's metadata hop limit is 2 for such groups, so it reaches IMDS and
 the instance role's credentials). Environment values reach Docker through its own environment
-(`--env NAME` takes the value from there), never on a command line. This process polls the
+(`--env NAME` takes the value from there), never on a command line. So do the secrets of
+`secretEnv`, read with the node role at each start (`read_secrets`): they are never written to a
+file, and this process's environment, /proc/<pid>/environ, is readable by root and its own user
+only (proc(5)); the ECR token is the one thing on disk, in a root-only directory. This process polls the
 health check and, past the start period, ends the container after `unhealthy_threshold` failures
 in a row and exits 1: systemd's Restart= (the restart policy, a drop-in `services` writes) decides
 whether it comes back.
@@ -94,6 +97,28 @@ def pull_image(run: CommandRunner, image: str, region: str | None, ecr_client: C
         raise ServiceError(f"docker pull {image}: {pulled.describe_failure(PULL_TIMEOUT_S)}")
 
 
+def read_secrets(secret_env: Mapping[str, str], client: Callable[[str], Any]) -> dict[str, str]:
+    """name -> value of each `secretEnv` reference, `ssm:<parameter>` (a SecureString, decrypted)
+    or `secretsmanager:<name or ARN>` (its SecretString). Raises ServiceError naming the variable and
+    its reference, never a value."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    values: dict[str, str] = {}
+    for name, reference in sorted(secret_env.items()):
+        source, _, identifier = reference.partition(":")
+        try:
+            if source == "ssm":
+                values[name] = client("ssm").get_parameter(Name=identifier, WithDecryption=True)["Parameter"]["Value"]
+                continue
+            secret = client("secretsmanager").get_secret_value(SecretId=identifier)
+        except (BotoCoreError, ClientError) as error:
+            raise ServiceError(f"secretEnv {name} ({reference}): {error}") from error
+        if "SecretString" not in secret:
+            raise ServiceError(f"secretEnv {name} ({reference}) is a binary secret: store it as a string")
+        values[name] = secret["SecretString"]
+    return values
+
+
 def docker_run_argv(container: Mapping[str, Any]) -> list[str]:
     """`docker run` for the service: its GPUs, port, environment names and command, no shell."""
     argv = ["docker", "run", "--rm", "--name", CONTAINER_PREFIX + container["name"], "--init"]
@@ -104,7 +129,7 @@ def docker_run_argv(container: Mapping[str, Any]) -> list[str]:
         argv += ["--gpus", str(gpus)]
     if container.get("port"):
         argv += ["--publish", f"{container['port']}:{container['port']}"]
-    for name in sorted(container.get("env") or {}):
+    for name in sorted({*(container.get("env") or {}), *(container.get("secret_env") or {})}):
         argv += ["--env", name]
     argv += ["--env", "AWS_REGION", "--env", "AWS_DEFAULT_REGION"]
     argv.append(container["image"])
@@ -155,17 +180,27 @@ def supervise(process: Any, container: Mapping[str, Any], probe: Callable[[int, 
 
 
 def serve_container(name: str, run: CommandRunner, ecr_client: Callable[[str], Any], path: str = SERVICES_PATH,
-                    popen: Callable[..., Any] = subprocess.Popen, config_dir: str | None = None) -> int:
-    """Log in (ECR), pull, clear a leftover container of the same name, then run and supervise it."""
+                    popen: Callable[..., Any] = subprocess.Popen, config_dir: str | None = None,
+                    aws_client: Callable[[str, str], Any] | None = None) -> int:
+    """Log in (ECR), pull, read the secrets (`aws_client(service, region)`), clear a leftover
+    container of the same name, then run and supervise it."""
     container = container_settings(name, path)
     region = container["region"]
     config_dir = config_dir or DOCKER_CONFIG_DIR.format(name)
     try:
         pull_image(run, container["image"], container.get("ecr_region"), ecr_client, config_dir)
+        secrets = read_secrets(container.get("secret_env") or {},
+                               lambda service: _client(aws_client, service, region))
     except ServiceError as error:
         log.error("%s", error)
         return 1
     run(["docker", "rm", "--force", CONTAINER_PREFIX + name], 60)
-    process = popen(docker_run_argv(container), env=container_environment(container, region))
+    process = popen(docker_run_argv(container), env={**container_environment(container, region), **secrets})
     docker_stop = lambda: run(["docker", "stop", "--time", "30", CONTAINER_PREFIX + name], 60)  # noqa: E731
     return supervise(process, container, stop=docker_stop)
+
+
+def _client(aws_client: Callable[[str, str], Any] | None, service: str, region: str | None) -> Any:
+    if aws_client is None:
+        raise ServiceError(f"secretEnv needs an AWS client for {service}")
+    return aws_client(service, region or "")

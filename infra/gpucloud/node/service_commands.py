@@ -44,7 +44,8 @@ def _serve(config: NodeConfig, arguments: argparse.Namespace) -> int:
             return serve_tensorboard(run_command)
         if not arguments.name:
             raise ServiceError("serve container needs the container's name")
-        return serve_container(arguments.name, run_command, lambda region: boto3_client("ecr", region))
+        return serve_container(arguments.name, run_command, lambda region: boto3_client("ecr", region),
+                               aws_client=boto3_client)
     except ServiceError as error:
         log.error("%s", error)
         return 2

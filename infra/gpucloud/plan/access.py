@@ -29,6 +29,7 @@ from gpucloud.naming import (
     role_arn,
 )
 from gpucloud.plan.access_documents import collect_documents, named, plan_account
+from gpucloud.plan.access_secrets import secret_key_policies, secret_values
 from gpucloud.plan.access_report import findings, unused_grants
 from gpucloud.plan.model import PlanFinding
 from gpucloud.policy.access import DEPLOYER, Call, Documents, evaluate
@@ -124,6 +125,7 @@ def placeholder_values(settings: StackSettings, resources: Sequence[AppliedResou
     values["workspaceId"] = [workspace] if workspace else sorted(
         str(r.id) for r in resources if r.custom and r.type == "aws:amp/workspace:Workspace")
     values["autoScalingGroupId"] = sorted(set(_group_ids(resources).values()))[:1]
+    values |= secret_values(config, partition_of(settings.region), settings.region, account)
     return values
 
 
@@ -224,6 +226,8 @@ def check_access(settings: StackSettings, resources: Sequence[AppliedResource], 
     partition = partition_of(settings.region)
     holders = _team_holders(settings, resources, partition, account)
     documents = collect_documents(resources, partition, account, holders)
+    documents = dataclasses.replace(documents, resource=[
+        *documents.resource, *secret_key_policies(settings.config, partition, settings.region, account)])
     asked = (outputs or {}).get(DATA_BUCKET_POLICY_OUTPUT)
     if asked and settings.config.data:
         owned = (f"arn:{partition}:s3:::{settings.config.data.bucket}", named(asked, f"the {DATA_BUCKET_POLICY_OUTPUT} output"))

@@ -183,6 +183,22 @@ def _is_prefix_scoped(resource: str) -> bool:
     return bool(bucket) and not set(bucket) & _WILDCARDS and bool(slash) and bool(key) and key[0] not in _WILDCARDS
 
 
+def _decrypt_held_to_named_values(statement: Statement) -> bool:
+    """kms:Decrypt alone on the account's keys (`key/*`), held by condition to one service that
+    decrypts for the caller (kms:ViaService) and to named values by their encryption context: what
+    reading a parameter or secret whose key the stack does not know needs (documents.node_services.
+    container_secret_statements). KMS developer guide, "AWS KMS condition keys": kms:ViaService lets
+    a permission be used only in requests a named service makes for the caller, and
+    kms:EncryptionContext:<context-key> only with a particular encryption context (read 2026-11-28)."""
+    if statement.actions != ("kms:Decrypt",) or not all(_ARN.match(r) for r in statement.resources):
+        return False
+    keys = {key: values for _operator, key, values in statement.conditions}
+    via = keys.get("kms:viaservice", ())
+    context = [values for key, values in keys.items() if key.startswith("kms:encryptioncontext:")]
+    return (bool(via) and not any(set(value) & _WILDCARDS for value in via)
+            and bool(context) and all(values and all(value.startswith("arn:") for value in values) for values in context))
+
+
 def _not_action_problem(where: str) -> str:
     return f"{where} uses NotAction with Allow, which grants every action not listed"
 
@@ -216,7 +232,7 @@ def identity_policy_problems(statements: list[Statement]) -> list[str]:
             continue
         storage_actions = [action for action in statement.actions if _service(action) in ("s3", "kms")]
         unscoped = [resource for resource in statement.resources if _is_unscoped(resource)]
-        if storage_actions and unscoped:
+        if storage_actions and unscoped and not _decrypt_held_to_named_values(statement):
             problems.append(
                 f"{where} grants {', '.join(storage_actions)} on {', '.join(repr(r) for r in unscoped)}; "
                 "S3 and KMS actions must name bucket/prefix or key ARNs"

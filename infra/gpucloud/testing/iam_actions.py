@@ -10,8 +10,8 @@ values into placeholders afterwards.
 Sources, read 2026-11-28: the Service Authorization Reference, "Actions, resources, and condition
 keys for" Amazon S3, Amazon EC2 Auto Scaling, Amazon CloudWatch, Amazon EC2, AWS Systems Manager,
 Amazon CloudWatch Logs, Amazon Elastic Container Registry, Amazon Managed Service for Prometheus,
-AWS Step Functions (the action an operation needs, where it is not the operation's name: ListObjectsV2 is
-s3:ListBucket, HeadObject s3:GetObject, a multipart upload s3:PutObject; each action's resource
+AWS Step Functions, AWS Secrets Manager (the action an operation needs, where it is not the
+operation's name: ListObjectsV2 is s3:ListBucket, HeadObject s3:GetObject, a multipart upload s3:PutObject; each action's resource
 types and their ARN formats). CloudWatch Logs authorizes the log-group actions on the group's ARN
 with `:*` appended (CloudWatch Logs user guide, "Using identity-based policies (IAM policies) for
 CloudWatch Logs"; aws/aws-cli#3578).
@@ -46,6 +46,11 @@ LOG_GROUP = f"{_PREFIX}:logs:{_REGIONAL}:log-group:<logGroupName>:*"
 LOG_STREAM = f"{_PREFIX}:logs:{_REGIONAL}:log-group:<logGroupName>:log-stream:<logStreamName>"
 WORKSPACE = f"{_PREFIX}:aps:{_REGIONAL}:workspace/${{workspaceId}}"
 KEY = "${keyArn}"
+SECRET_KEY = "${secretKeyArn}"
+"""The key of a parameter or secret the stack does not make (`secretEnv`): its owner's, unknown to
+the stack. The project key encrypts only the stack's own parameters, all named `gpu-cloud/...`
+(naming.jupyter_token_parameter_name)."""
+OWN_PARAMETERS = "gpu-cloud/"
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,8 @@ ACTIONS: Mapping[tuple[str, str], Action] = {
     ("ec2", "DescribeSubnets"): Action("ec2:DescribeSubnets"),
     ("ec2", "AttachVolume"): Action("ec2:AttachVolume", (INSTANCE, VOLUME)),
     ("ssm", "GetParameter"): Action("ssm:GetParameter", (PARAMETER,)),
+    # GetSecretValue is authorized on the secret's whole ARN, which the answer holds (`_secretsmanager_calls`).
+    ("secretsmanager", "GetSecretValue"): Action("secretsmanager:GetSecretValue", ()),
     ("ssm", "GetParameterHistory"): Action("ssm:GetParameterHistory", (PARAMETER,)),
     ("ssm", "PutParameter"): Action("ssm:PutParameter", (PARAMETER,)),
     ("ssm", "SendCommand"): Action("ssm:SendCommand", (DOCUMENT, INSTANCE.replace("<InstanceId>", "<InstanceIds>"))),
@@ -163,8 +170,8 @@ def via_service(service: str) -> str:
     return f"{service}.${{region}}.amazonaws.com"
 
 
-def _kms(action: str, service: str, context: Mapping[str, str]) -> IamCall:
-    return IamCall(action, KEY, {"kms:ViaService": via_service(service), "kms:CallerAccount": "${account}", **context}, via=service)
+def _kms(action: str, service: str, context: Mapping[str, str], key: str = KEY) -> IamCall:
+    return IamCall(action, key, {"kms:ViaService": via_service(service), "kms:CallerAccount": "${account}", **context}, via=service)
 
 
 def _s3_kms_calls(operation: str, params: Mapping[str, Any], response: Mapping[str, Any]) -> list[IamCall]:
@@ -192,12 +199,24 @@ def _ssm_kms_calls(operation: str, params: Mapping[str, Any], response: Mapping[
     if not _fill(PARAMETER, params):
         return []
     parameter = {"kms:EncryptionContext:PARAMETER_ARN": _fill(PARAMETER, params)[0]}
+    key = KEY if str(params.get("Name", "")).lstrip("/").startswith(OWN_PARAMETERS) else SECRET_KEY
     if operation == "PutParameter" and params.get("Type") == "SecureString":
-        return [_kms("kms:Encrypt", "ssm", parameter)]
+        return [_kms("kms:Encrypt", "ssm", parameter, key)]
     answered = [response.get("Parameter", {}), *response.get("Parameters", [])]
     if params.get("WithDecryption") and any(found.get("Type") == "SecureString" for found in answered):
-        return [_kms("kms:Decrypt", "ssm", parameter)]
+        return [_kms("kms:Decrypt", "ssm", parameter, key)]
     return []
+
+
+def _secretsmanager_calls(operation: str, response: Mapping[str, Any]) -> list[IamCall]:
+    """GetSecretValue on the secret's whole ARN, and the decrypt of its data key that Secrets
+    Manager makes with the caller's credentials through secretsmanager.<region>, the secret's ARN
+    as encryption context (Secrets Manager user guide, "Secret encryption and decryption in AWS
+    Secrets Manager": permissions for the KMS key, encryption context; read 2026-11-28)."""
+    if operation != "GetSecretValue" or "ARN" not in response:
+        return []
+    return [IamCall("secretsmanager:GetSecretValue", response["ARN"], {}),
+            _kms("kms:Decrypt", "secretsmanager", {"kms:EncryptionContext:SecretARN": response["ARN"]}, SECRET_KEY)]
 
 
 def _ec2_kms_calls(operation: str, params: Mapping[str, Any], encrypted_volume: Callable[[str], bool]) -> list[IamCall]:
@@ -226,6 +245,8 @@ def iam_calls(service: str, operation: str, params: Mapping[str, Any], response:
         calls += _s3_kms_calls(operation, params, response)
     elif service == "ssm":
         calls += _ssm_kms_calls(operation, params, response)
+    elif service == "secretsmanager":
+        calls += _secretsmanager_calls(operation, response)
     elif service == "ec2":
         calls += _ec2_kms_calls(operation, params, encrypted_volume)
     return calls
