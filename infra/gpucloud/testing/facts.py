@@ -18,7 +18,6 @@ import contextlib
 import dataclasses
 import datetime
 import json
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
@@ -30,6 +29,7 @@ from pydantic.alias_generators import to_camel
 from gpucloud.lookups.facts import Bucket, PrometheusWorkspaceContents
 from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
 from gpucloud.naming import AUTOSCALING_SERVICE
+from gpucloud.testing.external_seed import seed_bucket, seed_repository, seed_security_group
 from gpucloud.testing.registry import Account
 
 FACTS_STALE_AFTER_DAYS = 30
@@ -257,34 +257,13 @@ def seed_account(account: Account, facts: AccountFacts) -> None:
         _seed_workspace(account, workspace)
     account.ecr_repositories_known = facts.ecr_repositories is not None
     for repository in facts.ecr_repositories or ():
-        _seed_repository(account, repository)
+        seed_repository(account, repository)
     account.security_groups_known = facts.security_groups is not None
     for group in facts.security_groups or ():
-        _seed_security_group(ec2, group)
+        seed_security_group(ec2, group.id, group.vpc_id)
     account.buckets_known = facts.buckets is not None
     for bucket in facts.buckets or ():
-        _seed_bucket(account, bucket)
-
-
-def _seed_repository(account: Account, repository: str) -> None:
-    """The repository, in its region, where it is the engine account's own."""
-    match = re.fullmatch(r"(?P<account>[0-9]{12})\.dkr\.ecr[^.]*\.(?P<region>[a-z0-9-]+)\.[a-z.]+/(?P<repository>.+)", repository)
-    if match and match["account"] == account.account_id:
-        account.session.client("ecr", region_name=match["region"]).create_repository(repositoryName=match["repository"])
-
-
-def _seed_security_group(ec2, group: SecurityGroupFacts) -> None:
-    """The group under its id, in its VPC where the facts seeded that VPC, else in the default one."""
-    in_vpc = {"VpcId": group.vpc_id} if ec2.describe_vpcs(Filters=[{"Name": "vpc-id", "Values": [group.vpc_id]}])["Vpcs"] else {}
-    with _moto_ids("security_groups", "random_security_group_id", group.id):
-        ec2.create_security_group(GroupName=group.id, Description="from account facts", **in_vpc)
-
-
-def _seed_bucket(account: Account, bucket: BucketFacts) -> None:
-    """The bucket, in its own region (a client of that region creates it there)."""
-    s3 = account.session.client("s3", region_name=bucket.region)
-    where = {} if bucket.region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": bucket.region}}
-    s3.create_bucket(Bucket=bucket.name, **where)
+        seed_bucket(account, bucket.name, bucket.region)
 
 
 def _assume_service_linked_roles(account: Account) -> None:
