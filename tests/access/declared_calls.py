@@ -162,13 +162,16 @@ def _node_agents() -> list[dict]:
             call("node", "jobOutput", SSM_AGENT, "logs:CreateLogStream", f"{jobs}:*", endpoint="logs"),
             call("node", "jobOutput", SSM_AGENT, "logs:PutLogEvents", f"{jobs}:log-stream:${{logStream}}", endpoint="logs")],
     }
+    # The layer download follows the pre-signed URL GetDownloadUrlForLayer returns: ECR signs it,
+    # so no policy of the node's decides it, only the S3 gateway endpoint's (ECR user guide,
+    # "Amazon ECR interface VPC endpoints", minimum S3 gateway endpoint policy; read 2026-11-28).
     for feature in AGENT_CALLS:
         if feature.startswith("docker"):
             declared[feature] = [
                 *(call("node", feature, ECR_PULL, action, repository, endpoint="ecr.dkr")
                   for action in ("ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer")),
                 call("node", feature, ECR_PULL, "s3:GetObject", f"arn:{P}:s3:::prod-{R}-starport-layer-bucket/${{objectKey}}",
-                     endpoint="s3")]
+                     endpoint="s3", principal="anonymous")]
     return [entry for feature in AGENT_CALLS for entry in declared[feature]]
 
 

@@ -86,3 +86,17 @@ def test_the_node_role_may_pull_exactly_the_listed_repositories():
     assert [statement["Resource"] for statement in pulls] == [[
         "arn:aws:ecr:us-east-1:123456789012:repository/team/eval", "arn:aws:ecr:us-east-1:123456789012:repository/team/train"]]
     assert statements["EcrLoginHasNoResourceLevelPermissions"]["Action"] == "ecr:GetAuthorizationToken"
+
+
+def test_a_group_that_runs_private_ecr_jobs_plans_with_every_pull_allowed():
+    """The layer download goes to S3 on the pre-signed URL ECR hands out: the gateway endpoint's
+    policy decides it, not the node role (which has no S3 grant on ECR's layer bucket)."""
+    from gpucloud.plan.access import stack_features
+    from gpucloud.plan.preview import plan_stack
+
+    settings = settings_for(with_jobs({"ecrRepositories": [REPOSITORY]}))
+    plan = plan_stack(settings)
+
+    assert "dockerPullsJobImageFromEcr" in stack_features(settings)
+    assert plan.access["denied"] == []
+    assert not [finding for finding in plan.findings if finding.rule == "access-denied"]
