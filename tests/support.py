@@ -8,7 +8,11 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from gpucloud.config import StackSettings, parse_stack_config
+import pytest
+
+from gpucloud.config import ConfigError, StackSettings, parse_stack_config
+from gpucloud.documents.jobs import job_document_content
+from gpucloud.naming import job_document_name, job_log_group_name
 from gpucloud.program import build
 from gpucloud.testing import Deployment, moto_account, run_program
 from paths import EXAMPLE_STACKS, ROOT, STACKS  # noqa: F401 - the tests import them from here
@@ -52,6 +56,14 @@ def moto_over_http() -> Iterator[str]:
 
 def settings_for(values: dict[str, Any], stack: str = "demo", region: str = "us-east-1") -> StackSettings:
     return parse_stack_config(values, stack=stack, source=f"stacks/Pulumi.{stack}.yaml", region=region)
+
+
+def config_problems(values: dict[str, Any]) -> list:
+    """The problems `settings_for` refuses `values` with, each reason on one line."""
+    with pytest.raises(ConfigError) as error:
+        settings_for(values)
+    assert all("\n" not in reason for _, reason in error.value.problems)
+    return error.value.problems
 
 
 def deploy(settings: StackSettings, account) -> Deployment:
@@ -110,6 +122,23 @@ def private_subnets(ec2, cidr: str, zones: str, egress: str = "nat") -> list[str
     nat = ec2.create_nat_gateway(SubnetId=public, AllocationId=address)["NatGateway"]["NatGatewayId"]
     ec2.create_route(RouteTableId=main["RouteTableId"], DestinationCidrBlock="0.0.0.0/0", NatGatewayId=nat)
     return subnets
+
+
+def job_resources(session, settings: StackSettings, group: str, bucket: str) -> None:
+    """What a deployed stack gives the job commands: `group` (one node wanted, up to four p5s in a
+    VPC of its own), the data `bucket`, the job log group and the job document."""
+    ec2 = session.client("ec2")
+    vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.20.0.0/24", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
+    image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    ec2.create_launch_template(LaunchTemplateName="trainers", LaunchTemplateData={"ImageId": image, "InstanceType": "p5.48xlarge"})
+    session.client("autoscaling").create_auto_scaling_group(
+        AutoScalingGroupName=group, MinSize=0, MaxSize=4, DesiredCapacity=1, VPCZoneIdentifier=subnet,
+        LaunchTemplate={"LaunchTemplateName": "trainers", "Version": "$Latest"})
+    session.client("s3").create_bucket(Bucket=bucket)
+    session.client("logs").create_log_group(logGroupName=job_log_group_name(settings.name_base))
+    session.client("ssm").create_document(Name=job_document_name(settings.name_base), Content=job_document_content(),
+                                          DocumentType="Command", DocumentFormat="JSON")
 
 
 def user_data_documents(source) -> list[dict]:

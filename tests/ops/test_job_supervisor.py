@@ -19,14 +19,14 @@ import pytest
 
 from gpucloud.config import load_stack_file
 from gpucloud.documents.job_supervisor import supervisor_definition_content
-from gpucloud.documents.jobs import job_document_content, jobs_prefix
+from gpucloud.documents.jobs import jobs_prefix
 from gpucloud.naming import job_document_name, job_log_group_name, job_supervisor_name
 from gpucloud.ops.job_control import stop
 from gpucloud.ops.job_records import Clients, Clock, new_job
 from gpucloud.ops.supervised_jobs import attempts, describe, follow, jobs, outcome, start
 from gpucloud.testing import moto_account
 from gpucloud.testing.run_command import Agents, executing_state_machines
-from support import STACKS
+from support import STACKS, job_resources
 
 REGION = "us-east-1"
 SETTINGS = load_stack_file(STACKS / "Pulumi.vision-train.yaml")
@@ -49,18 +49,7 @@ def aws(agents):
     log group, the alerts topic, and the supervisor's state machine built from the stack's values."""
     with moto_account(REGION) as account, executing_state_machines(agents):
         session = account.session
-        ec2 = session.client("ec2")
-        vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
-        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.20.0.0/24", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
-        image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-        ec2.create_launch_template(LaunchTemplateName="trainers", LaunchTemplateData={"ImageId": image, "InstanceType": "p5.48xlarge"})
-        session.client("autoscaling").create_auto_scaling_group(
-            AutoScalingGroupName=GROUP, MinSize=0, MaxSize=4, DesiredCapacity=1, VPCZoneIdentifier=subnet,
-            LaunchTemplate={"LaunchTemplateName": "trainers", "Version": "$Latest"})
-        session.client("s3").create_bucket(Bucket=BUCKET)
-        session.client("logs").create_log_group(logGroupName=job_log_group_name(SETTINGS.name_base))
-        session.client("ssm").create_document(Name=job_document_name(SETTINGS.name_base), Content=job_document_content(),
-                                              DocumentType="Command", DocumentFormat="JSON")
+        job_resources(session, SETTINGS, GROUP, BUCKET)
         topic = session.client("sns").create_topic(Name="gpu-cloud-vision-train-alerts")["TopicArn"]
         definition = supervisor_definition_content(
             document_name=job_document_name(SETTINGS.name_base), log_group_name=job_log_group_name(SETTINGS.name_base),

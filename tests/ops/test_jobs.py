@@ -19,14 +19,13 @@ import pytest
 from botocore.exceptions import ClientError
 
 from gpucloud.config import load_stack_file
-from gpucloud.documents.jobs import job_document_content
-from gpucloud.naming import job_document_name, job_log_group_name
+from gpucloud.naming import job_log_group_name
 from gpucloud.ops.job_control import logs, stop
 from gpucloud.ops.jobs import Clients, Clock, Job, JobError, new_job, run
 from gpucloud.ops.nodes import ordered_nodes
 from gpucloud.testing import moto_account, service_model
 from access_recording import stood_in
-from support import STACKS
+from support import STACKS, job_resources
 
 REGION = "us-east-1"
 SETTINGS = load_stack_file(STACKS / "Pulumi.vision-train.yaml")
@@ -86,18 +85,7 @@ def aws():
     stack gives the job commands: the group, the data bucket, the job log group and document."""
     with moto_account(REGION) as account:
         session = account.session
-        ec2 = session.client("ec2")
-        vpc = ec2.create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
-        subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.20.0.0/24", AvailabilityZone="us-east-1a")["Subnet"]["SubnetId"]
-        image = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
-        ec2.create_launch_template(LaunchTemplateName="trainers", LaunchTemplateData={"ImageId": image, "InstanceType": "p5.48xlarge"})
-        session.client("autoscaling").create_auto_scaling_group(
-            AutoScalingGroupName=GROUP, MinSize=0, MaxSize=4, DesiredCapacity=1, VPCZoneIdentifier=subnet,
-            LaunchTemplate={"LaunchTemplateName": "trainers", "Version": "$Latest"})
-        session.client("s3").create_bucket(Bucket=BUCKET)
-        session.client("logs").create_log_group(logGroupName=job_log_group_name(SETTINGS.name_base))
-        session.client("ssm").create_document(Name=job_document_name(SETTINGS.name_base), Content=job_document_content(),
-                                              DocumentType="Command", DocumentFormat="JSON")
+        job_resources(session, SETTINGS, GROUP, BUCKET)
         yield session
 
 
