@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpucloud.config import ConfigError
 from gpucloud.config.node_endpoints import missing_interface_endpoints
-from support import minimal_config, settings_for
+from support import config_problems, minimal_config, settings_for
 
 ECR_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/vllm:v0.6.3"
 OFFLINE = {"egress": "endpointsOnly", "interfaceEndpoints": [
@@ -19,13 +18,6 @@ def with_services(services, network=None, **group):
     if network is not None:
         values["network"] = network
     return values
-
-
-def problems(values):
-    with pytest.raises(ConfigError) as error:
-        settings_for(values)
-    assert all("\n" not in reason for _, reason in error.value.problems)
-    return error.value.problems
 
 
 def container(**changes):
@@ -70,7 +62,7 @@ def test_a_full_services_section_parses_with_its_defaults():
     ({"restartPolicy": "unless-stopped"}, "containers[0].restartPolicy", "always"),
 ])
 def test_a_container_that_could_not_run_is_refused_naming_its_key(changes, key, reason):
-    [(found, why)] = problems(with_services({"containers": [container(**changes)]}))
+    [(found, why)] = config_problems(with_services({"containers": [container(**changes)]}))
     assert found.startswith(f"gpu-cloud:groups[0].services.{key}") and reason in why, (found, why)
 
 
@@ -82,14 +74,14 @@ def test_secret_env_names_a_parameter_or_a_secret_by_name_or_whole_arn():
 
 
 def test_two_containers_may_not_share_a_name_or_a_port():
-    [(key, why)] = problems(with_services({"containers": [container(), container(name="other")]}))
+    [(key, why)] = config_problems(with_services({"containers": [container(), container(name="other")]}))
     assert key == "gpu-cloud:groups[0].services.containers" and "port 8000" in why
 
 
 def test_tensorboard_needs_a_write_prefix_or_a_log_dir():
     values = with_services({"tensorboard": {}})
     values["data"] = {"bucket": "demo-data", "readPrefixes": ["datasets/"]}
-    [(key, why)] = problems(values)
+    [(key, why)] = config_problems(values)
     assert key == "gpu-cloud:groups[0].services.tensorboard.logDir" and "data.writePrefixes" in why
     values["groups"][0]["services"] = {"tensorboard": {"logDir": "/scratch/runs"}}
     assert settings_for(values).config.groups[0].services.tensorboard.log_dir == "/scratch/runs"
@@ -97,18 +89,18 @@ def test_tensorboard_needs_a_write_prefix_or_a_log_dir():
 
 @pytest.mark.parametrize("log_dir", ["s3://other-bucket/runs/", "s3://demo-data/secrets/"])
 def test_tensorboard_reads_only_what_the_node_role_may_read(log_dir):
-    [(key, why)] = problems(with_services({"tensorboard": {"logDir": log_dir}}))
+    [(key, why)] = config_problems(with_services({"tensorboard": {"logDir": log_dir}}))
     assert key == "gpu-cloud:groups[0].services.tensorboard.logDir" and "outside what the node role may read" in why
 
 
 def test_install_image_needs_an_image_of_your_own():
-    [(key, why)] = problems(with_services({"jupyter": {"install": "image"}}))
+    [(key, why)] = config_problems(with_services({"jupyter": {"install": "image"}}))
     assert key == "gpu-cloud:groups[0].services.jupyter.install" and "amiId" in why
     assert settings_for(with_services({"jupyter": {"install": "image"}}, amiId="ami-0123456789abcdef0"))
 
 
 def test_without_the_internet_pip_installs_and_registry_images_are_refused_naming_each_key():
-    found = problems(with_services({"jupyter": {}, "tensorboard": {}, "containers": [container()]}, network=OFFLINE))
+    found = config_problems(with_services({"jupyter": {}, "tensorboard": {}, "containers": [container()]}, network=OFFLINE))
     keys = {key for key, _ in found}
     assert {"gpu-cloud:groups[0].services.jupyter.install", "gpu-cloud:groups[0].services.tensorboard.install",
             "gpu-cloud:groups[0].services.containers[0].image"} <= keys
@@ -116,14 +108,14 @@ def test_without_the_internet_pip_installs_and_registry_images_are_refused_namin
 
 
 def test_without_the_internet_an_ecr_image_needs_both_ecr_endpoints_and_its_own_region():
-    [(key, why)] = problems(with_services({"containers": [container(image=ECR_IMAGE)]}, network=OFFLINE))
+    [(key, why)] = config_problems(with_services({"containers": [container(image=ECR_IMAGE)]}, network=OFFLINE))
     assert key == "gpu-cloud:network.interfaceEndpoints"
     assert "ecr.api (groups[0].services.containers: GetAuthorizationToken)" in why and "ecr.dkr" in why
     network = {**OFFLINE, "interfaceEndpoints": [*OFFLINE["interfaceEndpoints"], "ecr.api", "ecr.dkr"]}
     settings = settings_for(with_services({"containers": [container(image=ECR_IMAGE)]}, network=network))
     assert missing_interface_endpoints(settings.config) == {}
     elsewhere = ECR_IMAGE.replace("us-east-1", "eu-west-1")
-    [(key, why)] = problems(with_services({"containers": [container(image=elsewhere)]}, network=network))
+    [(key, why)] = config_problems(with_services({"containers": [container(image=elsewhere)]}, network=network))
     assert key == "gpu-cloud:groups[0].services.containers[0].image" and "replicate it to us-east-1" in why
 
 
@@ -131,7 +123,7 @@ def test_a_jupyter_group_needs_the_ssm_endpoint_even_without_session_manager():
     network = {"egress": "endpointsOnly", "interfaceEndpoints": ["autoscaling", "logs", "monitoring", "ec2"]}
     values = with_services({"jupyter": {"install": "image"}}, network=network, amiId="ami-0123456789abcdef0")
     values["access"] = {"ssm": False}
-    [(key, why)] = problems(values)
+    [(key, why)] = config_problems(values)
     assert key == "gpu-cloud:network.interfaceEndpoints"
     assert "ssm (groups[0].services.jupyter: GetParameterHistory, PutParameter)" in why
 

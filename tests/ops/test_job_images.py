@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from gpucloud.config import ConfigError
 from gpucloud.config.node_endpoints import missing_interface_endpoints
 from gpucloud.ops.jobs import JobError, new_job
 from gpucloud.testing import moto_account
-from support import deploy, minimal_config, settings_for
+from support import config_problems, deploy, minimal_config, settings_for
 
 REPOSITORY = "123456789012.dkr.ecr.us-east-1.amazonaws.com/team/train"
 OFFLINE = {"egress": "endpointsOnly", "interfaceEndpoints": [
@@ -23,13 +22,6 @@ def with_jobs(jobs, network=None):
     if network is not None:
         values["network"] = network
     return values
-
-
-def problems(values):
-    with pytest.raises(ConfigError) as error:
-        settings_for(values)
-    assert all("\n" not in reason for _, reason in error.value.problems)
-    return error.value.problems
 
 
 def test_run_refuses_an_ecr_image_from_a_repository_the_group_does_not_list_before_any_call():
@@ -48,7 +40,7 @@ def test_run_refuses_an_ecr_image_from_a_repository_the_group_does_not_list_befo
 
 
 def test_without_the_internet_a_job_image_must_come_from_ecr_in_the_stack_s_region_through_both_endpoints():
-    [(key, why)] = problems(with_jobs({"ecrRepositories": [REPOSITORY]}, network=OFFLINE))
+    [(key, why)] = config_problems(with_jobs({"ecrRepositories": [REPOSITORY]}, network=OFFLINE))
     assert key == "gpu-cloud:network.interfaceEndpoints"
     assert "ecr.api (groups[0].jobs.ecrRepositories: GetAuthorizationToken)" in why
     assert "ecr.dkr (groups[0].jobs.ecrRepositories: registry API /v2/ (docker pull))" in why
@@ -60,7 +52,7 @@ def test_without_the_internet_a_job_image_must_come_from_ecr_in_the_stack_s_regi
         new_job(settings, "trainers", ["train"], image="nvcr.io/nvidia/pytorch:24.10-py3")
 
     elsewhere = REPOSITORY.replace("us-east-1", "eu-west-1")
-    [(key, why)] = problems(with_jobs({"ecrRepositories": [elsewhere]}, network=network))
+    [(key, why)] = config_problems(with_jobs({"ecrRepositories": [elsewhere]}, network=network))
     assert key == "gpu-cloud:groups[0].jobs.ecrRepositories[0]" and "replicate it to us-east-1" in why
 
 
@@ -70,7 +62,7 @@ def test_without_the_internet_a_job_image_must_come_from_ecr_in_the_stack_s_regi
     ([REPOSITORY, REPOSITORY], "twice"),
 ])
 def test_a_bad_repository_is_one_line_naming_the_key(repositories, reason):
-    [(key, why)] = problems(with_jobs({"ecrRepositories": repositories}))
+    [(key, why)] = config_problems(with_jobs({"ecrRepositories": repositories}))
     assert key.startswith("gpu-cloud:groups[0].jobs.ecrRepositories") and reason in why
 
 
