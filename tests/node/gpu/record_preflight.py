@@ -38,6 +38,7 @@ sys.path.insert(0, str(REPOSITORY / "infra"))
 from gpucloud.node.launcher import encode_command  # noqa: E402
 from gpucloud.node.preflight import RESULT_MARKER, WORKER_PATH  # noqa: E402
 from gpucloud.ops.preflight import busbw_floor, load_floors, search  # noqa: E402
+from record_torchrun import interpreter_path, listed_gpus  # noqa: E402 - beside this script
 
 HOST_KIND = "nvidia-h200-x4"
 JOB_ID = "train-20261128000000-a1b2"
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
             record = {"about": scenarios[name].__doc__.strip(), "error": repr(error)}
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        record.update(recorded_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), gpus=_gpus(),
+        record.update(recorded_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), gpus=listed_gpus(),
                       python=sys.version.split()[0], recorded_by=recorded_by)
         arguments.out_dir.mkdir(parents=True, exist_ok=True)
         path = arguments.out_dir / f"preflight_{name}.json"
@@ -122,7 +123,7 @@ def record_overhead(work: Path) -> dict:
             worker = [str(WORKER_PATH), "--out", str(out), "--checks", "fabric", "--level", "full"]
             if way == "torchrun":
                 argv = ["torchrun", "--standalone", "--nproc-per-node", "4", *worker]
-                environment = {**os.environ, **SAFE, "PATH": _path()}
+                environment = {**os.environ, **SAFE, "PATH": interpreter_path()}
             else:
                 command = ["torchrun", "--nnodes", "$NNODES", "--nproc-per-node", "$NPROC_PER_NODE", "--node-rank",
                            "$NODE_RANK", "--rdzv-backend", "c10d", "--rdzv-endpoint", "$MASTER_ADDR:$MASTER_PORT",
@@ -183,10 +184,6 @@ def _search(work: Path, nodes: int, gpus_per_node: int, extra: dict[str, str], c
                         "culprits": dict(verdict.culprits), "reason": verdict.reason}}
 
 
-def _path() -> str:
-    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-
-
 def _node_environment(home: Path, node: str, devices: str | None, extra: dict[str, str]) -> dict[str, str]:
     """One node's own /run and config; its GPUs; the scenario's NCCL settings."""
     home.mkdir(parents=True, exist_ok=True)
@@ -194,18 +191,10 @@ def _node_environment(home: Path, node: str, devices: str | None, extra: dict[st
                                                 "expected_gpu_model": "H200"}), encoding="utf-8")
     environment = dict(os.environ, **SAFE, **extra, PYTHONPATH=str(REPOSITORY / "infra"), GPUCLOUD_ROOT=str(home / "root"),
                        GPUCLOUD_NODE_IPV4=node, GPUCLOUD_NODE_CONFIG=str(home / "node.json"),
-                       GPUCLOUD_INSTANCE_TYPE=HOST_KIND, PATH=_path())
+                       GPUCLOUD_INSTANCE_TYPE=HOST_KIND, PATH=interpreter_path())
     if devices is not None:
         environment["CUDA_VISIBLE_DEVICES"] = devices
     return environment
-
-
-def _gpus() -> list[str]:
-    try:
-        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [line.split(" (UUID")[0] for line in listed.stdout.splitlines() if line.startswith("GPU ")]
 
 
 if __name__ == "__main__":

@@ -124,7 +124,7 @@ def record_run(arguments: argparse.Namespace, work: Path) -> dict:
                  "file:// directory standing in for S3, and each node's IPv4 comes from GPUCLOUD_NODE_IPV4 (no "
                  "network, no IMDS where it was recorded). All nodes ran on one host: no traffic between hosts.",
         "recorded_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "gpus": _gpus(),
+        "gpus": listed_gpus(),
         "python": sys.version.split()[0],
         "attempts": attempts,
     }
@@ -144,7 +144,7 @@ def _node_environment(work: Path, node: str, index: int, count: int) -> dict[str
         GPUCLOUD_NODE_IPV4=node,
         GPUCLOUD_NODE_CONFIG=str(home / "node.json"),
         # torchrun of the Python that runs this recording
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        PATH=interpreter_path(),
     )
     if count > 1:
         environment["CUDA_VISIBLE_DEVICES"] = str(index)
@@ -157,7 +157,13 @@ def _environment_file(path: Path) -> dict[str, str]:
     return dict(line.split("=", 1) for line in path.read_text(encoding="utf-8").splitlines() if "=" in line)
 
 
-def _gpus() -> list[str]:
+def interpreter_path() -> str:
+    """PATH with this interpreter's folder first, so the nodes' torchrun and gpucloud-node are its own."""
+    return os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+
+
+def listed_gpus() -> list[str]:
+    """The host's GPUs as `nvidia-smi -L` names them (none where it cannot run), for the record."""
     try:
         listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
