@@ -123,6 +123,21 @@ def launches(session) -> list[dict]:
     return [command for command in commands if command["Parameters"].get("action") == ["launch"]]
 
 
+def await_launches(session, timeout: float = 30.0) -> None:
+    """Waits until the job document's launch commands are sent (the supervision's first step)."""
+    deadline = time.monotonic() + timeout
+    while not launches(session):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def hold_the_first_command(agents) -> None:
+    """The agents answer the first command sent as running for good, and every later one as done."""
+    during: dict = {}
+    agents.status = lambda command, instance, calls: (
+        ("InProgress", -1) if during.setdefault("first", command) == command else ("Success", 0))
+
+
 def notifications(session) -> list[tuple[str, str]]:
     """(subject, message) of everything published to the stack's topic."""
     from moto.sns import sns_backends
@@ -268,10 +283,7 @@ def test_the_job_goes_on_when_the_user_process_is_killed_after_it_started(aws, a
 def test_jobs_lists_the_stack_s_jobs_and_stop_stops_the_supervision_and_the_commands(aws, agents):
     agents.status = lambda command, instance, calls: ("InProgress", -1)
     clients, arn, job = detached(aws)
-    deadline = time.monotonic() + 30
-    while not launches(aws):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    await_launches(aws)
     [row] = jobs(clients, SETTINGS)
     assert (row["job"], row["state"], row["nodes"]) == (job.job_id, "RUNNING", 2)
 
@@ -326,14 +338,9 @@ def test_a_node_leaving_after_the_supervision_died_continues_the_job_on_the_new_
 
     from gpucloud.documents.job_supervisor_continuation import node_left_pattern
 
-    during: dict = {}
-    agents.status = lambda command, instance, calls: (
-        ("InProgress", -1) if during.setdefault("first", command) == command else ("Success", 0))
+    hold_the_first_command(agents)
     clients, arn, job = detached(aws)
-    deadline = time.monotonic() + 30
-    while not launches(aws):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    await_launches(aws)
     time.sleep(0.3)  # past the marker's write
     # The supervision dies as AWS fails an execution (past its history quota, say): stopped, FAILED.
     backend = stepfunctions_parser_backends["123456789012"][REGION]
@@ -504,14 +511,9 @@ def test_two_jobs_on_one_group_keep_their_own_markers(aws, agents):
              "detail": {"AutoScalingGroupName": GROUP, "EC2InstanceId": "i-0123456789abcdef0"}}
     no_job = clients.states.start_execution(stateMachineArn=machine, input=json.dumps(quiet))["executionArn"]
     assert ended(clients, no_job).status == "SUCCEEDED"  # an instance left a group without jobs
-    during: dict = {}
-    agents.status = lambda command, instance, calls: (
-        ("InProgress", -1) if during.setdefault("first", command) == command else ("Success", 0))
+    hold_the_first_command(agents)
     clients, first_arn, first = detached(aws)
-    deadline = time.monotonic() + 30
-    while not launches(aws):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+    await_launches(aws)
     time.sleep(0.3)  # past the first marker's write
 
     _, second_arn, second = detached(aws)
