@@ -27,13 +27,11 @@ from typing import Any
 
 from gpucloud.node.commands import CommandRunner
 from gpucloud.node.services import (
-    UNSUPPORTED_IMAGE,
     ServiceError,
     ServiceHost,
-    UnsupportedImage,
     base_environment,
     exec_as,
-    install_venv,
+    install_service,
     prepare_directory,
     service_host,
     service_settings,
@@ -107,16 +105,10 @@ def serve_jupyter(run: CommandRunner, ssm_client: Callable[[str], Any], path: st
                   venv: str = VENV, host: Callable[..., ServiceHost] = service_host) -> int:
     """Install (once), fetch the token, then become JupyterLab. Returns only on failure."""
     settings = service_settings("jupyter", *([path] if path else []))
-    try:
-        pip = settings["install"] == "pip"
-        node = host("JupyterLab", REQUIRES_PYTHON if pip else None)
-        bin_dir = install_venv(run, venv, REQUIREMENTS, node.python) if pip else None
-    except UnsupportedImage as error:
-        log.error("JupyterLab cannot run on this image: %s", error)
-        return UNSUPPORTED_IMAGE
-    except ServiceError as error:
-        log.error("cannot install JupyterLab: %s", error)
-        return 1
+    installed = install_service(run, "JupyterLab", settings, REQUIREMENTS, REQUIRES_PYTHON, venv, host, log)
+    if isinstance(installed, int):
+        return installed
+    node, bin_dir = installed
     token = jupyter_token(ssm_client(settings["region"]), settings["token_parameter"], settings["kms_key_id"])
     root_dir = settings.get("root_dir") or node.home
     prepare(root_dir, node.user)

@@ -203,6 +203,25 @@ def install_venv(run: CommandRunner, directory: str, requirements: list[str], py
     return bin_dir
 
 
+def install_service(run: CommandRunner, title: str, settings: dict[str, Any], requirements: list[str],
+                    requires_python: tuple[int, int], venv: str, host: Callable[..., ServiceHost],
+                    logger: logging.Logger) -> tuple[ServiceHost, str | None] | int:
+    """The service's host and its virtual environment's bin directory (None with `install: image`),
+    or, logged by the service's own logger, the exit status to stop with: UNSUPPORTED_IMAGE where
+    the image cannot run it, 1 where the install failed."""
+    try:
+        pip = settings["install"] == "pip"
+        node = host(title, requires_python if pip else None)
+        bin_dir = install_venv(run, venv, requirements, node.python) if pip else None
+    except UnsupportedImage as error:
+        logger.error("%s cannot run on this image: %s", title, error)
+        return UNSUPPORTED_IMAGE
+    except ServiceError as error:
+        logger.error("cannot install %s: %s", title, error)
+        return 1
+    return node, bin_dir
+
+
 def exec_as(user: str, argv: list[str], env: Mapping[str, str], cwd: str) -> None:
     """Become `user` and replace this process with argv (systemd keeps watching the same pid); HOME
     is the user's own unless `env` sets it."""

@@ -15,13 +15,10 @@ from collections.abc import Callable
 
 from gpucloud.node.commands import CommandRunner
 from gpucloud.node.services import (
-    UNSUPPORTED_IMAGE,
-    ServiceError,
     ServiceHost,
-    UnsupportedImage,
     base_environment,
     exec_as,
-    install_venv,
+    install_service,
     service_host,
     service_settings,
 )
@@ -44,16 +41,10 @@ def serve_tensorboard(run: CommandRunner, path: str | None = None, become: Calla
                       venv: str = VENV, host: Callable[..., ServiceHost] = service_host) -> int:
     """Install (once), then become TensorBoard, as the image's login user. Returns only on failure."""
     settings = service_settings("tensorboard", *([path] if path else []))
-    try:
-        pip = settings["install"] == "pip"
-        node = host("TensorBoard", REQUIRES_PYTHON if pip else None)
-        bin_dir = install_venv(run, venv, REQUIREMENTS, node.python) if pip else None
-    except UnsupportedImage as error:
-        log.error("TensorBoard cannot run on this image: %s", error)
-        return UNSUPPORTED_IMAGE
-    except ServiceError as error:
-        log.error("cannot install TensorBoard: %s", error)
-        return 1
+    installed = install_service(run, "TensorBoard", settings, REQUIREMENTS, REQUIRES_PYTHON, venv, host, log)
+    if isinstance(installed, int):
+        return installed
+    node, bin_dir = installed
     env = base_environment(settings["region"])
     become(node.user, tensorboard_argv(bin_dir, settings["log_dir"]), env, "/tmp")
     return 1
