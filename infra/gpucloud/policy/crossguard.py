@@ -68,13 +68,7 @@ def resource_policy(rule: ResourceRule) -> ResourceValidationPolicy:
         except UnknownInputError as error:
             raise _engine_unknown(args.props, error) from None
 
-    return ResourceValidationPolicy(
-        name=rule.name,
-        description=rule.description,
-        validate=validate,
-        enforcement_level=_ENFORCEMENT_LEVELS[rule.enforcement_level],
-        config_schema=_config_schema(rule),
-    )
+    return ResourceValidationPolicy(**_policy_fields(rule, validate))
 
 
 def _engine_unknown(props: Any, error: UnknownInputError) -> UnknownValueError:
@@ -139,13 +133,18 @@ def stack_policy(rule: StackRule) -> StackValidationPolicy:
         resources = [planned_resource(resource) for resource in args.resources]
         rule.validate(resources, lambda message, urn=None: report_violation(message, urn), config)
 
-    return StackValidationPolicy(
-        name=rule.name,
-        description=rule.description,
-        validate=validate,
-        enforcement_level=_ENFORCEMENT_LEVELS[rule.enforcement_level],
-        config_schema=_config_schema(rule),
-    )
+    return StackValidationPolicy(**_policy_fields(rule, validate))
+
+
+def _policy_fields(rule: ResourceRule | StackRule, validate: Any) -> dict[str, Any]:
+    """What a CrossGuard policy of either kind takes from the rule, around its `validate`."""
+    return {
+        "name": rule.name,
+        "description": rule.description,
+        "validate": validate,
+        "enforcement_level": _ENFORCEMENT_LEVELS[rule.enforcement_level],
+        "config_schema": _config_schema(rule),
+    }
 
 
 def _policy(rule: ResourceRule | StackRule) -> Policy:
