@@ -31,17 +31,16 @@ def named_repositories(settings: StackSettings) -> list[tuple[str, re.Match[str]
 def check_ecr_repositories(settings: StackSettings, lookups: AwsLookups, problems: Problems) -> None:
     """A missing repository of the deploying account is a problem naming its key; those not known
     (offline without facts) or of another account are one not-checked line."""
-    unchecked = []
+    found = []
     for key, match in named_repositories(settings):
         where = f"{match['account']}.dkr.ecr.{match['region']}.amazonaws.com/{match['repository']}"
         exists = None
         if match["account"] == lookups.account_id():
             exists = lookups.ecr_repository_exists(match["account"], match["region"], match["repository"])
-        if exists is None:
-            unchecked.append(where)
-        elif not exists:
-            problems.add(key, f"ECR repository {where} does not exist (DescribeRepositories: "
-                         "RepositoryNotFoundException): push the image there first, or name a repository that exists")
-    if unchecked:
-        problems.warn("groups", f"ECR repositories not checked ({', '.join(dict.fromkeys(unchecked))}): offline, give "
-                      "the plan account facts from `gpucloud account snapshot`; one of another account is not read")
+        found.append((key, where, exists))
+    problems.looked_up(
+        found,
+        lambda where: (f"ECR repository {where} does not exist (DescribeRepositories: "
+                       "RepositoryNotFoundException): push the image there first, or name a repository that exists"),
+        lambda names: (f"ECR repositories not checked ({names}): offline, give "
+                       "the plan account facts from `gpucloud account snapshot`; one of another account is not read"))

@@ -7,6 +7,8 @@ would never run (`pulumi up` must not go on).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from gpucloud.config import ConfigError, StackSettings
 
 
@@ -26,6 +28,19 @@ class Problems:
 
     def warn(self, key: str, reason: str) -> None:
         self.warnings.append((f"gpu-cloud:{key}", reason))
+
+    def looked_up(self, found: Iterable[tuple[str, str, bool | None]], missing: Callable[[str], str],
+                  not_checked: Callable[[str], str]) -> None:
+        """Things a stack names, each (key, name, exists): a missing one is a problem at its key,
+        `missing(name)`; those not known are one warning, `not_checked(names)`, each named once."""
+        unknown = []
+        for key, name, exists in found:
+            if exists is None:
+                unknown.append(name)
+            elif not exists:
+                self.add(key, missing(name))
+        if unknown:
+            self.warn("groups", not_checked(", ".join(dict.fromkeys(unknown))))
 
     def raise_if_any(self) -> None:
         if self.items:

@@ -18,14 +18,9 @@ def named_security_groups(settings: StackSettings) -> list[tuple[str, str]]:
 
 def check_security_groups(settings: StackSettings, lookups: AwsLookups, problems: Problems) -> None:
     """A missing group is a problem naming its key; those not known are one not-checked line."""
-    unchecked = []
-    for key, group_id in named_security_groups(settings):
-        exists = lookups.security_group_exists(group_id)
-        if exists is None:
-            unchecked.append(group_id)
-        elif not exists:
-            problems.add(key, f"security group {group_id} does not exist in {settings.region} (DescribeSecurityGroups: "
-                         "InvalidGroup.NotFound): name a group of the region")
-    if unchecked:
-        problems.warn("groups", f"security groups not checked ({', '.join(dict.fromkeys(unchecked))}): offline, give "
-                      "the plan account facts from `gpucloud account snapshot`")
+    problems.looked_up(
+        [(key, group_id, lookups.security_group_exists(group_id)) for key, group_id in named_security_groups(settings)],
+        lambda group_id: (f"security group {group_id} does not exist in {settings.region} (DescribeSecurityGroups: "
+                          "InvalidGroup.NotFound): name a group of the region"),
+        lambda names: (f"security groups not checked ({names}): offline, give "
+                       "the plan account facts from `gpucloud account snapshot`"))
