@@ -4,6 +4,7 @@ during `pulumi preview/up` and against moto under `gpucloud.testing`."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import pulumi_aws as aws
 
@@ -48,6 +49,20 @@ def _absent(error: Exception) -> None:
     if any(marker in str(error) for marker in NOT_FOUND_MARKERS):
         return None
     raise LookupUnavailable(str(error)) from error
+
+
+def _exists(invoke: Callable[[], object], not_known: str) -> bool | None:
+    """Whether the invoke finds its resource: None where its error carries `not_known` (the offline
+    engine has no account facts that say), False where the resource does not exist; any other
+    failure is raised."""
+    try:
+        invoke()
+    except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+        if not_known in str(error):
+            return None
+        _absent(error)
+        return False
+    return True
 
 
 class PulumiAwsLookups:
@@ -138,14 +153,7 @@ class PulumiAwsLookups:
     def role_exists(self, name: str) -> bool | None:
         """Whether the account has the role (iam:GetRole); None where the offline engine has no
         account facts that say, so the plan says it did not check."""
-        try:
-            aws.iam.get_role(name=name)
-        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
-            if ROLE_NOT_KNOWN in str(error):
-                return None
-            _absent(error)
-            return False
-        return True
+        return _exists(lambda: aws.iam.get_role(name=name), ROLE_NOT_KNOWN)
 
     @functools.cache
     def prometheus_workspace(self, workspace_id: str) -> PrometheusWorkspace | None:
@@ -175,27 +183,13 @@ class PulumiAwsLookups:
         """Whether the registry has the repository (aws.ecr.getRepository: DescribeRepositories,
         RepositoryNotFoundException when it does not; terraform-provider-aws
         internal/service/ecr/repository_data_source.go, read 2026-11-28)."""
-        try:
-            aws.ecr.get_repository(name=name, registry_id=registry_id, region=region)
-        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
-            if ECR_REPOSITORY_NOT_KNOWN in str(error):
-                return None
-            _absent(error)
-            return False
-        return True
+        return _exists(lambda: aws.ecr.get_repository(name=name, registry_id=registry_id, region=region), ECR_REPOSITORY_NOT_KNOWN)
 
     @functools.cache
     def security_group_exists(self, group_id: str) -> bool | None:
         """Whether the region has the group (aws.ec2.getSecurityGroup: DescribeSecurityGroups,
         InvalidGroup.NotFound when it does not; "Error codes for the Amazon EC2 API", read 2026-11-28)."""
-        try:
-            aws.ec2.get_security_group(id=group_id)
-        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
-            if SECURITY_GROUP_NOT_KNOWN in str(error):
-                return None
-            _absent(error)
-            return False
-        return True
+        return _exists(lambda: aws.ec2.get_security_group(id=group_id), SECURITY_GROUP_NOT_KNOWN)
 
     def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None:
         """Not known here: pulumi-aws has no data source for a workspace's alert manager definition
