@@ -127,6 +127,23 @@ def _matches_every_bucket(resource: str) -> bool:
     return resource == "*" or (match is not None and set(match["bucket"]) <= {"*", "?"})
 
 
+def _endpoint_statements(props: Mapping[str, Any], report: Report, absent: str, named: str,
+                         fix: str) -> list[iam_documents.Statement]:
+    """A VPC endpoint policy's statements; none, with `absent` reported, where it has no policy, and
+    none, with why, where it is not a policy document."""
+    policy = peek(props, "policy")
+    if policy is UNKNOWN:
+        raise unknown_at(props, "policy")
+    if not policy:
+        report(absent)
+        return []
+    try:
+        return iam_documents.parse_document(policy)
+    except iam_documents.InvalidPolicyDocument as error:
+        report(f"{named} is not a policy document: {error}. {fix}")
+        return []
+
+
 def validate_s3_gateway_endpoint_restricted(
     resource_type: str, props: Mapping[str, Any], report: Report, config: PolicyConfig | None = None
 ) -> None:
@@ -142,17 +159,9 @@ def validate_s3_gateway_endpoint_restricted(
         return
     fix = ("Fix: set a policy that allows only the buckets the nodes need (or holds them to your account with "
            "aws:ResourceAccount), as gpucloud.documents.s3_gateway_endpoint_policy does.")
-    policy = peek(props, "policy")
-    if policy is UNKNOWN:
-        raise unknown_at(props, "policy")
-    if not policy:
-        report(f"S3 gateway endpoint ({service}) has no policy, so AWS's default allows every action on every bucket. {fix}")
-        return
-    try:
-        statements = iam_documents.parse_document(policy)
-    except iam_documents.InvalidPolicyDocument as error:
-        report(f"S3 gateway endpoint policy is not a policy document: {error}. {fix}")
-        return
+    statements = _endpoint_statements(
+        props, report, f"S3 gateway endpoint ({service}) has no policy, so AWS's default allows every action on every "
+        f"bucket. {fix}", "S3 gateway endpoint policy", fix)
     for statement in statements:
         if statement.allow and (statement.not_actions or any(
                 action == "*" or action.lower().startswith("s3:") for action in statement.actions)):
@@ -205,18 +214,9 @@ def validate_vpc_endpoint_has_policy(
         return
     fix = ("Fix: set a policy that allows only your account's principals (aws:PrincipalAccount), as "
            "gpucloud.documents.endpoints.interface_endpoint_policy does.")
-    policy = peek(props, "policy")
-    if policy is UNKNOWN:
-        raise unknown_at(props, "policy")
-    if not policy:
-        report(f"Interface endpoint ({service}) has no policy, so AWS's default lets any principal of any account "
-               f"use it. {fix}")
-        return
-    try:
-        statements = iam_documents.parse_document(policy)
-    except iam_documents.InvalidPolicyDocument as error:
-        report(f"Interface endpoint policy ({service}) is not a policy document: {error}. {fix}")
-        return
+    statements = _endpoint_statements(
+        props, report, f"Interface endpoint ({service}) has no policy, so AWS's default lets any principal of any account "
+        f"use it. {fix}", f"Interface endpoint policy ({service})", fix)
     for statement in statements:
         if statement.allow and _any_principal(statement):
             report(f"Interface endpoint policy ({service}) statement {statement.sid} allows any principal of any "
