@@ -23,7 +23,7 @@ from gpucloud.plan.model import PlanFinding
 from gpucloud.testing.provider_rules import values_at
 
 if TYPE_CHECKING:
-    from gpucloud.plan.diff import PlanDiff, ResourceChange
+    from gpucloud.plan.diff_model import PlanDiff, ResourceChange
 
 CREATE_FIRST = "create-before-delete"
 DELETE_FIRST = "delete-before-replace"

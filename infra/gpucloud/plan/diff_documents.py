@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any
 
+from gpucloud.plan.diff_model import leaf_changes
+
 _SHOWN_ACTIONS = 4
 
 
@@ -179,8 +181,6 @@ def document_lines(old: dict[str, Any], new: dict[str, Any], limit: int = 20) ->
     """A changed JSON document as lines: a policy by statement, any other by changed leaf."""
     if is_policy(old) and is_policy(new):
         return [line for change in statement_changes(old, new) for line in _statement_lines(change)]
-    from gpucloud.plan.diff import leaf_changes
-
     lines = [f"~ {path}: {_short(before)} => {_short(after)}" for path, before, after in leaf_changes(old, new)]
     return lines if len(lines) <= limit else [*lines[:limit], f"... and {len(lines) - limit} more changed values"]
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from gpucloud.plan.change_order import order_findings
 from gpucloud.plan.diff_documents import is_policy, parsed, statement_changes
+from gpucloud.plan.diff_model import DATA_RESOURCES, GROUP_TYPE
 from gpucloud.plan.model import PlanFinding
 
 if TYPE_CHECKING:
-    from gpucloud.plan.diff import PlanDiff, ResourceChange
+    from gpucloud.plan.diff_model import PlanDiff, ResourceChange
 
 INTENDED_KEY = "gpu-cloud:intendedReplacements"
 
@@ -87,9 +89,6 @@ def _widened_grants(change: ResourceChange) -> list[PlanFinding]:
 def diff_findings(diff: PlanDiff, intended: tuple[str, ...]) -> list[PlanFinding]:
     """The findings of a diff, in the order of its changes; intended entries the change does not
     need are warned about, so a stale one does not wave through a later replacement."""
-    from gpucloud.plan.change_order import order_findings
-    from gpucloud.plan.diff import DATA_RESOURCES, GROUP_TYPE
-
     found: list[PlanFinding] = []
     used: set[str] = set()
     created_by_type: dict[str, list[str]] = {}
