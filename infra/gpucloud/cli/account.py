@@ -27,7 +27,7 @@ def account_snapshot(arguments: argparse.Namespace) -> int:
     stack_file = stack_file_of(arguments)
     try:
         settings = load_stack_file(stack_file, region=arguments.region)
-        facts = snapshot_account(settings, boto3.Session(region_name=settings.region))
+        facts = snapshot_account(settings, boto3.Session(region_name=settings.region), capacity=not arguments.skip_capacity)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return PLAN_BAD_INPUT
@@ -42,8 +42,13 @@ def account_snapshot(arguments: argparse.Namespace) -> int:
         print(f"warning: Service Quotas answered NoSuchResourceException for {len(unanswered)} EC2 vCPU quota(s) in "
               f"{settings.region}: {', '.join(unanswered)}; the plan will report them not checked (see them with "
               "`aws service-quotas list-service-quotas --service-code ec2`)", file=sys.stderr)
+    for scores in facts.capacity.spot_scores if facts.capacity else ():
+        if scores.not_scored:
+            print(f"warning: EC2 gave group {scores.group} no Spot placement score ({scores.not_scored}); the plan "
+                  "will report its capacity not checked", file=sys.stderr)
     total = len(facts.quotas) + len(unanswered)
-    print(f"wrote {out}: {len(facts.quotas)} of {total} quotas, {len(facts.vpcs)} VPC(s), {len(facts.amis)} AMI(s)")
+    print(f"wrote {out}: {len(facts.quotas)} of {total} quotas, {len(facts.vpcs)} VPC(s), {len(facts.amis)} AMI(s)"
+          + (f", spot scores of {len(facts.capacity.spot_scores)} group(s)" if facts.capacity else ""))
     return 0
 
 
@@ -57,4 +62,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     add_stack_source(snapshot)
     snapshot.add_argument("--out", help="file to write (default: facts/<stack>.yaml beside the stack file)")
+    snapshot.add_argument("--skip-capacity", action="store_true",
+                          help="leave out the capacity facts (spot placement scores and prices, zone offerings, free "
+                               "reservations, block offers): the plan then says capacity not checked")
     snapshot.set_defaults(handler=account_snapshot)

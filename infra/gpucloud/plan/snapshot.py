@@ -7,8 +7,12 @@ ec2:DescribeImages, for groups on reserved capacity ec2:DescribeCapacityReservat
 ec2:DescribeCapacityBlockOfferings, and for a stack naming a Prometheus workspace
 aps:DescribeWorkspace, aps:DescribeAlertManagerDefinition and aps:ListRuleGroupsNamespaces, for
 the ECR repositories of the account it names ecr:DescribeRepositories, for allowedSecurityGroupIds
-ec2:DescribeSecurityGroups, and for the data bucket
-s3:ListBucket (HeadBucket), s3:GetBucketLocation and s3:GetEncryptionConfiguration (GetBucketEncryption).
+ec2:DescribeSecurityGroups, for an endpoint's certificateArn acm:DescribeCertificate, for secretEnv
+ssm:DescribeParameters and secretsmanager:DescribeSecret (`plan/named_snapshot.py`), and for the data bucket
+s3:ListBucket (HeadBucket), s3:GetBucketLocation and s3:GetEncryptionConfiguration (GetBucketEncryption),
+and for the capacity facts ec2:GetSpotPlacementScores, ec2:DescribeAvailabilityZones,
+ec2:DescribeSpotPriceHistory, ec2:DescribeInstanceTypeOfferings, ec2:DescribeCapacityReservations and
+ec2:DescribeCapacityBlockOfferings (`plan/capacity_snapshot.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import yaml
 from botocore.exceptions import ClientError
 
 from gpucloud.config import StackSettings
+from gpucloud.plan.capacity_snapshot import read_capacity
 from gpucloud.lookups.ecr import named_repositories
+from gpucloud.plan.named_snapshot import read_named
 from gpucloud.lookups.security_groups import named_security_groups
 from gpucloud.lookups.quotas import ON_DEMAND_QUOTAS, SPOT_QUOTAS
 from gpucloud.naming import AUTOSCALING_SERVICE, AUTOSCALING_SERVICE_ROLE, STACK_TAG
@@ -30,10 +36,12 @@ from gpucloud.testing.facts import AccountFacts
 ROUTE_TARGETS = ("GatewayId", "NatGatewayId", "TransitGatewayId", "VpcPeeringConnectionId", "NetworkInterfaceId")
 
 
-def snapshot_account(settings: StackSettings, session: boto3.Session, today: datetime.date | None = None) -> AccountFacts:
+def snapshot_account(settings: StackSettings, session: boto3.Session, today: datetime.date | None = None,
+                     capacity: bool = True, now: datetime.datetime | None = None) -> AccountFacts:
     """What the stack reads from the account: quotas, the Auto Scaling service-linked role, the VPC
     of its listed subnets (subnets, route tables, endpoints), its pinned AMIs, the capacity it
-    names and the Prometheus workspace it names."""
+    names and the Prometheus workspace it names; with `capacity`, what getting its instances looks
+    like now (spot scores and prices, zone offerings, free reservations, block offers) at `now`."""
     region = settings.region
     ec2 = session.client("ec2", region_name=region)
     account_id = session.client("sts", region_name=region).get_caller_identity()["Account"]
@@ -53,7 +61,10 @@ def snapshot_account(settings: StackSettings, session: boto3.Session, today: dat
         "buckets": _buckets(session.client("s3", region_name=region), settings, account_id),
         "ecrRepositories": _ecr_repositories(session, settings, account_id),
         "securityGroups": _security_groups(ec2, settings),
+        **read_named(settings, session),
     }
+    if capacity:
+        document["capacity"] = read_capacity(settings, ec2, now or datetime.datetime.now(datetime.timezone.utc))
     return AccountFacts.model_validate(document)
 
 

@@ -26,10 +26,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from gpucloud.lookups.facts import Bucket, PrometheusWorkspaceContents
+from gpucloud.lookups.facts import Bucket, Certificate, PrometheusWorkspaceContents
 from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
+from gpucloud.testing.capacity_facts import CapacityFacts
 from gpucloud.naming import AUTOSCALING_SERVICE
 from gpucloud.testing.external_seed import seed_bucket, seed_repository, seed_security_group
+from gpucloud.testing.named_facts import NamedFacts, facts_certificate, seed_named
 from gpucloud.testing.registry import Account
 
 FACTS_STALE_AFTER_DAYS = 30
@@ -168,7 +170,7 @@ class SnapshotFacts(_Facts):
     region: str
 
 
-class AccountFacts(_Facts):
+class AccountFacts(NamedFacts):
     snapshot: SnapshotFacts | None = None
     quotas: dict[str, float] = Field(default_factory=dict)
     """EC2 quota code -> applied value (vCPUs)."""
@@ -188,6 +190,9 @@ class AccountFacts(_Facts):
     buckets: list[BucketFacts] | None = None
     """The buckets the stack names that exist; one it names and this leaves out does not exist.
     Absent: not known (the plan then says the data bucket was not checked)."""
+    capacity: CapacityFacts | None = None
+    """Spot scores and prices, zone offerings, free reservations and block offers
+    (`testing/capacity_facts.py`); absent: capacity not checked."""
 
     def age_warning(self, today: datetime.date | None = None) -> str | None:
         """Facts older than FACTS_STALE_AFTER_DAYS may no longer be true of the account."""
@@ -264,6 +269,7 @@ def seed_account(account: Account, facts: AccountFacts) -> None:
     account.buckets_known = facts.buckets is not None
     for bucket in facts.buckets or ():
         seed_bucket(account, bucket.name, bucket.region)
+    seed_named(account, facts.certificates, facts.parameters, facts.secrets)
 
 
 def _assume_service_linked_roles(account: Account) -> None:
@@ -290,6 +296,10 @@ class FactsLookups(PulumiAwsLookups):
             return found
         return dataclasses.replace(found, owned_by_account=recorded.owned_by_account,
                                    encryption=recorded.encryption or "")
+
+    def certificate(self, arn: str) -> Certificate:
+        """From the facts: the engine has no status or expiry of its own to give."""
+        return facts_certificate(arn, self.facts.certificates if self.facts else None)
 
     def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None:
         for workspace in self.facts.prometheus_workspaces if self.facts else ():
