@@ -17,7 +17,9 @@ using endpoint policies"; all read 2026-11-28):
   side (key, resource and endpoint policies) is evaluated.
 - an anonymous call (`anonymous`: an unsigned download from an AWS public bucket) has no identity
   and reaches a resource whose policy is AWS's: only the VPC endpoint's policy decides it, where
-  a statement naming everyone (`*`) without a condition on the caller's account admits it.
+  a statement naming everyone (`*`) without a condition on the caller's account admits it;
+- policy variables (`${aws:userid}`) take the request's values, and a statement with one the
+  request cannot resolve matches nothing (`gpucloud.policy.policy_variables`).
 
 Kept libraries were read and not used: principalmapper's local_policy_simulation is AGPL-3.0 and
 makes StringNotLike false on a missing key (AWS makes a negated operator true there); moto's IAM
@@ -26,16 +28,15 @@ access control checks StringEquals only and turns an unmet condition into a deny
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from functools import lru_cache
 from typing import Any
 
 from .iam_documents import InvalidPolicyDocument, Statement, parse_document
+from .access_conditions import UnsupportedOperator, condition, glob
+from .policy_variables import Pattern, UnresolvedVariable, has_variables, resolve, resolve_resource
 
 DEPLOYER = "deployer"
 PERSON = "person:"
@@ -84,15 +85,14 @@ class _Policy:
     """identity, resource, key or endpoint."""
     name: str
     statements: tuple[Statement, ...]
-
-
-class _Unsupported(Exception):
-    """A condition operator AWS does not have (a policy AWS would refuse)."""
+    variables: bool = True
+    """Whether `${...}` are policy variables (a `2012-10-17` document) or plain text."""
 
 
 _KMS_KEY = re.compile(r"^arn:[^:]+:kms:[^:]*:[^:]*:key/")
 _ACCOUNT_ROOT = re.compile(r"^(?:arn:[^:]+:iam::(\d{12}):root|(\d{12}))$")
 _ARN_ACCOUNT = re.compile(r"^arn:[^:]+:[^:]*:[^:]*:(\d{12}):")
+_IAM_USER = re.compile(r"^arn:[^:]+:iam::\d{12}:user/(?:.*/)?(?P<name>[^/]+)$")
 
 
 def evaluate(call: Call, documents: Documents) -> Decision:
@@ -101,7 +101,7 @@ def evaluate(call: Call, documents: Documents) -> Decision:
         return _evaluate(call, documents)
     except InvalidPolicyDocument as error:
         return Decision(False, f"cannot evaluate: a policy is {error}")
-    except _Unsupported as error:
+    except UnsupportedOperator as error:
         return Decision(False, f"cannot evaluate: {error}")
 
 
@@ -116,7 +116,7 @@ def _evaluate(call: Call, documents: Documents) -> Decision:
     filters = [_policy("endpoint", f"{call.endpoint} endpoint policy", endpoint)] if endpoint is not None else []
     for policy in identity + on_resource + filters:
         for statement in policy.statements:
-            if not statement.allow and _applies(statement, policy.kind, call, context, documents.account):
+            if not statement.allow and _applies(statement, policy, call, context, documents.account):
                 return Decision(False, f"denied by {policy.name}:{statement.sid}")
     for policy in filters:
         if not _allows(policy, call, context, documents.account):
@@ -159,7 +159,7 @@ def _key_decision(call: Call, key_policies: list[_Policy], identity_allow: str |
 
 def _policy(kind: str, name: str, document: dict) -> _Policy:
     named = document.get("Id") if isinstance(document, Mapping) else None
-    return _Policy(kind, str(named or name), _statements(document))
+    return _Policy(kind, str(named or name), _statements(document), has_variables(document))
 
 
 _PARSED: OrderedDict[int, tuple[Any, tuple[Statement, ...]]] = OrderedDict()
@@ -182,7 +182,7 @@ def _statements(document: Any) -> tuple[Statement, ...]:
 def _first_allow(policies: list[_Policy], call: Call, context: Mapping[str, list[str]], account: str) -> str | None:
     for policy in policies:
         for statement in policy.statements:
-            if statement.allow and _applies(statement, policy.kind, call, context, account):
+            if statement.allow and _applies(statement, policy, call, context, account):
                 return f"{policy.name}:{statement.sid}"
     return None
 
@@ -198,18 +198,33 @@ def _resource_grants(policies: list[_Policy], call: Call, context: Mapping[str, 
         (f"{policy.name}:{statement.sid}", grant)
         for policy in policies
         for statement in policy.statements
-        if statement.allow and _applies(statement, policy.kind, call, context, account)
+        if statement.allow and _applies(statement, policy, call, context, account)
         and (grant := _principal_grant(statement, call.principal, account)) is not None
     ]
 
 
-def _applies(statement: Statement, kind: str, call: Call, context: Mapping[str, list[str]], account: str) -> bool:
-    """The statement's principal (outside identity policies), action, resource and conditions all match."""
-    if kind != "identity" and _principal_grant(statement, call.principal, account) is None:
+def _applies(statement: Statement, policy: _Policy, call: Call, context: Mapping[str, list[str]], account: str) -> bool:
+    """The statement's principal (outside identity policies), action, resource and conditions all
+    match; a policy variable the request cannot resolve makes it match nothing."""
+    if policy.kind != "identity" and _principal_grant(statement, call.principal, account) is None:
+        return False
+    bound = (lambda text: resolve(text, context)) if policy.variables else None
+    try:
+        resources = [resolve_resource(pattern, context) if bound else pattern for pattern in statement.resources]
+        conditions = [(operator, key, _bound_values(operator, values, bound)) for operator, key, values in statement.conditions]
+    except UnresolvedVariable:
         return False
     return (_listed(statement.actions, statement.not_actions, lambda pattern: action_matches(pattern, call.action))
-            and _listed(statement.resources, statement.not_resources, lambda pattern: _glob(pattern, call.resource))
-            and all(_condition(operator, key, values, context) for operator, key, values in statement.conditions))
+            and _listed(resources, statement.not_resources, lambda pattern: glob(pattern, call.resource))
+            and all(condition(operator, key, values, context) for operator, key, values in conditions))
+
+
+def _bound_values(operator: str, values: tuple[str, ...], bound) -> tuple[Pattern, ...]:
+    """Variables count in the values of string and ARN operators only ("Condition element")."""
+    base = operator.rpartition(":")[2]
+    if bound is None or not base.startswith(("String", "Arn")):
+        return values
+    return tuple(bound(value) for value in values)
 
 
 def _listed(patterns: tuple[str, ...], negated: bool, matches) -> bool:
@@ -219,7 +234,7 @@ def _listed(patterns: tuple[str, ...], negated: bool, matches) -> bool:
 
 def action_matches(pattern: str, action: str) -> bool:
     """Action names are not case-sensitive ("IAM JSON policy elements: Action")."""
-    return _glob(pattern.lower(), action.lower())
+    return glob(pattern.lower(), action.lower())
 
 
 def _principal_grant(statement: Statement, principal: str, account: str) -> str | None:
@@ -269,14 +284,15 @@ def _principal_account(principal: str, account: str) -> str | None:
 
 def _covers(pattern: str, resource: str) -> bool:
     """A policy on `pattern` covers the resource itself and what lies under it (a bucket's objects)."""
-    return _glob(pattern, resource) or resource.startswith(pattern + "/")
+    return glob(pattern, resource) or resource.startswith(pattern + "/")
 
 
 def request_context(call: Call, account: str) -> dict[str, list[str]]:
     """The call's context (keys lower-cased; AWS compares key names without case), with the keys
     AWS sets on every request of such a principal when the call does not give them ("AWS global
     condition context keys": aws:PrincipalArn and aws:PrincipalAccount for a signed request,
-    aws:PrincipalServiceName for a service principal, aws:SecureTransport; KMS "Condition keys for
+    aws:PrincipalServiceName for a service principal, aws:SecureTransport, aws:username (an IAM
+    user's friendly name, the last part of its ARN) for an IAM user only; KMS "Condition keys for
     AWS KMS": kms:CallerAccount)."""
     context: dict[str, list[str]] = {"aws:securetransport": ["true"]}
     if _is_service(call.principal):
@@ -289,118 +305,9 @@ def request_context(call: Call, account: str) -> dict[str, list[str]]:
                 context["kms:calleraccount"] = [caller_account]
         if not _outside(call.principal):
             context["aws:principalarn"] = [call.principal]
+        user = _IAM_USER.match(call.principal)
+        if user:
+            context["aws:username"] = [user["name"]]
     for key, value in call.context.items():
         context[key.lower()] = [value] if isinstance(value, str) else [str(item) for item in value]
     return context
-
-
-# ---------------------------------------------------------------- conditions
-
-def _condition(operator: str, key: str, values: tuple[str, ...], context: Mapping[str, list[str]]) -> bool:
-    """One operator on one key. Values of the policy are ORed; a negated operator is true when the
-    key matches none of them. A key missing from the request makes the condition false, a negated
-    one true; ...IfExists and ForAllValues are true then, ForAnyValue false; Null tests presence."""
-    given = context.get(key)
-    present = [value for value in given or [] if value != ""]
-    qualifier, _, base = operator.rpartition(":")
-    if qualifier not in ("", "ForAllValues", "ForAnyValue"):
-        raise _Unsupported(f"unknown condition set operator {qualifier!r}")
-    if base == "Null":
-        return any((value.lower() == "true") == (not present) for value in values)
-    if_exists = base.endswith("IfExists")
-    match, negated = _operator(base.removesuffix("IfExists"))
-    if given is None:
-        if qualifier:
-            return qualifier == "ForAllValues"
-        return if_exists or negated
-
-    def holds(value: str) -> bool:
-        found = any(match(value, pattern) for pattern in values)
-        return not found if negated else found
-
-    if qualifier == "ForAllValues":
-        return all(holds(value) for value in given)
-    if qualifier == "ForAnyValue":
-        return any(holds(value) for value in given)
-    return all(holds(value) for value in given) if negated else any(holds(value) for value in given)
-
-
-def _operator(name: str):
-    """(how one request value matches one policy value, whether the operator is negated)."""
-    for positive, negative, match in _OPERATORS:
-        if name in positive:
-            return match, False
-        if name in negative:
-            return match, True
-    raise _Unsupported(f"unknown condition operator {name!r}")
-
-
-def _numeric(compare):
-    def match(value: str, pattern: str) -> bool:
-        try:
-            return compare(float(value), float(pattern))
-        except ValueError:
-            return False
-    return match
-
-
-def _date(compare):
-    def match(value: str, pattern: str) -> bool:
-        try:
-            return compare(_when(value), _when(pattern))
-        except ValueError:
-            return False
-    return match
-
-
-def _when(text: str) -> datetime:
-    """An ISO 8601 date or time, or epoch seconds ("Date condition operators")."""
-    if re.fullmatch(r"\d+(\.\d+)?", text):
-        return datetime.fromtimestamp(float(text), timezone.utc)
-    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
-def _in_network(value: str, pattern: str) -> bool:
-    try:
-        return ipaddress.ip_address(value) in ipaddress.ip_network(pattern, strict=False)
-    except ValueError:
-        return False
-
-
-def _arn_matches(value: str, pattern: str) -> bool:
-    """ArnEquals and ArnLike: each of the six colon-separated parts is matched on its own, with wildcards."""
-    values, patterns = value.split(":", 5), pattern.split(":", 5)
-    return len(values) == len(patterns) == 6 and all(_glob(p, v) for p, v in zip(patterns, values))
-
-
-_OPERATORS = (
-    ({"StringEquals"}, {"StringNotEquals"}, lambda value, pattern: value == pattern),
-    ({"StringEqualsIgnoreCase"}, {"StringNotEqualsIgnoreCase"}, lambda value, pattern: value.lower() == pattern.lower()),
-    ({"StringLike"}, {"StringNotLike"}, lambda value, pattern: _glob(pattern, value)),
-    ({"ArnEquals", "ArnLike"}, {"ArnNotEquals", "ArnNotLike"}, _arn_matches),
-    ({"Bool"}, set(), lambda value, pattern: value.lower() == pattern.lower()),
-    ({"BinaryEquals"}, set(), lambda value, pattern: value == pattern),
-    ({"IpAddress"}, {"NotIpAddress"}, _in_network),
-    ({"NumericEquals"}, {"NumericNotEquals"}, _numeric(lambda value, limit: value == limit)),
-    ({"NumericLessThan"}, set(), _numeric(lambda value, limit: value < limit)),
-    ({"NumericLessThanEquals"}, set(), _numeric(lambda value, limit: value <= limit)),
-    ({"NumericGreaterThan"}, set(), _numeric(lambda value, limit: value > limit)),
-    ({"NumericGreaterThanEquals"}, set(), _numeric(lambda value, limit: value >= limit)),
-    ({"DateEquals"}, {"DateNotEquals"}, _date(lambda value, limit: value == limit)),
-    ({"DateLessThan"}, set(), _date(lambda value, limit: value < limit)),
-    ({"DateLessThanEquals"}, set(), _date(lambda value, limit: value <= limit)),
-    ({"DateGreaterThan"}, set(), _date(lambda value, limit: value > limit)),
-    ({"DateGreaterThanEquals"}, set(), _date(lambda value, limit: value >= limit)),
-)
-
-
-def _glob(pattern: str, text: str) -> bool:
-    """`*` any run of characters, `?` one; everything else literal and case-sensitive."""
-    return _compiled(pattern).fullmatch(text) is not None
-
-
-@lru_cache(maxsize=4096)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile("".join(".*" if part == "*" else "." if part == "?" else re.escape(part)
-                              for part in re.split(r"([*?])", pattern)), re.DOTALL)
