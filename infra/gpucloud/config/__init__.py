@@ -26,7 +26,8 @@ from gpucloud.config.scaling import (
     StepScaling,
     TargetTracking,
 )
-from gpucloud.config.stack import StackConfig, StackSettings, parse_stack_config, split_namespace
+from gpucloud.config.loader import parse_stack_config, split_namespace
+from gpucloud.config.stack import StackConfig, StackSettings
 from gpucloud.config.stack_file import load_stack_file
 
 __all__ = [

@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 
 from gpucloud.config.errors import ConfigError
-from gpucloud.config.stack import StackSettings, parse_stack_config, split_namespace
+from gpucloud.config.loader import parse_stack_config, split_namespace
+from gpucloud.config.stack import StackSettings
 
 
 class _StackFileLoader(yaml.SafeLoader):
