@@ -73,10 +73,11 @@ def test_the_command_reference_lists_every_command_of_the_parser(generator):
 
 def test_the_config_reference_has_every_key_of_the_schema_with_its_default_and_bounds(generator):
     page = generator.config_reference()
-    assert "| `gpu-cloud:groups[].maxSize` | integer | required | >= 1; <= 1000 |" in page
-    assert "| `gpu-cloud:groups[].spotPercent` | integer | `100` | >= 0; <= 100 |" in page
-    assert "| `gpu-cloud:groups[].health.maxReplacementsPerHour` | integer | `2` | >= 1; <= 100 | The breaker:" in page
-    assert "`gpu-cloud:groups[].scaling.schedules[].recurrence`" in page
+    key = generator._config_key
+    assert f"| {key('gpu-cloud:groups[].maxSize')} | integer | required | >= 1; <= 1000 |" in page
+    assert f"| {key('gpu-cloud:groups[].spotPercent')} | integer | `100` | >= 0; <= 100 |" in page
+    assert f"| {key('gpu-cloud:groups[].health.maxReplacementsPerHour')} | integer | `2` | >= 1; <= 100 | The breaker:" in page
+    assert f"| {key('gpu-cloud:groups[].scaling.schedules[].recurrence')} |" in page
 
 
 def undescribed_keys(generator, schema):
