@@ -104,7 +104,7 @@ def stop_job(arguments: argparse.Namespace) -> int:
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add `run`, `jobs`, `logs` and `stop`."""
-    epilog = f"exit codes: {PLAN_BAD_INPUT} bad stack file or job, {PLAN_FAILED} an AWS call failed"
+    failures = f"{PLAN_BAD_INPUT} bad stack file or job, {PLAN_FAILED} an AWS call failed"
     run_parser = commands.add_parser(
         "run",
         help="run a command on N in-service nodes of a group (torchrun rendezvous env, output to CloudWatch Logs)",
@@ -134,17 +134,20 @@ def register(commands: argparse._SubParsersAction) -> None:
     run_parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
     run_parser.set_defaults(handler=run_job)
 
-    jobs_parser = commands.add_parser("jobs", help="list a stack's jobs: state, attempts, nodes", epilog=epilog)
+    jobs_parser = commands.add_parser("jobs", help="list a stack's jobs: state, attempts, nodes",
+                                      epilog=f"exit codes: 0 listed, {failures}")
     add_stack_source(jobs_parser)
     jobs_parser.set_defaults(handler=list_jobs)
 
-    logs_parser = commands.add_parser("logs", help="print a job's output (every node, every attempt)", epilog=epilog)
+    logs_parser = commands.add_parser("logs", help="print a job's output (every node, every attempt)",
+                                      epilog=f"exit codes: 0 printed, {failures}")
     add_stack_source(logs_parser)
     logs_parser.add_argument("--job", required=True, help="the job id gpucloud run printed")
     logs_parser.add_argument("--follow", action="store_true", help="keep printing until the job ends")
     logs_parser.set_defaults(handler=job_logs)
 
-    stop_parser = commands.add_parser("stop", help="stop a running job on every node", epilog=epilog)
+    stop_parser = commands.add_parser("stop", help="stop a running job on every node",
+                                      epilog=f"exit codes: 0 stopped, {failures}")
     add_stack_source(stop_parser)
     stop_parser.add_argument("--job", required=True, help="the job id gpucloud run printed")
     stop_parser.set_defaults(handler=stop_job)
