@@ -21,6 +21,10 @@ _IDS = (
     # A secret `secretEnv` names, by its whole ARN (the name, a hyphen and six characters).
     (re.compile(r"arn:aws:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}"), "${secretArn}"),
     (re.compile(r"agent/gpucloud-node-[0-9a-f]{64}\.zip"), "${agentBundleKey}"),
+    # A role session's aws:userid, `role-id:caller-specified-role-name` (IAM user guide, "AWS global
+    # condition context keys": aws:userid), and a Session Manager session, `<caller's name>-<17 hex>`.
+    (re.compile(r"\bAROA[A-Z0-9]{17}:[\w+=,.@-]+"), "${userId}"),
+    (re.compile(r"(:session/)[\w+=,.@-]+-[0-9a-f]{17}\b"), r"\1${sessionId}"),
     (re.compile(r"gpu-cloud/[^/:${}]+/[^/:${}]+/jupyter-token"), "gpu-cloud/${nameBase}/${group}/jupyter-token"),
     # The job supervisor's state machine and its executions, one per job id (naming.job_supervisor_name).
     (re.compile(r"arn:aws:states:[a-z0-9-]+:(\d{12}):(stateMachine|execution):gpu-cloud-[^:]+-jobs\b"),

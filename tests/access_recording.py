@@ -63,6 +63,9 @@ class Request:
     encrypted_volumes: frozenset[str] = frozenset()
     feature: str | None = None
     """The command whose code made the call (`COMMANDS`), where the test's feature is not it."""
+    context: Mapping[str, str] = field(default_factory=dict)
+    """Request-context keys AWS adds that the call's parameters do not carry: the caller's
+    aws:userid, the tags of the resource it acts on."""
 
 
 def _authorizations(actor: str, request: Request) -> list[tuple[str | None, Any]]:
@@ -95,7 +98,9 @@ def entries(actor: str, feature: str, measured_by: str, requests: Iterable[Reque
             context = {key: [under_jobs(placeholders(item, request.values)) for item in value]
                        if isinstance(value, (list, tuple)) else under_jobs(placeholders(value, request.values))
                        for key, value in call.context.items()}
-            context = dict(sorted((context | stack_tag_context(call.action, resource)).items()))
+            given = {key: under_jobs(placeholders(value, request.values)) for key, value in request.context.items()
+                     if call.via is None}
+            context = dict(sorted((context | given | stack_tag_context(call.action, resource)).items()))
             entry = {"actor": actor, "feature": call_feature or request.feature or feature, "measuredBy": measured_by, "action": call.action,
                      "resource": resource, "context": context,
                      "endpoint": request.service if through_vpc and call.via is None else None}
@@ -249,12 +254,15 @@ def stood_in(service: str, operation: str, params: Mapping[str, Any], response: 
 
 
 def ran_printed(settings, feature: str, service: str, operation: str, params: Mapping[str, Any],
-                response: Mapping[str, Any] | None = None) -> None:
+                response: Mapping[str, Any] | None = None, context: Mapping[str, str] | None = None) -> None:
     """A person ran a command gpucloud printed for them (`aws ssm start-session ...`, the token's
-    `aws ssm get-parameter ...`): the API call that AWS CLI command makes, for the stack's settings."""
+    `aws ssm get-parameter ...`): the API call that AWS CLI command (or the Session Manager plugin
+    it starts) makes, for the stack's settings; `context`: what AWS adds to the call's request
+    context (the caller's aws:userid, the resource's tags)."""
     calls = ActorCalls.active
     if calls is not None:
-        calls.add(Request(service, operation, dict(params), dict(response or {}), values_of(settings), feature=feature))
+        calls.add(Request(service, operation, dict(params), dict(response or {}), values_of(settings), feature=feature,
+                          context=dict(context or {})))
 
 
 def _state_machine_code() -> tuple[str, ...]:

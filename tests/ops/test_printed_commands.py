@@ -1,6 +1,7 @@
 """The AWS CLI commands `gpucloud connect` prints for a person to run, run as the API calls they make:
-reading the JupyterLab token the node wrote, and the Session Manager port forwarding (moto has no
-StartSession: it is recorded, not answered). Both are measured into access_calls.json."""
+reading the JupyterLab token the node wrote, and the Session Manager port forwarding, which the
+Session Manager plugin resumes and ends (moto has no Session Manager: those calls are answered by a
+botocore Stubber). All are measured into access_calls.json."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import json
 
 import boto3
 import pytest
+from botocore.stub import Stubber
 from moto import mock_aws
 
 from access_recording import ran_printed
 from gpucloud.connect import Connection
-from gpucloud.naming import jupyter_token_parameter_name
+from gpucloud.naming import jupyter_token_parameter_name, notebook_user_policy_name
 from gpucloud.ops.services import token_command
 from support import minimal_config, settings_for
 
@@ -66,3 +68,45 @@ def test_the_printed_session_command_starts_port_forwarding_on_the_node(aws):
     ran_printed(settings, "connect", "ssm", "StartSession", request)
 
     assert request["DocumentName"] == "AWS-StartPortForwardingSession"
+
+
+@pytest.mark.access_calls("person:notebookUser", "connect")
+def test_the_session_manager_plugin_resumes_and_ends_the_person_s_own_session(aws):
+    """The AWS CLI hands the started session to session-manager-plugin, which calls ResumeSession
+    after a dropped connection and TerminateSession at the end, with the person's credentials
+    (aws/session-manager-plugin sessionhandler.go; the CLI itself terminates it when the plugin is
+    missing: aws/aws-cli customizations/sessionmanager.py; read 2026-11-28). Session Manager tags the
+    session `aws:ssmmessages:session-id` with the starter's aws:userid and `aws:ssmmessages:target-id`
+    with the node (Session Manager user guide, "Additional sample IAM policies for Session Manager",
+    Example 3; read 2026-11-28): the recorded calls carry both, and the caller's aws:userid."""
+    settings = jupyter_settings()
+    group = settings.config.groups[0].name
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": "123456789012"},
+                                                     "Action": "sts:AssumeRole"}]}
+    role = boto3.client("iam").create_role(RoleName=notebook_user_policy_name(settings.name_base, group),
+                                           AssumeRolePolicyDocument=json.dumps(trust))["Role"]
+    credentials = boto3.client("sts").assume_role(RoleArn=role["Arn"], RoleSessionName="anna")["Credentials"]
+    person = boto3.Session(aws_access_key_id=credentials["AccessKeyId"], aws_secret_access_key=credentials["SecretAccessKey"],
+                           aws_session_token=credentials["SessionToken"], region_name=REGION)
+    user_id = person.client("sts").get_caller_identity()["UserId"]
+    assert user_id == f"{role['RoleId']}:anna"
+
+    argv = Connection("i-0123456789abcdef0", group, 8888, 8888, REGION).command()
+    request = {"Target": option(argv, "--target"), "DocumentName": option(argv, "--document-name"),
+               "Parameters": json.loads(option(argv, "--parameters"))}
+    ssm = person.client("ssm")
+    session_id = "anna-0a1b2c3d4e5f67890"
+    tags = {"ssm:resourceTag/aws:ssmmessages:session-id": user_id, "ssm:resourceTag/aws:ssmmessages:target-id": request["Target"]}
+    with Stubber(ssm) as session_manager:
+        session_manager.add_response("start_session", {"SessionId": session_id, "TokenValue": "token", "StreamUrl": "wss://example"},
+                                     request)
+        session_manager.add_response("resume_session", {"SessionId": session_id, "TokenValue": "token2",
+                                                        "StreamUrl": "wss://example"}, {"SessionId": session_id})
+        session_manager.add_response("terminate_session", {"SessionId": session_id}, {"SessionId": session_id})
+        started = ssm.start_session(**request)["SessionId"]
+        for operation, method in (("ResumeSession", ssm.resume_session), ("TerminateSession", ssm.terminate_session)):
+            answer = method(SessionId=started)
+            ran_printed(settings, "connect", "ssm", operation, {"SessionId": started}, answer,
+                        context={"aws:userid": user_id, **tags})
+
+    assert answer["SessionId"] == session_id

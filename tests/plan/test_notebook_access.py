@@ -82,3 +82,40 @@ def test_the_policy_names_only_its_group():
     assert by_sid["OwnSessionsOfAnIamUser"]["Resource"] == "arn:aws:ssm:us-east-1:123456789012:session/${aws:username}-*"
     decrypt = by_sid["DecryptGroupTokenThroughParameterStore"]["Condition"]["StringEquals"]
     assert decrypt["kms:EncryptionContext:PARAMETER_ARN"].endswith("/gpu-cloud/lab/anna/jupyter-token")
+
+
+SESSION_ACTIONS = ("ssm:ResumeSession", "ssm:TerminateSession")
+
+
+def test_each_person_resumes_and_ends_their_own_sessions_by_their_user_id(settings, plan):
+    """Session Manager tags a session with its starter's aws:userid; each group's policy lets its
+    holder resume and end the sessions tagged with their own, through `${aws:userid}`."""
+    account = plan_access.plan_account(plan.resources)
+    calls, _ = plan_access._stack_calls(settings, plan.resources, account, load_calls())
+    sessions = {(call["group"], call["action"], call["context"]["aws:userid"],
+                 call["context"]["ssm:resourceTag/aws:ssmmessages:session-id"])
+                for call in calls if call["action"] in SESSION_ACTIONS}
+
+    assert sessions == {(person, action, plan_access.notebook_user_id(person), plan_access.notebook_user_id(person))
+                        for person in (ANNA, BEN) for action in SESSION_ACTIONS}
+    assert not [call for call in plan.access["denied"] if call["action"] in SESSION_ACTIONS]
+    assert plan.access["beyondStack"] == [], "no one resumes or ends another person's session"
+
+
+def test_a_policy_that_drops_the_user_id_condition_reaches_another_person_s_sessions(settings, plan):
+    """Anna's policy without its `${aws:userid}` condition: Ben's sessions (and any other) are hers
+    to end, and the plan fails."""
+    def widened(resource):
+        if resource.type != "aws:iam/policy:Policy" or not resource.state["name"].endswith(f"-{ANNA}-notebook"):
+            return resource
+        document = json.loads(resource.state["policy"])
+        for statement in document["Statement"]:
+            if statement["Sid"] == "OwnSessionsOfARole":
+                del statement["Condition"]
+        return dataclasses.replace(resource, outputs={**resource.outputs, "policy": json.dumps(document)})
+
+    access, findings = plan_access.check_access(settings, [widened(r) for r in plan.resources], load_calls())
+
+    reached = {(call["group"], call["action"]) for call in access["beyondStack"]}
+    assert reached == {(other, action) for other in (BEN, "other-group") for action in SESSION_ACTIONS}
+    assert any(finding.rule == "access-beyond-stack" and "ssm:TerminateSession" in finding.message for finding in findings)

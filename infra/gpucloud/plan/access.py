@@ -42,7 +42,12 @@ EXAMPLE_JOB_TIME = "20261128120000-0a1b"
 """A job id is `<group>-<utc time>-<4 hex>` (ops/jobs.py new_job_id); the check uses this one."""
 EXAMPLE_INSTANCE = "i-0123456789abcdef0"
 EXAMPLE_VOLUME = "vol-0123456789abcdef0"
-PER_GROUP = frozenset({"group", "job", "parameterName", "autoScalingGroupId", "endpointLogsBucket", "accessLogsPrefix"})
+EXAMPLE_SESSION = "notebook-user-0123456789abcdef0"
+"""A Session Manager session id: the starter's name and 17 hex digits."""
+EXAMPLE_ROLE_ID = "AROAEXAMPLENOTEBOOKID"
+"""The unique id of the role the check takes as holding a group's notebook user policy."""
+PER_GROUP = frozenset({"group", "job", "parameterName", "autoScalingGroupId", "endpointLogsBucket", "accessLogsPrefix",
+                       "userId"})
 EXAMPLE_OBJECT = "example/object.bin"
 EXAMPLE_LOG_STREAM = f"0b5c8f3e-example-command/{EXAMPLE_INSTANCE}/aws-runShellScript/stdout"
 BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
@@ -107,6 +112,7 @@ def placeholder_values(settings: StackSettings, resources: Sequence[AppliedResou
         "dataBucket": [data.bucket] if data else [], "readPrefix": list(data.read_prefixes) if data else [],
         "writePrefix": list(data.write_prefixes) if data else [],
         "instanceId": [EXAMPLE_INSTANCE], "volumeId": [EXAMPLE_VOLUME], "logGroup": [job_log_group_name(base)],
+        "sessionId": [EXAMPLE_SESSION],
         "objectKey": [EXAMPLE_OBJECT], "logStream": [EXAMPLE_LOG_STREAM],
         "elbLogWriter": [next(iter(log_writer(settings.region, partition_of(settings.region)).values()))],
         "repository": sorted({match["repository"] for group in config.groups for match in group.services.ecr_images}),
@@ -142,7 +148,8 @@ def _group_ids(resources: Sequence[AppliedResource]) -> dict[str, str]:
 def _group_values(settings: StackSettings, group: str, group_ids: Mapping[str, str], account: str) -> dict[str, list[str]]:
     """What a group's own names fill: its job ids, token parameter, Auto Scaling group, endpoint logs."""
     values = {"group": [group], "job": [f"{group}-{EXAMPLE_JOB_TIME}"],
-              "parameterName": [jupyter_token_parameter_name(settings.name_base, group)]}
+              "parameterName": [jupyter_token_parameter_name(settings.name_base, group)],
+              "userId": [notebook_user_id(group)]}
     own = group_ids.get(autoscaling_group_name(settings.name_base, group))
     if own:
         values["autoScalingGroupId"] = [own]
@@ -264,6 +271,13 @@ def _team_holders(settings: StackSettings, resources: Sequence[AppliedResource],
             for name in names if f"arn:{partition}:iam::{account}:policy/{name}" in made}
 
 
+def notebook_user_id(group: str) -> str:
+    """The aws:userid of a group's notebook user: a session of the role holding the group's policy,
+    `role-id:caller-specified-role-name` (IAM user guide, "AWS global condition context keys",
+    aws:userid; read 2026-11-28), one person per group."""
+    return f"{EXAMPLE_ROLE_ID}:{group}-user"
+
+
 def _notebook_policy_arn(settings: StackSettings, partition: str, account: str, group: str) -> str:
     return f"arn:{partition}:iam::{account}:policy/{notebook_user_policy_name(settings.name_base, group)}"
 
@@ -334,7 +348,7 @@ def _beyond_group(settings: StackSettings, resources: Sequence[AppliedResource],
         elsewhere = [entry for other in others for entry in _group_calls(settings, resources, account, person, other)]
         elsewhere += _group_calls(settings, resources, account,
                                   [_partly(call, {"nameBase": f"{settings.name_base}-other"}) for call in person], group)
-        for entry in elsewhere:
+        for entry in (_called_by(entry, group) for entry in elsewhere):
             if _without_group(entry) in own:
                 continue
             call = _call(entry, principal)
@@ -350,6 +364,16 @@ def _group_calls(settings: StackSettings, resources: Sequence[AppliedResource], 
     values = {**placeholder_values(settings, resources, account),
               **_group_values(settings, group, _group_ids(resources), account)}
     return [_as_group_member(call, group) for template in templates for call in fill(template, values)[0]]
+
+
+def _called_by(entry: dict[str, Any], group: str) -> dict[str, Any]:
+    """Another person's call made by `group`'s person: the resource stays the other's (a session
+    tagged with their aws:userid), the caller's aws:userid becomes this person's."""
+    context = entry.get("context") or {}
+    if not any(key.lower() == "aws:userid" for key in context):
+        return entry
+    return {**entry, "context": {key: notebook_user_id(group) if key.lower() == "aws:userid" else value
+                                 for key, value in context.items()}}
 
 
 def _without_group(entry: Mapping[str, Any]) -> str:

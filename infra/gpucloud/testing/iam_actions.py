@@ -42,6 +42,11 @@ DOCUMENT = f"{_PREFIX}:ssm:{_REGIONAL}:document/<DocumentName>"
 AWS_DOCUMENT = f"{_PREFIX}:ssm:${{region}}::document/<DocumentName>"
 """A document AWS owns (Session Manager's port forwarding) has no account in its ARN (Session
 Manager user guide, "Sample IAM policies for Session Manager"; read 2026-11-28)."""
+SESSION = f"{_PREFIX}:ssm:{_REGIONAL}:session/<SessionId>"
+"""A Session Manager session (Service Authorization Reference, AWS Systems Manager: resource type
+`session`; read 2026-11-28). What conditions read of it are the tags Session Manager puts on it
+when it starts (`aws:ssmmessages:session-id`: the starter's aws:userid), which the call itself
+does not carry: the recorder gives them (tests/access_recording.py, `ran_printed`)."""
 LOG_GROUP = f"{_PREFIX}:logs:{_REGIONAL}:log-group:<logGroupName>:*"
 LOG_STREAM = f"{_PREFIX}:logs:{_REGIONAL}:log-group:<logGroupName>:log-stream:<logStreamName>"
 WORKSPACE = f"{_PREFIX}:aps:{_REGIONAL}:workspace/${{workspaceId}}"
@@ -107,6 +112,8 @@ ACTIONS: Mapping[tuple[str, str], Action] = {
     ("ssm", "PutParameter"): Action("ssm:PutParameter", (PARAMETER,)),
     ("ssm", "SendCommand"): Action("ssm:SendCommand", (DOCUMENT, INSTANCE.replace("<InstanceId>", "<InstanceIds>"))),
     ("ssm", "StartSession"): Action("ssm:StartSession", (INSTANCE.replace("<InstanceId>", "<Target>"), AWS_DOCUMENT)),
+    ("ssm", "ResumeSession"): Action("ssm:ResumeSession", (SESSION,)),
+    ("ssm", "TerminateSession"): Action("ssm:TerminateSession", (SESSION,)),
     ("ssm", "ListCommands"): Action("ssm:ListCommands"),
     ("ssm", "ListCommandInvocations"): Action("ssm:ListCommandInvocations"),
     ("ssm", "GetCommandInvocation"): Action("ssm:GetCommandInvocation"),
