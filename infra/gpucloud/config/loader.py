@@ -11,10 +11,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpucloud.config.access import node_role_policy_problems
-from gpucloud.config.network import WITHOUT_INTERNET
-from gpucloud.config.node_endpoints import describe, missing_interface_endpoints
 from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.regions import region_problem
+from gpucloud.config.rules.network import network_problems
 from gpucloud.config.endpoint import endpoint_problems
 from gpucloud.config.image import image_problems
 from gpucloud.config.jobs import job_problems
@@ -67,25 +66,10 @@ def parse_stack_config(values: Mapping[str, Any], *, stack: str, source: str, re
     if unknown_region:
         raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", unknown_region)])
     _check_stack_name(stack, config.project, source)
-    problems = _cross_section_problems(config) + service_problems(config, region) + job_problems(config, region) + storage_problems(config) + endpoint_problems(config) + image_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
+    problems = network_problems(config) + service_problems(config, region) + job_problems(config, region) + storage_problems(config) + endpoint_problems(config) + image_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
     if problems:
         raise ConfigError(f"stack {stack!r} ({source})", problems)
     return StackSettings(stack=stack, source=source, region=region, config=config)
-
-
-def _cross_section_problems(config: StackConfig) -> list[tuple[str, str]]:
-    """Rules that tie two sections of the config together, each named by the key to change."""
-    network = config.network
-    if network.created and network.egress == "endpointsOnly":
-        missing = missing_interface_endpoints(config)
-        if missing:
-            return [(
-                f"{NAMESPACE}:network.interfaceEndpoints",
-                f"lacks {describe(missing)}, which the nodes call, and network.egress endpointsOnly leaves them "
-                "no NAT gateway (the launch hook would time out and every node be abandoned): add them, or use "
-                f"egress: nat. Even with them, {WITHOUT_INTERNET}",
-            )]
-    return []
 
 
 def _check_stack_name(stack: str, project: str, source: str) -> None:
