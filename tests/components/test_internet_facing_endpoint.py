@@ -14,6 +14,7 @@ from gpucloud.pricing.estimate import estimate_stack
 from gpucloud.testing.handlers.elbv2 import create_load_balancer
 from gpucloud.testing.registry import ResourceRequest
 from gpucloud.testing import moto_account
+from gpucloud.testing.external_seed import seed_certificate
 from support import deploy, private_subnets, settings_for
 from test_inference_endpoint import problems_of, serving_config
 
@@ -43,10 +44,10 @@ def test_internet_facing_is_refused_where_it_cannot_be_public_or_private(endpoin
 def facing():
 
     with moto_account("us-east-1") as account:
-        # ELB looks the certificate up in ACM (CertificateNotFound otherwise).
-        certificate = account.client("acm").request_certificate(DomainName="infer.example.com")["CertificateArn"]
-        endpoint = {**FACING, "certificateArn": certificate}
-        yield deploy(settings_for(serving_config(endpoint)), account), account, certificate
+        # ELB looks the certificate up in ACM (CertificateNotFound otherwise), and the program
+        # takes only an issued one (a requested one waits for validation).
+        seed_certificate(account, CERTIFICATE, "infer.example.com")
+        yield deploy(settings_for(serving_config(FACING)), account), account, CERTIFICATE
 
 
 def test_the_engine_puts_a_declared_internet_facing_alb_in_the_public_subnets_behind_https(facing):

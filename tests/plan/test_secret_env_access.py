@@ -31,7 +31,7 @@ def test_the_node_role_may_read_exactly_the_named_parameter_and_secret():
     assert plan.access["denied"] == []
     assert "containerSecrets" not in {item["feature"] for item in plan.access["unmeasured"]}
     assert not plan.access.get("unfilled")
-    assert any("secretEnv not checked: whether each of ssm:/team/hf-token, secretsmanager:team/wandb exists"
+    assert any("secretEnv not checked (ssm:/team/hf-token, secretsmanager:team/wandb)"
                in finding.message for finding in plan.findings if finding.rule == "program-warning")
 
 

@@ -6,6 +6,7 @@ preview` checks the real account; any stand-in with the same methods works too.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -134,6 +135,23 @@ class Bucket:
     """Its default encryption (SSEAlgorithm of GetBucketEncryption), where the facts say."""
 
 
+@dataclass(frozen=True)
+class Certificate:
+    """An ACM certificate the stack names by ARN (`groups[].endpoint.certificateArn`)."""
+
+    arn: str
+    exists: bool | None
+    """None: not known (offline without account facts, or DescribeCertificate could not be asked)."""
+    status: str = ""
+    """ISSUED, PENDING_VALIDATION, EXPIRED, REVOKED, ... (DescribeCertificate `Status`)."""
+    not_after: datetime.datetime | None = None
+    """When it expires (DescribeCertificate `NotAfter`)."""
+    domain: str = ""
+    region: str = ""
+    why_not_known: str = ""
+    """Why it is not known, where a lookup failed for another reason than the certificate missing."""
+
+
 QUOTA_NOT_KNOWN = "quota value not known"
 """How the offline engine words a quota it has no account fact for."""
 ROLE_NOT_KNOWN = "role not known"
@@ -144,6 +162,11 @@ SECURITY_GROUP_NOT_KNOWN = "security group not known"
 """How the offline engine words a security group, not in its account, that no account fact lists."""
 BUCKET_NOT_KNOWN = "bucket not known"
 """How the offline engine words a bucket, not in its account, that no account fact says exists or not."""
+PARAMETER_NOT_KNOWN = "parameter not known"
+"""How the offline engine words an SSM parameter, not in its account, that no account fact lists."""
+SECRET_NOT_KNOWN = "secret not known"
+"""How the offline engine words a Secrets Manager secret, not in its account, that no account fact lists."""
+
 
 
 class LookupUnavailable(Exception):
@@ -173,5 +196,8 @@ class AwsLookups(Protocol):
     def bucket(self, name: str) -> Bucket: ...
     def security_group_exists(self, group_id: str) -> bool | None: ...  # None: not known
     def ecr_repository_exists(self, registry_id: str, region: str, name: str) -> bool | None: ...  # None: not known
+    def certificate(self, arn: str) -> Certificate: ...
+    def parameter_exists(self, name: str) -> bool | None: ...  # None: not known
+    def secret_exists(self, secret_id: str) -> bool | None: ...  # None: not known
     # None: not known (no pulumi-aws data source reads it; the offline plan's account facts do)
     def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None: ...

@@ -14,11 +14,14 @@ from gpucloud.lookups.requirements import GPU_FAMILIES, GpuTypeAttributes, regio
 from gpucloud.lookups.facts import (
     BUCKET_NOT_KNOWN,
     ECR_REPOSITORY_NOT_KNOWN,
-    SECURITY_GROUP_NOT_KNOWN,
+    PARAMETER_NOT_KNOWN,
     QUOTA_NOT_KNOWN,
     ROLE_NOT_KNOWN,
+    SECRET_NOT_KNOWN,
+    SECURITY_GROUP_NOT_KNOWN,
     Ami,
     Bucket,
+    Certificate,
     InstanceTypeFacts,
     LookupUnavailable,
     PrometheusWorkspace,
@@ -191,6 +194,30 @@ class PulumiAwsLookups:
         InvalidGroup.NotFound when it does not; "Error codes for the Amazon EC2 API", read 2026-11-28)."""
         return _exists(lambda: aws.ec2.get_security_group(id=group_id), SECURITY_GROUP_NOT_KNOWN)
 
+    @functools.cache
+    def parameter_exists(self, name: str) -> bool | None:
+        """Whether the region has the parameter (aws.ssm.getParameter without decryption, so no KMS
+        Decrypt is asked for: GetParameter, ParameterNotFound when it does not; terraform-provider-aws
+        internal/service/ssm/parameter_data_source.go, read 2026-11-28)."""
+        return _exists(lambda: aws.ssm.get_parameter(name=name, with_decryption=False), PARAMETER_NOT_KNOWN)
+
+    @functools.cache
+    def secret_exists(self, secret_id: str) -> bool | None:
+        """Whether the secret exists, by ARN or name (aws.secretsmanager.getSecret: DescribeSecret,
+        ResourceNotFoundException when it does not; terraform-provider-aws
+        internal/service/secretsmanager/secret_data_source.go, read 2026-11-28). The value is not read."""
+        by = {"arn": secret_id} if secret_id.startswith("arn:") else {"name": secret_id}
+        return _exists(lambda: aws.secretsmanager.get_secret(**by), SECRET_NOT_KNOWN)
+
+    @functools.cache
+    def certificate(self, arn: str) -> Certificate:
+        """The certificate as ACM describes it in its own region. pulumi-aws's `aws.acm.getCertificate`
+        finds a certificate by domain or tags only (ListCertificates, then DescribeCertificate of
+        those that match; terraform-provider-aws internal/service/acm/certificate_data_source.go, read
+        2026-11-28), never by ARN, so this asks DescribeCertificate itself, with the AWS SDK's
+        default credentials (the deployer's, as `gpucloud account snapshot` uses)."""
+        return describe_certificate(arn)
+
     def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None:
         """Not known here: pulumi-aws has no data source for a workspace's alert manager definition
         or rule groups namespaces (its `amp` module reads workspaces, workspace lists and the
@@ -269,6 +296,26 @@ class PulumiAwsLookups:
         """Whether the type can hibernate, and its memory in MiB (what the root volume must hold)."""
         found = aws.ec2.get_instance_type(instance_type=name)
         return bool(found.hibernation_supported), int(found.memory_size or 0)
+
+
+def describe_certificate(arn: str) -> Certificate:
+    """ACM's DescribeCertificate of `arn` in the ARN's region: missing on ResourceNotFoundException,
+    not known (with why) when ACM could not be asked."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    region = arn.split(":")[3]
+    try:
+        found = boto3.session.Session(region_name=region).client("acm").describe_certificate(CertificateArn=arn)
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+            return Certificate(arn, exists=False, region=region)
+        return Certificate(arn, exists=None, region=region, why_not_known=str(error))
+    except BotoCoreError as error:
+        return Certificate(arn, exists=None, region=region, why_not_known=str(error))
+    detail = found["Certificate"]
+    return Certificate(arn, exists=True, status=detail.get("Status", ""), not_after=detail.get("NotAfter"),
+                       domain=detail.get("DomainName", ""), region=region)
 
 
 def _route(route) -> Route:

@@ -16,6 +16,7 @@ from gpucloud.config import GroupConfig, StackSettings
 from gpucloud.config.network import WITHOUT_INTERNET, NetworkConfig
 from gpucloud.lookups.account import service_linked_role_missing
 from gpucloud.lookups.buckets import check_data_bucket
+from gpucloud.lookups.certificates import check_certificates
 from gpucloud.lookups.ecr import check_ecr_repositories
 from gpucloud.lookups.capacity import GroupCapacity, group_capacity, reservation_problem
 from gpucloud.lookups.facts import Ami, AwsLookups, InstanceTypeFacts, Subnet
@@ -30,7 +31,7 @@ from gpucloud.lookups.monitoring import managed_monitoring_offered
 from gpucloud.lookups.problems import Problems
 from gpucloud.lookups.prometheus import existing_prometheus_workspace
 from gpucloud.lookups.quotas import check_quotas
-from gpucloud.lookups.secrets import note_secret_references
+from gpucloud.lookups.secrets import check_secret_references
 from gpucloud.lookups.security_groups import check_security_groups
 from gpucloud.lookups.resolved import ResolvedGroup, ResolvedStack
 from gpucloud.lookups.storage import check_file_system_placement
@@ -63,10 +64,11 @@ def resolve_stack(settings: StackSettings, lookups: AwsLookups) -> ResolvedStack
     network_zones, zones = _stack_zones(network, lookups, checked, subnets, problems)
     resolved = _resolved_groups(checked, zones, None if network.created else subnets, problems)
     check_file_system_placement(settings, network_zones, resolved, problems)
-    note_secret_references(settings, problems)
+    check_secret_references(settings, lookups, problems)
     check_data_bucket(settings, lookups, problems)
     check_ecr_repositories(settings, lookups, problems)
     check_security_groups(settings, lookups, problems)
+    check_certificates(settings, lookups, problems)
     problems.raise_if_any()
     failures = problems.failures + check_quotas(
         settings, lookups, [(group.config, group.instance_types) for group in resolved], problems)

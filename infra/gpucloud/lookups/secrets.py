@@ -1,20 +1,37 @@
 """The parameters and secrets the containers' `secretEnv` names: the plan checks their names'
-shape (config.services) and proves the node role may read them (plan/access_secrets.py), but
-whether each exists, holds a string and is readable under its key's own policy are facts of the
-account the plan does not look up: one line says so, and a node that cannot read one logs the
-variable and reference, never a value, and does not start the container."""
+shape (config.services) and proves the node role may read them (plan/access_secrets.py); the
+program looks each up without reading its value (aws.ssm.getParameter without decryption,
+aws.secretsmanager.getSecret), so `pulumi preview` stops on a missing one naming its key. Whether
+the node role may decrypt them under their keys' own policies is not looked up: a node that cannot
+read one logs the variable and reference, never a value, and does not start the container."""
 
 from __future__ import annotations
 
 from gpucloud.config import StackSettings
-from gpucloud.config.services import secret_references
+from gpucloud.lookups.facts import AwsLookups
 from gpucloud.lookups.problems import Problems
 
 
-def note_secret_references(settings: StackSettings, problems: Problems) -> None:
-    parameters, secrets = secret_references(settings.config.groups)
-    named = [*(f"ssm:{name}" for name in parameters), *(f"secretsmanager:{name}" for name in secrets)]
-    if named:
-        problems.warn("groups", f"secretEnv not checked: whether each of {', '.join(named)} exists in {settings.region} and the "
-                      "node role may decrypt them under their keys' own policies is not known here; a node that cannot "
-                      "read one does not start that container")
+def named_secret_references(settings: StackSettings) -> list[tuple[str, str]]:
+    """Each `secretEnv` reference (`ssm:<name>` or `secretsmanager:<name or ARN>`) with its key."""
+    return [(f"groups[{index}].services.containers[{number}].secretEnv.{variable}", reference)
+            for index, group in enumerate(settings.config.groups)
+            for number, container in enumerate(group.services.containers)
+            for variable, reference in sorted(container.secret_env.items())]
+
+
+def check_secret_references(settings: StackSettings, lookups: AwsLookups, problems: Problems) -> None:
+    """A missing parameter or secret is a problem naming its key; those not known are one line."""
+    found = []
+    for key, reference in named_secret_references(settings):
+        store, _, name = reference.partition(":")
+        exists = lookups.parameter_exists(name) if store == "ssm" else lookups.secret_exists(name)
+        found.append((key, reference, exists))
+    problems.looked_up(
+        found,
+        lambda reference: (f"{reference} does not exist in {settings.region} ("
+                           f"{'SSM GetParameter: ParameterNotFound' if reference.startswith('ssm:') else 'Secrets Manager DescribeSecret: ResourceNotFoundException'}"
+                           "): create it, or name one that exists; the node would not start the container"),
+        lambda names: (f"secretEnv not checked ({names}): whether each exists in {settings.region} is not known here "
+                       "(offline, give the plan account facts from `gpucloud account snapshot`); whether the node role "
+                       "may decrypt them under their keys' own policies is not looked up"))

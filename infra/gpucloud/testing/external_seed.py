@@ -1,5 +1,6 @@
 """What a stack names but does not create, put into the moto account from account facts: the
-data bucket in its region, the account's ECR repositories, and security groups under their ids."""
+data bucket in its region, the account's ECR repositories, security groups under their ids, ACM
+certificates under their ARNs, SSM parameters and Secrets Manager secrets (without their values)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,28 @@ def seed_bucket(account: Account, name: str, region: str) -> None:
     s3 = account.session.client("s3", region_name=region)
     where = {} if region == "us-east-1" else {"CreateBucketConfiguration": {"LocationConstraint": region}}
     s3.create_bucket(Bucket=name, **where)
+
+
+def seed_certificate(account: Account, arn: str, domain: str = "", status: str = "ISSUED") -> None:
+    """The certificate in moto's ACM under its ARN, in its region (moto draws a certificate's ARN
+    itself: the bundle is filed again under the one given)."""
+    from moto.acm.models import CertBundle, acm_backends
+
+    region = arn.split(":")[3]
+    backend = acm_backends[account.account_id][region]
+    if arn in backend._certificates:
+        return
+    bundle = CertBundle.generate_cert(domain or "certificate.example.com", account_id=account.account_id, region=region)
+    bundle.arn, bundle.status, bundle.type = arn, status, "AMAZON_ISSUED"
+    backend._certificates[arn] = bundle
+
+
+def seed_parameter(account: Account, name: str, parameter_type: str, key_id: str) -> None:
+    """The parameter, with a stand-in value: its value is never a fact."""
+    extra = {"KeyId": key_id} if parameter_type == "SecureString" and key_id else {}
+    account.client("ssm").put_parameter(Name=name, Value="(not recorded)", Type=parameter_type, **extra)
+
+
+def seed_secret(account: Account, name: str) -> None:
+    """The secret, by name, with a stand-in value: its value is never a fact."""
+    account.client("secretsmanager").create_secret(Name=name, SecretString="(not recorded)")

@@ -95,6 +95,14 @@ class Account:
     buckets_known: bool = False
     """Whether account facts list the buckets the stack names: then one missing from moto does not
     exist, else it is not known (`seed_account`)."""
+    certificates_known: bool = False
+    """Whether account facts list the stack's ACM certificates: else a listener's certificate missing
+    from moto is assumed to exist (created there under its ARN, `assume_certificate`)."""
+    parameters_known: bool = False
+    """Whether account facts list the SSM parameters the stack names: then one missing from moto does
+    not exist, else it is not known (AWS's public parameters, /aws/service/..., are always known)."""
+    secrets_known: bool = False
+    """Whether account facts list the Secrets Manager secrets the stack names (`seed_account`)."""
     alert_manager_definitions: dict[str, str] = field(default_factory=dict)
     """Workspace id -> its alert manager definition: moto has none, and AMP keeps one per workspace."""
     bucket_policies: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -17,6 +17,7 @@ from gpucloud.testing.handlers import (  # noqa: F401
     kms,
     logs,
     s3,
+    secretsmanager,
     sfn,
     sns,
     ssm,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpucloud.testing.external_seed import seed_certificate
 from gpucloud.testing.provider_rules import ProviderRulesBroken, RuleViolation, source_of
 from gpucloud.testing.registry import Account, Created, ResourceRequest, aws_tags, drop_none, refused, resource
 
@@ -245,6 +246,9 @@ def create_listener(account: Account, request: ResourceRequest) -> Created:
         # CreateListener `Certificates`: "[HTTPS and TLS listeners] The default certificate for the
         # listener. You must provide exactly one certificate" (botocore elbv2 model 2015-12-01).
         raise refused("CreateListener", "ValidationError", f"{request.name}: A certificate must be specified for HTTPS listeners")
+    if certificate and not account.certificates_known:
+        # No account fact lists the certificates: assumed to exist (the plan says it did not check them).
+        seed_certificate(account, certificate)
     listener = account.client("elbv2").create_listener(**drop_none({
         "LoadBalancerArn": inputs["loadBalancerArn"],
         "Protocol": protocol,

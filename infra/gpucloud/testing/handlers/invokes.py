@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError
 from gpucloud.lookups.facts import (
     BUCKET_NOT_KNOWN,
     ECR_REPOSITORY_NOT_KNOWN,
+    PARAMETER_NOT_KNOWN,
     QUOTA_NOT_KNOWN,
     ROLE_NOT_KNOWN,
     SECURITY_GROUP_NOT_KNOWN,
@@ -131,9 +132,16 @@ def subnet(account: Account, args: dict[str, Any]) -> dict[str, Any]:
 
 @invoke("aws:ssm/getParameter:getParameter")
 def parameter(account: Account, args: dict[str, Any]) -> dict[str, Any]:
-    found = account.client("ssm").get_parameter(Name=args["name"], WithDecryption=bool(args.get("withDecryption")))[
-        "Parameter"
-    ]
+    """GetParameter; a missing one fails with SSM's ParameterNotFound where account facts list the
+    stack's parameters or it is one of AWS's public parameters (/aws/service/...), else it is not known."""
+    name = args["name"]
+    try:
+        found = account.client("ssm").get_parameter(Name=name, WithDecryption=bool(args.get("withDecryption")))["Parameter"]
+    except ClientError as error:
+        if (error.response["Error"]["Code"] != "ParameterNotFound" or account.parameters_known
+                or name.startswith("/aws/service/")):
+            raise
+        raise LookupError(f"{PARAMETER_NOT_KNOWN}: no account facts list {name}") from None
     return {
         "id": found["Name"],
         "name": found["Name"],
