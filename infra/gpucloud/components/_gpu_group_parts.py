@@ -194,23 +194,24 @@ def template_spec_plain(template: aws.ec2.LaunchTemplate) -> dict:
 def mixed_instances_overrides(
     args: GpuInstanceGroupArgs, shapes: dict[tuple, list[InstanceTypeFacts]], templates: dict[tuple, aws.ec2.LaunchTemplate],
 ) -> list[dict]:
-    """The mixed instances policy's overrides, shape by shape; a shape other than the first names
-    its own launch template. One requirements set per node shape, while Auto Scaling takes them
-    (at most four per group); past that the shapes' matched types are listed as types, which
-    allows exactly the same types."""
+    """The mixed instances policy's overrides; one of a shape other than the first names its own
+    launch template. One requirements set per node shape, while Auto Scaling takes them (at most
+    four per group); past that the shapes' matched types are listed as types, which allows exactly
+    the same types. Listed types keep the stack file's order across shapes: the overrides' order
+    is the priority of on-demand `prioritized` and spot `capacity-optimized-prioritized` (Auto
+    Scaling API reference, InstancesDistribution, read 2026-11-28)."""
     primary_shape = next(iter(shapes))
-    by_requirements = bool(args.instance_requirements) and len(shapes) <= MAX_REQUIREMENT_SETS
-    overrides = []
-    for shape, types in shapes.items():
-        chosen: list[dict] = (
-            [{"instance_requirements": {**args.instance_requirements, "allowed_instance_types": [f.name for f in types]}}]
-            if by_requirements else [{"instance_type": facts.name} for facts in types]
-        )
-        for override in chosen:
-            if shape != primary_shape:
-                override["launch_template_specification"] = template_spec(templates[shape])
-            overrides.append(override)
-    return overrides
+    if bool(args.instance_requirements) and len(shapes) <= MAX_REQUIREMENT_SETS:
+        chosen = [(shape, {"instance_requirements": {**args.instance_requirements,
+                                                     "allowed_instance_types": [f.name for f in types]}})
+                  for shape, types in shapes.items()]
+    else:
+        chosen = [(shape, {"instance_type": facts.name}) for facts in args.instance_types
+                  for shape in shapes if facts in shapes[shape]]
+    for shape, override in chosen:
+        if shape != primary_shape:
+            override["launch_template_specification"] = template_spec(templates[shape])
+    return [override for _shape, override in chosen]
 
 
 def lifecycle_hooks(args: GpuInstanceGroupArgs) -> dict[str, dict]:
