@@ -28,6 +28,7 @@ from gpucloud.components.s3_access import S3PrefixAccess
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
 from gpucloud.components.shared_file_system import project_file_system
 from gpucloud.components.volume_backup import VolumeBackup
+from gpucloud.config.cold_start_estimate import grace_period_seconds
 from gpucloud.config.storage import s3_mount_entries
 from gpucloud.lookups import ResolvedGroup, ResolvedStack
 from gpucloud.lookups.requirements import aws_instance_requirements
@@ -248,7 +249,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 node_security_group_id=security_group.security_group_id, autoscaling_group_name=instances.group_name,
                 logs_bucket_name=endpoint_logs_bucket_name(base, settings.name, stack.account_id),
                 account_id=stack.account_id, region=stack.settings.region, partition=stack.partition,
-                instance_warmup_seconds=settings.health_check_grace_period_seconds, tags=tags), opts=child).url
+                instance_warmup_seconds=_grace_period(stack, group), tags=tags), opts=child).url
         outputs.update(autoScalingGroupName=instances.group_name, autoScalingGroupArn=instances.group_arn,
                        instanceTypes=[facts.name for facts in group.instance_types])
         return outputs
@@ -282,7 +283,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
             multi_node=settings.multi_node,
             root_volume_gib=settings.root_volume_gib,
             data_volume_gib=settings.data_volume_gib,
-            health_check_grace_period_seconds=settings.health_check_grace_period_seconds,
+            health_check_grace_period_seconds=_grace_period(stack, group),
             project=config.project,
             region=stack.settings.region,
             max_temperature_c=config.monitoring.temperature_threshold_c,
@@ -316,3 +317,9 @@ class ProjectEnvironment(pulumi.ComponentResource):
             ),
             tags=tags,
         )
+
+
+def _grace_period(stack: ResolvedStack, group: ResolvedGroup) -> int:
+    """The stack file's grace period, else the default that follows the group's cold-start estimate."""
+    instance_store = all(facts.instance_store_disks for facts in group.instance_types)
+    return grace_period_seconds(stack.settings.config, group.config, instance_store)

@@ -85,6 +85,9 @@ class WarmPoolConfig(ConfigModel):
     must hold its memory). `Running` is refused: the health gate would not run again."""
     reuse_on_scale_in: bool = False
     """On scale-in, return instances to the pool (stopped or hibernated) instead of terminating them."""
+    prepull_images: bool = False
+    """Pull the group's container images while a new instance waits in the pool (Warmed:Pending:Wait), before it is
+    stopped, so a scale-out from the pool starts its containers without pulling them."""
 
 
 class GroupConfig(ConfigModel):
@@ -127,8 +130,9 @@ class GroupConfig(ConfigModel):
     image: ImageConfig | None = None
     """With amiId: what that image carries (provides), which the plan checks each feature against."""
     health_check_grace_period_seconds: int = Field(default=900, ge=0, le=7200)
-    """Seconds Auto Scaling waits after a launch before it acts on the instance's EC2 health checks; also the
-    instance warmup of instance refreshes and of the endpoint's scaling."""
+    """Seconds Auto Scaling waits after a node enters service before it acts on its EC2 health checks; also the
+    instance warmup of instance refreshes and of the endpoint's scaling. Unset: the plan's cold-start estimate of
+    the time from service to serving, with a quarter more, and at least 900."""
     scaling: ScalingConfig = Field(default_factory=ScalingConfig)
     idle_shutdown: IdleShutdown | None = None
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)

@@ -15,6 +15,7 @@ from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.regions import region_problem
 from gpucloud.config.rules.endpoint import endpoint_problems
 from gpucloud.config.rules.network import network_problems
+from gpucloud.config.cold_start import cold_start_problems
 from gpucloud.config.image import image_problems
 from gpucloud.config.jobs import job_problems
 from gpucloud.config.services import service_problems
@@ -66,7 +67,7 @@ def parse_stack_config(values: Mapping[str, Any], *, stack: str, source: str, re
     if unknown_region:
         raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", unknown_region)])
     _check_stack_name(stack, config.project, source)
-    problems = network_problems(config) + service_problems(config, region) + job_problems(config, region) + storage_problems(config) + endpoint_problems(config) + image_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
+    problems = network_problems(config) + service_problems(config, region) + job_problems(config, region) + storage_problems(config) + endpoint_problems(config) + image_problems(config) + cold_start_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
     if problems:
         raise ConfigError(f"stack {stack!r} ({source})", problems)
     return StackSettings(stack=stack, source=source, region=region, config=config)

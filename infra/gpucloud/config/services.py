@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
+from gpucloud.config.cold_start import WeightsConfig
 from gpucloud.config.errors import NAMESPACE
 from gpucloud.config.fields import ConfigModel, ResourceName, shaped
 from gpucloud.documents.node_services import container_secret_statements
@@ -148,6 +149,10 @@ class ContainerConfig(ConfigModel):
     health_check: HealthCheckConfig | None = None
     restart_policy: Literal["always", "on-failure", "no"] = "always"
     """When systemd restarts the container after it exits or is stopped for failing its health check."""
+    image_size_gib: float | None = Field(default=None, gt=0, le=1024, alias="imageSizeGiB")
+    """The image's compressed size in GiB (what the registry stores: ECR's imageSizeInBytes), which the plan's
+    cold-start budget pulls at a documented rate. Unset: the pull is not estimated."""
+    weights: WeightsConfig | None = None
 
     @field_validator("image")
     @classmethod

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field, model_validator
 
 from gpucloud.config.errors import NAMESPACE
-from gpucloud.config.fields import ConfigModel
+from gpucloud.config.fields import ConfigModel, Prefix
 from gpucloud.limits import LUSTRE_MAX_ASSOCIATIONS as MAX_ASSOCIATIONS
 from gpucloud.limits import LUSTRE_PERSISTENT_2_THROUGHPUTS as PERSISTENT_2_THROUGHPUTS
 from gpucloud.limits import lustre_capacity_allowed
@@ -51,6 +51,10 @@ class LustreConfig(ConfigModel):
     """PERSISTENT_2 only: 125, 250, 500 or 1000 MB/s per TiB (default 125); what you pay for rises with it."""
     retain_on_delete: bool | None = None
     """Keep the file system when the stack is destroyed; default: true for PERSISTENT_2, false for SCRATCH_2."""
+    preload_prefixes: list[Prefix] = Field(default_factory=list, max_length=8)
+    """Prefixes (under data.readPrefixes or writePrefixes) whose content one node loads into the file system once,
+    after it is created (`lfs hsm_restore`, under a lock on the file system), so no first read waits on S3. Their
+    metadata is imported when each prefix is linked."""
     zone: str | None = None
     """The availability zone of its one subnet: one of the stack's zones (checked against them
     before any resource); default: the first zone of the first group. Nodes in other zones mount it

@@ -19,6 +19,7 @@ from gpucloud.plan.findings import (
     spot_capacity_findings,
     with_matched_types,
 )
+from gpucloud.plan.cold_start import cold_start, cold_start_findings
 from gpucloud.plan.image_software import image_software
 from gpucloud.plan.model import PROJECT, Plan, PlanFinding, provider_rule_findings
 from gpucloud.plan.purchase import purchase_options
@@ -104,6 +105,9 @@ def plan_stack(
     plan.findings.extend(access_findings)
     plan.purchase_options = purchase_options(settings.config)
     plan.image_software = image_software(settings.config)
+    plan.cold_start = cold_start(settings.config, {group.config.name: all(kind.instance_store_disks for kind in group.instance_types)
+                                                   for group in resolved[0].groups})
+    plan.findings.extend(cold_start_findings(plan.cold_start))
     return plan
 
 
