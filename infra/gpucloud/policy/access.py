@@ -12,6 +12,8 @@ using endpoint policies"; all read 2026-11-28):
 - on anything else in the account an identity-policy allow or a resource-policy allow that names
   the principal (or everyone) is enough; one naming only the account root needs the identity allow;
 - an AWS service principal has no identity policy: only a resource policy can allow it;
+- a principal of another account needs both: the resource's policy (naming it or its account) and
+  its own identity policy, which lives in its account, outside the plan, unless the plan holds it;
 - the deployer's identity policy is not the stack's, nor is a person's (`person:<who>`) unless the
   plan names a role for them: it is taken as allowing (each reason says so), and only the resource
   side (key, resource and endpoint policies) is evaluated.
@@ -127,9 +129,15 @@ def _evaluate(call: Call, documents: Documents) -> Decision:
     elif _outside(call.principal):
         who = "the deployer" if call.principal == DEPLOYER else call.principal
         identity_allow = f"{who}'s own identity policy (not in the plan, taken as allowing)"
+    foreign = _foreign(call.principal, documents.account)
+    if foreign and call.principal not in documents.identity:
+        identity_allow = f"{call.principal}'s identity policy in its own account {foreign} (not in the plan, taken as allowing)"
     if is_key:
-        return _key_decision(call, on_resource, identity_allow, context, documents.account)
-    direct = [name for name, grant in _resource_grants(on_resource, call, context, documents.account) if grant == "direct"]
+        return _key_decision(call, on_resource, identity_allow, context, documents.account, bool(foreign))
+    grants = _resource_grants(on_resource, call, context, documents.account)
+    if foreign:
+        return _cross_account_decision(call, grants, identity_allow, foreign)
+    direct = [name for name, grant in grants if grant == "direct"]
     if identity_allow or direct:
         return Decision(True, f"allowed by {identity_allow or direct[0]}")
     if _is_service(call.principal):
@@ -139,13 +147,31 @@ def _evaluate(call: Call, documents: Documents) -> Decision:
     return Decision(False, f"no statement allows {call.action} on {call.resource} in {looked}")
 
 
+def _cross_account_decision(call: Call, grants: list[tuple[str, str]], identity_allow: str | None,
+                            foreign: str) -> Decision:
+    """A principal of another account: the resource's policy must allow it (naming it, or its
+    account, which hands the decision to that account's IAM), and its own identity policy too
+    (IAM user guide, "Cross-account policy evaluation logic"; read 2026-11-28)."""
+    if not grants:
+        return Decision(False, f"{call.principal} is of account {foreign}: no resource policy on {call.resource} "
+                               f"allows it {call.action}, and its identity policy alone cannot")
+    if not identity_allow:
+        return Decision(False, f"{grants[0][0]} lets account {foreign} in, and no identity policy of {call.principal} "
+                               f"allows {call.action} on {call.resource}")
+    return Decision(True, f"allowed by {grants[0][0]} and {identity_allow}")
+
+
 def _key_decision(call: Call, key_policies: list[_Policy], identity_allow: str | None,
-                  context: Mapping[str, list[str]], account: str) -> Decision:
-    """KMS: without a key policy allowing it, no identity policy can give access to a key."""
+                  context: Mapping[str, list[str]], account: str, foreign: bool = False) -> Decision:
+    """KMS: without a key policy allowing it, no identity policy can give access to a key; a
+    principal of another account needs its own account's IAM policy as well (KMS developer guide,
+    "Allowing users in other accounts to use a KMS key"; read 2026-11-28)."""
     if not key_policies:
         return Decision(False, f"no key policy for {call.resource} in the plan")
     grants = _resource_grants(key_policies, call, context, account)
     direct = [name for name, grant in grants if grant == "direct"]
+    if direct and foreign:
+        return _cross_account_decision(call, grants, identity_allow, _principal_account(call.principal, account) or "")
     if direct:
         return Decision(True, f"allowed by {direct[0]}")
     delegated = [name for name, grant in grants if grant == "account"]
@@ -267,6 +293,14 @@ def _outside(principal: str) -> bool:
     """A principal whose identity policies live outside the plan: the deployer, a person; and an
     anonymous call, which has none."""
     return principal in (DEPLOYER, ANONYMOUS) or principal.startswith(PERSON)
+
+
+def _foreign(principal: str, account: str) -> str | None:
+    """The account of a signed principal of another account than the plan's, else None."""
+    if _outside(principal) or _is_service(principal):
+        return None
+    found = _principal_account(principal, account)
+    return found if found and found != account else None
 
 
 def _is_service(principal: str) -> bool:
