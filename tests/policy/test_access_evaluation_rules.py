@@ -145,3 +145,18 @@ def test_every_signed_call_is_taken_as_made_over_tls():
     assert decide("s3:GetObject", f"{BUCKET}/a", identity=reader, resource_policies=[tls_only]).allowed
     assert not decide("s3:GetObject", f"{BUCKET}/a", identity=reader, resource_policies=[tls_only],
                       context={"aws:SecureTransport": "false"}).allowed
+
+
+def test_an_endpoint_policy_naming_the_account_admits_its_principals_and_no_other():
+    """An endpoint policy grants nothing itself; naming the account root lets every principal of
+    the account through (VPC user guide, "Control access to VPC endpoints using endpoint policies";
+    read 2026-11-28)."""
+    endpoint = policy(grant("s3:GetObject", "*", Principal={"AWS": ROOT}), name="s3 endpoint policy")
+    identity = [policy(grant("s3:GetObject", f"{BUCKET}/*"))]
+
+    def through(principal: str) -> bool:
+        documents = Documents(identity={principal: identity}, resource=[SHARED], endpoints={"s3": endpoint}, account=ACCOUNT)
+        return evaluate(Call("x", principal, "s3:GetObject", f"{BUCKET}/a", {}, "s3"), documents).allowed
+
+    assert through(ROLE)
+    assert not through(STRANGER)
