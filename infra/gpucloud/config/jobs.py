@@ -10,17 +10,12 @@ no entry (and no role), but cannot be reached with `network.egress: endpointsOnl
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from gpucloud.config.errors import NAMESPACE
 from gpucloud.config.fields import ConfigModel, shaped
 from gpucloud.config.services import ECR_REPOSITORY
-
-if TYPE_CHECKING:
-    from gpucloud.config.groups import GroupConfig
-    from gpucloud.config.stack import StackConfig
 
 EcrRepository = Annotated[str, shaped(
     ECR_REPOSITORY, "use a private ECR repository, <account>.dkr.ecr.<region>.amazonaws.com/<repository>, "
@@ -57,31 +52,3 @@ def ecr_repository_of(image: str) -> str | None:
     """`<registry>/<repository>` of an image in a private ECR registry; None for any other image."""
     match = _ECR_IMAGE_REFERENCE.fullmatch(image)
     return match.group(0)[: match.end("repository")] if match else None
-
-
-def job_image_problem(config: StackConfig, group: GroupConfig, image: str, source: str) -> str | None:
-    """Why the group's nodes could not pull `image` for `gpucloud run --image` (None: they can):
-    their role pulls only the ECR repositories the stack names, and endpointsOnly reaches only ECR."""
-    repository = ecr_repository_of(image)
-    key = f"groups[{config.groups.index(group)}].jobs.ecrRepositories"
-    if repository is not None and repository not in group.jobs.ecr_repositories:
-        return (f"--image {image} is in ECR repository {repository}, which {key} of {source} does not list, so the "
-                "nodes may not pull it: add it there and run pulumi up")
-    if repository is None and config.network.egress == "endpointsOnly":
-        return (f"--image {image} is not in ECR, and the stack's network.egress endpointsOnly reaches no other "
-                f"registry: push it to ECR and list its repository in {key}")
-    return None
-
-
-def job_problems(config: StackConfig, region: str) -> list[tuple[str, str]]:
-    """Without the internet, the nodes reach ECR through the stack's endpoints, in its region only."""
-    if config.network.egress != "endpointsOnly":
-        return []
-    return [
-        (f"{NAMESPACE}:groups[{index}].jobs.ecrRepositories[{number}]",
-         f"{match.group(0)} is in ECR in {match['region']}, and the stack's ECR endpoints reach only {region}: "
-         f"replicate it to {region} or use egress: nat")
-        for index, group in enumerate(config.groups)
-        for number, match in enumerate(group.jobs.ecr_repository_matches)
-        if match["region"] != region
-    ]

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpucloud.config import StackSettings
-from gpucloud.config.jobs import job_image_problem
+from gpucloud.config.rules.jobs import job_image_problem
 from gpucloud.documents.jobs import JOB_PARAMETERS, jobs_prefix, parameter_problem
 from gpucloud.naming import autoscaling_group_name
 from gpucloud.ops.nodes import Node
