@@ -8,7 +8,8 @@ import typing
 import pytest
 
 from gpucloud.config.errors import ConfigError
-from gpucloud.config.image import Software, default_image, image_catalog, reliances
+from gpucloud.config.image import Software, default_image, image_catalog
+from gpucloud.config.rules.image import reliances
 from gpucloud.plan.image_software import image_software, image_software_line
 from gpucloud.plan.model import Plan
 from support import minimal_config, settings_for

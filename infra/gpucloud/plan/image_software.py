@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpucloud.config import StackConfig
-from gpucloud.config.image import Reliance, default_image, reliances
+from gpucloud.config.image import Reliance, default_image
+from gpucloud.config.rules.image import reliances
 
 
 def _source(reliance: Reliance, carried: Any, where: str) -> str:
