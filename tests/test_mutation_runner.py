@@ -4,6 +4,7 @@ run as documented it reports a mutant killed by that module's tests."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import subprocess
 import sys
@@ -67,10 +68,44 @@ def test_the_runner_as_documented_kills_a_mutant_of_a_small_module():
 
     assert ran.returncode == 0, ran.stderr
     row = next(line.split() for line in ran.stdout.splitlines() if line.startswith(module))
-    assert row[2:] == ["1", "1", "0", "0", "100%"], ran.stdout
+    assert row[2:] == ["1", "1", "0", "0", "0", "100%"], ran.stdout
+
+
+def test_a_mutant_runs_only_the_tests_that_ran_its_line_and_one_on_a_line_no_test_runs_runs_none(
+        tmp_path, monkeypatch):
+    """The baseline runs under coverage, per test: a mutant of `due` runs the two tests that call it
+    (and dies), a mutant of `unused` survives as uncovered without starting pytest."""
+    module = tmp_path / "gpucloud" / "ops" / "tiny.py"
+    module.parent.mkdir(parents=True)
+    for package in (module.parent, module.parents[1]):
+        (package / "__init__.py").write_text("", encoding="utf-8")
+    module.write_text("def due(now, deadline):\n    return now >= deadline\n\n\n"
+                      "def unused(count):\n    return count + 1\n", encoding="utf-8")
+    tests = tmp_path / "test_tiny.py"
+    tests.write_text("from gpucloud.ops.tiny import due\n\n\n"
+                     "def test_late():\n    assert due(2, 1)\n\n\n"
+                     "def test_early():\n    assert not due(0, 1)\n\n\n"
+                     "def test_nothing_of_the_module():\n    assert True\n", encoding="utf-8")
+    runs = []
+    real = mutation.run_tests
+
+    def recorded(chosen, timeout, mutant=None, package=mutation.PACKAGE):
+        runs.append((mutant.line, [test.rsplit("::", 1)[-1] for test in chosen]))
+        return real(chosen, timeout, mutant, package)
+
+    monkeypatch.setattr(mutation, "run_tests", recorded)
+    args = argparse.Namespace(every_test=False, mutant=[], all=True, sample=0, seed=1, jobs=1)
+    row, lived = mutation.run_module("ops/tiny.py", [str(tests)], module.parents[1], args)
+
+    _, mutants, sampled, killed, survived, uncovered, timeout, _ = row
+    assert (survived, timeout) == (0, 0), lived
+    assert killed == len([run for run in runs if run[0] == 2]) >= 3
+    assert all(chosen == ["test_late", "test_early"] for line, chosen in runs), runs
+    assert uncovered == len([mutant for mutant, outcome, _ in lived if mutant.line == 6 and outcome == "uncovered"]) >= 2
+    assert killed + uncovered == sampled == mutants
 
 
 def test_the_runner_takes_the_flags_the_readme_gives():
     shown = subprocess.run([sys.executable, str(RUNNER), "--help"], capture_output=True, text=True, check=True).stdout
 
-    assert all(flag in shown for flag in ("--sample", "--seed", "--jobs", "--all", "--mutant"))
+    assert all(flag in shown for flag in ("--sample", "--seed", "--jobs", "--all", "--mutant", "--every-test"))

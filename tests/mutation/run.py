@@ -5,9 +5,11 @@ a seeded sample of them is drawn, and each sampled mutant runs against that modu
 files. The mutated module lives in a temporary copy of the package that shadows the installed
 one through PYTHONPATH, so the working tree is never written. Each module's run works on one
 snapshot of the package, taken before its baseline, so an edit to the working tree meanwhile
-changes none of its mutants. See README.md beside this file.
+changes none of its mutants. The baseline runs under coverage, per test (coverage_map.py), and a
+mutant runs only the tests that ran its lines; one on a line no test runs survives unrun
+("uncovered"). `--every-test` runs each mutant against every test file instead. See README.md.
 
-    python tests/mutation/run.py [--sample 40 | --all | --mutant ID ...] [--seed 1] [--jobs 2] [module ...]
+    python tests/mutation/run.py [--sample 40 | --all | --mutant ID ...] [--seed 1] [--jobs 2] [--every-test] [module ...]
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from cosmic_ray.ast import ast_nodes, get_ast
 from cosmic_ray.mutating import mutate_code
 from cosmic_ray.operators.operator import Operator
 from cosmic_ray.plugins import get_operator
+from coverage_map import TestMap, measuring
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "infra" / "gpucloud"
@@ -128,8 +131,18 @@ class Mutant:
         """The mutated line(s), before and after."""
         old = (package / self.module).read_text(encoding="utf-8").splitlines()
         new = self.code(package).splitlines()
-        _, i1, i2, j1, j2 = next(op for op in difflib.SequenceMatcher(None, old, new).get_opcodes() if op[0] != "equal")
+        _, i1, i2, j1, j2 = self._opcode(old, new)
         return _shown(old[i1:i2]), _shown(new[j1:j2])
+
+    def lines(self, package: Path = PACKAGE) -> set[int]:
+        """The module's lines (1-based) that the mutant changes."""
+        old = (package / self.module).read_text(encoding="utf-8").splitlines()
+        _, i1, i2, _, _ = self._opcode(old, self.code(package).splitlines())
+        return set(range(i1 + 1, max(i2, i1 + 1) + 1))
+
+    @staticmethod
+    def _opcode(old: list[str], new: list[str]) -> tuple:
+        return next(op for op in difflib.SequenceMatcher(None, old, new).get_opcodes() if op[0] != "equal")
 
 
 def _shown(lines: list[str], width: int = 100) -> str:
@@ -162,21 +175,50 @@ def mutants(module: str, package: Path = PACKAGE) -> list[Mutant]:
 
 def run_tests(tests: list[str], timeout: float, mutant: Mutant | None = None,
               package: Path = PACKAGE) -> tuple[str, float, str]:
-    """'killed', 'survived' or 'timeout', the seconds the tests took, and the end of pytest's output."""
+    """'killed', 'survived' or 'timeout', the seconds the tests took, and the end of pytest's output.
+
+    The tests run on a copy of `package` made of hard links, the mutated module written anew."""
     with tempfile.TemporaryDirectory(prefix="gpucloud-mutant-") as copy:
-        shutil.copytree(package, Path(copy) / "gpucloud", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(package, Path(copy) / "gpucloud", ignore=shutil.ignore_patterns("__pycache__"),
+                        copy_function=_link_or_copy)
         if mutant is not None:
-            (Path(copy) / "gpucloud" / mutant.module).write_text(mutant.code(package), encoding="utf-8")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [copy, os.environ.get("PYTHONPATH")])),
-               "PYTHONDONTWRITEBYTECODE": "1"}
-        started = time.monotonic()
-        try:
-            result = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_ARGS, *tests], cwd=ROOT, env=env,
-                                    capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return "timeout", time.monotonic() - started, ""
-        tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
-        return ("survived" if result.returncode == 0 else "killed"), time.monotonic() - started, tail
+            target = Path(copy) / "gpucloud" / mutant.module
+            code = mutant.code(package)
+            target.unlink()
+            target.write_text(code, encoding="utf-8")
+        return _pytest(tests, timeout, [copy], {})
+
+
+def measure_baseline(module: str, tests: list[str], timeout: float, package: Path,
+                     workdir: Path) -> tuple[str, float, str, TestMap | None]:
+    """The module's tests unmutated on `package` itself, under coverage: the outcome and which test ran each line."""
+    extra = measuring(workdir, package / module)
+    outcome, seconds, tail = _pytest(tests, timeout, [str(package.parent)], extra, plugins=("mutation_contexts",))
+    found = TestMap.read(workdir, package / module) if outcome == "survived" else None
+    return outcome, seconds, tail, found
+
+
+def _pytest(tests: list[str], timeout: float, paths: list[str], extra: dict[str, str],
+            plugins: tuple[str, ...] = ()) -> tuple[str, float, str]:
+    pythonpath = [*paths, extra.pop("PYTHONPATH", ""), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, **extra, "PYTHONPATH": os.pathsep.join(filter(None, pythonpath)),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    loaded = [arg for plugin in plugins for arg in ("-p", plugin)]
+    started = time.monotonic()
+    try:
+        result = subprocess.run([sys.executable, "-m", "pytest", *PYTEST_ARGS, *loaded, *tests], cwd=ROOT, env=env,
+                                capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "timeout", time.monotonic() - started, ""
+    tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
+    return ("survived" if result.returncode == 0 else "killed"), time.monotonic() - started, tail
+
+
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def chosen(module: str, ids: list[str], package: Path = PACKAGE) -> list[Mutant]:
@@ -190,7 +232,12 @@ def chosen(module: str, ids: list[str], package: Path = PACKAGE) -> list[Mutant]
 
 def run_module(module: str, tests: list[str], package: Path, args) -> tuple[tuple | None, list]:
     """One module's table row and its survivors with their changed lines (None: its tests fail unmutated)."""
-    outcome, baseline, output = run_tests(tests, timeout=600, package=package)
+    with tempfile.TemporaryDirectory(prefix="gpucloud-coverage-") as workdir:
+        if args.every_test:
+            outcome, baseline, output = run_tests(tests, timeout=900, package=package)
+            found = None
+        else:
+            outcome, baseline, output, found = measure_baseline(module, tests, 900, package, Path(workdir))
     if outcome != "survived":
         print(f"{module}: its tests fail without any mutant ({' '.join(tests)}):\n{output}", file=sys.stderr)
         return None, []
@@ -202,12 +249,25 @@ def run_module(module: str, tests: list[str], package: Path, args) -> tuple[tupl
         sample = sorted(random.Random(f"{args.seed}:{module}").sample(everything, size),
                         key=lambda mutant: (mutant.line, mutant.operator))
     timeout = 4 * baseline + 30
+    print(f"{module}: baseline {baseline:.0f} s, {len(sample)} mutants", file=sys.stderr, flush=True)
+
+    def one(mutant: Mutant) -> str:
+        chosen_tests = tests if found is None else found.tests_for(mutant.lines(package))
+        if chosen_tests == []:
+            outcome, seconds = "uncovered", 0.0
+        else:
+            outcome, seconds, _ = run_tests(chosen_tests or tests, timeout, mutant, package)
+        shown = "every test" if chosen_tests in (None, tests) else f"{len(chosen_tests)} tests"
+        print(f"  {module}:{mutant.line} {mutant.id}: {outcome} ({shown}, {seconds:.1f} s)", file=sys.stderr, flush=True)
+        return outcome
+
     with ThreadPoolExecutor(args.jobs) as pool:
-        outcomes = list(pool.map(lambda mutant: run_tests(tests, timeout, mutant, package)[0], sample))
-    counts = {kind: outcomes.count(kind) for kind in ("killed", "survived", "timeout")}
+        outcomes = list(pool.map(one, sample))
+    counts = {kind: outcomes.count(kind) for kind in ("killed", "survived", "uncovered", "timeout")}
     score = (counts["killed"] + counts["timeout"]) / len(sample) if sample else 1.0
-    print(f"{module}: {counts['survived']} of {len(sample)} survived", file=sys.stderr, flush=True)
-    lived = [(mutant, mutant.change(package)) for mutant, outcome in zip(sample, outcomes) if outcome == "survived"]
+    print(f"{module}: {counts['survived'] + counts['uncovered']} of {len(sample)} survived", file=sys.stderr, flush=True)
+    lived = [(mutant, outcome, mutant.change(package)) for mutant, outcome in zip(sample, outcomes)
+             if outcome in ("survived", "uncovered")]
     return (module, len(everything), len(sample), *counts.values(), f"{score:.0%}"), lived
 
 
@@ -220,6 +280,8 @@ def main() -> int:
                         help="only this mutant of the one module given (OPERATOR#N, as printed with a survivor); repeatable")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--every-test", action="store_true",
+                        help="run each mutant against all of its module's test files, not only the tests that ran its lines")
     args = parser.parse_args()
 
     table: dict[str, list[str]] = {}
@@ -239,7 +301,8 @@ def main() -> int:
     rows, survivors, failing = [], [], []
     drawn = ("the mutants named" if args.mutant else "every mutant" if args.all
              else f"seed {args.seed}, up to {args.sample} mutants per module")
-    print(f"{drawn}, {args.jobs} jobs", flush=True)
+    tried = "all of each module's test files" if args.every_test else "the tests that ran each mutated line"
+    print(f"{drawn}, {args.jobs} jobs, against {tried}", flush=True)
     for module in selected:
         with tempfile.TemporaryDirectory(prefix="gpucloud-snapshot-") as snapshot:
             package = Path(snapshot) / "gpucloud"
@@ -250,13 +313,14 @@ def main() -> int:
             continue
         rows.append(row)
         survivors += lived
-    header = ("module", "mutants", "sampled", "killed", "survived", "timeout", "score")
+    header = ("module", "mutants", "sampled", "killed", "survived", "uncovered", "timeout", "score")
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
         print("  ".join(str(cell).ljust(width) if i == 0 else str(cell).rjust(width)
                         for i, (cell, width) in enumerate(zip(row, widths))))
-    for mutant, (before, after) in survivors:
-        print(f"\nsurvived: infra/gpucloud/{mutant.module}:{mutant.line}  {mutant.id}\n  - {before}\n  + {after}")
+    for mutant, outcome, (before, after) in survivors:
+        unrun = " (no test runs its line)" if outcome == "uncovered" else ""
+        print(f"\nsurvived{unrun}: infra/gpucloud/{mutant.module}:{mutant.line}  {mutant.id}\n  - {before}\n  + {after}")
     print(f"\n{len(survivors)} survived; {time.monotonic() - started:.0f} s")
     if failing:
         print(f"not run, their tests fail without any mutant: {', '.join(failing)}")
