@@ -245,7 +245,23 @@ ALB = "aws:lb/loadBalancer:LoadBalancer"
 ALB_LISTENER = "aws:lb/listener:Listener"
 ALB_ARN = "arn:aws:elasticloadbalancing:us-east-1:123456789012:loadbalancer/app/public-lb/0123456789abcdef"
 
+SPOT_CAPACITY = "gpu-cloud:facts:SpotCapacity"
+
+
+def spot_capacity(*scores):
+    """One group's scores per zone as the offline plan hands them to capacity-feasible."""
+    zones = ("us-east-1a", "us-east-1b", "us-east-1c")
+    return {"group": "batch", "instanceTypes": ["g5.xlarge", "g6.xlarge"], "targetCapacity": 4,
+            "candidates": [{"zone": zone, "score": score} for zone, score in zip(zones, scores)],
+            "fixes": [{"fix": "list more instance types of the same GPU", "cost": "each at its own price"}]}
+
+
 RESOURCE_CASES: list[Case] = [
+    # capacity-feasible
+    Case("one-zone-scores-thin", "capacity-feasible", SPOT_CAPACITY, spot_capacity(3, 4), False),
+    Case("every-zone-unlikely", "capacity-feasible", SPOT_CAPACITY, spot_capacity(3, 1, None), True,
+         "every zone it may launch spot into scores below 4 of 10"),
+    Case("no-zone-scored", "capacity-feasible", SPOT_CAPACITY, spot_capacity(None), False),
     # load-balancer-internal
     Case("internal-load-balancer", "load-balancer-internal", ALB, {"internal": True, "tags": TAGS}, False),
     Case("undeclared-public-load-balancer", "load-balancer-internal", ALB, {"tags": TAGS}, True, "internet-facing"),

@@ -53,6 +53,7 @@ EXPECTED = {
     "asg-spot-template-rebalanced": MANDATORY,
     "capacity-block-on-demand-one-type": MANDATORY,
     "capacity-reservations-used": ADVISORY,
+    "capacity-feasible": ADVISORY,
     "load-balancer-internal": MANDATORY,
     "load-balancer-tls-when-internet-facing": MANDATORY,
 }

@@ -24,6 +24,9 @@ ALL_POLICIES = "all"
 
 DEFAULT_MAX_GROUP_SIZE = 16
 DEFAULT_REQUIRED_TAGS = ("Project", "Owner", "CostCenter")
+DEFAULT_MIN_SPOT_SCORE = 4
+"""EC2 scores a spot request 1 (not likely to succeed) to 10 (highly likely; EC2 API reference,
+SpotPlacementScore, read 2026-11-28): below 4, the bottom third, the plan calls it unlikely."""
 
 
 class _Unknown:
@@ -93,6 +96,7 @@ class PolicyConfig:
 
     max_group_size: int = DEFAULT_MAX_GROUP_SIZE
     required_tags: tuple[str, ...] = DEFAULT_REQUIRED_TAGS
+    min_spot_score: int = DEFAULT_MIN_SPOT_SCORE
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> PolicyConfig:
@@ -106,7 +110,11 @@ class PolicyConfig:
         required_tags = values.get("requiredTags", DEFAULT_REQUIRED_TAGS)
         if isinstance(required_tags, str) or not all(isinstance(tag, str) for tag in required_tags):
             raise PolicyConfigError(f"requiredTags must be a list of tag keys, got {required_tags!r}")
-        return cls(max_group_size=int(max_group_size), required_tags=tuple(required_tags))
+        min_spot_score = values.get("minSpotScore", DEFAULT_MIN_SPOT_SCORE)
+        if isinstance(min_spot_score, bool) or not isinstance(min_spot_score, int) or not 1 <= min_spot_score <= 10:
+            raise PolicyConfigError(f"minSpotScore must be a whole number from 1 to 10 (EC2's score scale), "
+                                    f"got {min_spot_score!r}")
+        return cls(max_group_size=int(max_group_size), required_tags=tuple(required_tags), min_spot_score=min_spot_score)
 
 
 @dataclass(frozen=True)

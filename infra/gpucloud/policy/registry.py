@@ -9,6 +9,7 @@ from . import resource_types, rules, stack_rules
 from .model import (
     ADVISORY,
     DEFAULT_MAX_GROUP_SIZE,
+    DEFAULT_MIN_SPOT_SCORE,
     DEFAULT_REQUIRED_TAGS,
     DISABLED,
     MANDATORY,
@@ -31,6 +32,25 @@ def _of_types(*type_tokens: str) -> AppliesTo:
 
 
 RESOURCE_RULES: tuple[ResourceRule, ...] = (
+    ResourceRule(
+        name="capacity-feasible",
+        description=(
+            "Groups on spot have a zone where EC2's Spot placement score for their types and size reaches "
+            "minSpotScore (1-10): checked by the offline plan only, from the account facts' scores."
+        ),
+        enforcement_level=ADVISORY,
+        validate=rules.validate_capacity_feasible,
+        applies_to=_of_types(resource_types.SPOT_CAPACITY),
+        config_schema={
+            "minSpotScore": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 10,
+                "default": DEFAULT_MIN_SPOT_SCORE,
+                "description": "A group fails when every zone it may launch spot into scores below this.",
+            }
+        },
+    ),
     ResourceRule(
         name="ebs-encrypted-with-cmk",
         description=(

@@ -32,3 +32,6 @@ BUCKET = "aws:s3/bucket:Bucket"
 BUCKET_V2 = "aws:s3/bucketV2:BucketV2"
 TOPIC = "aws:sns/topic:Topic"
 QUEUE = "aws:sqs/queue:Queue"
+SPOT_CAPACITY = "gpu-cloud:facts:SpotCapacity"
+"""Not a resource: one group's Spot placement scores, which only the offline plan knows (from the
+account facts) and hands to the capacity rule; under `pulumi preview` no such resource exists."""

@@ -10,6 +10,7 @@ raises UnknownInputError (the engine's "can't run policy during preview"), and a
 that can decide without the value reads it with ``peek``.
 """
 
+from gpucloud.policy.rules.capacity import validate_capacity_feasible
 from gpucloud.policy.rules.encryption import (
     MIN_DELETION_WINDOW_DAYS,
     validate_ebs_encrypted_with_cmk,
@@ -41,6 +42,7 @@ __all__ = [
     "accepted_iam_findings",
     "broad_managed_policy",
     "validate_asg_bounded_and_rebalanced",
+    "validate_capacity_feasible",
     "validate_ebs_encrypted_with_cmk",
     "validate_file_system_encrypted_with_cmk",
     "validate_iam_least_privilege",
