@@ -12,7 +12,7 @@ import re
 import yaml
 
 from gpucloud.config import load_stack_file
-from gpucloud.config.access import LONGEST_PARTITION, node_role_policies_size
+from gpucloud.config.node_role import LONGEST_PARTITION, node_role_policies_size
 from gpucloud.policy import iam_lint
 from gpucloud.policy.taggable import is_taggable
 from gpucloud.naming import instance_role_name

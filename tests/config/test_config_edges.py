@@ -113,7 +113,8 @@ def test_prefixes_are_accepted_up_to_exactly_the_role_policy_limit_and_refused_o
     """The node role's inline policies may be 10,240 characters together (IAM quotas); the config
     counts them for the stack's own name base, region and groups."""
     from gpucloud.config import StackConfig
-    from gpucloud.config.access import DataConfig, node_role_policies_size
+    from gpucloud.config.access import DataConfig
+    from gpucloud.config.node_role import node_role_policies_size
 
     stack = StackConfig.model_validate(minimal_config(), by_alias=True)
 
@@ -146,7 +147,7 @@ def test_the_count_is_never_below_the_policies_of_any_account(partition, key_id)
     import json
     import re
 
-    from gpucloud.config.access import node_role_policies_size
+    from gpucloud.config.node_role import node_role_policies_size
     from gpucloud.documents import instance_role_policy, prometheus_remote_write_policy
     from gpucloud.naming import autoscaling_group_name
 

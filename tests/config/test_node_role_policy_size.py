@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from gpucloud.config import IAM_ROLE_POLICY_LIMIT, ConfigError
-from gpucloud.config.access import node_role_policies_size
+from gpucloud.config.node_role import node_role_policies_size
 from support import minimal_config, settings_for
 
 LONGEST_PROJECT = "p" * 24

@@ -19,7 +19,7 @@ from gpucloud.components.network import GpuNetworkArgs
 from gpucloud.components.prometheus_workspace import PrometheusWorkspace, PrometheusWorkspaceArgs
 from gpucloud.components.s3_access import S3PrefixAccessArgs
 from gpucloud.components.volume_backup import VolumeBackupArgs
-from gpucloud.config.services import node_services_grants
+from gpucloud.config.node_role import node_services_grants
 from gpucloud.documents import mountpoint_release_buckets
 from gpucloud.lookups import ResolvedStack
 from gpucloud.naming import (

@@ -18,7 +18,8 @@ import pulumi_aws as aws
 
 from gpucloud.config.groups import GroupConfig
 from gpucloud.config.stack import StackConfig
-from gpucloud.config.services import ecr_repository_arns, secret_references, tensorboard_log_dir, token_parameter_arn
+from gpucloud.config.node_role import ecr_repository_arns, secret_references
+from gpucloud.config.services import tensorboard_log_dir, token_parameter_arn
 from gpucloud.documents.node_services import container_secret_statements, node_services_policy
 from gpucloud.lookups import ResolvedStack
 from gpucloud.naming import jupyter_token_parameter_name

@@ -5,7 +5,7 @@ one named validator each. Rules that need AWS facts (GPU types, EFA, subnets) ar
 `gpucloud.lookups`.
 """
 
-from gpucloud.config.access import IAM_ROLE_POLICY_LIMIT, AccessConfig, DataConfig
+from gpucloud.config.access import AccessConfig, DataConfig
 from gpucloud.config.network import NetworkConfig
 from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.capacity import CapacityBlockConfig, CapacityBlockOffer, CapacityConfig, ReservationsConfig
@@ -27,6 +27,7 @@ from gpucloud.config.scaling import (
     TargetTracking,
 )
 from gpucloud.config.loader import parse_stack_config, split_namespace
+from gpucloud.config.node_role import IAM_ROLE_POLICY_LIMIT
 from gpucloud.config.stack import StackConfig, StackSettings
 from gpucloud.config.stack_file import load_stack_file
 

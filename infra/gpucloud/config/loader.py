@@ -10,13 +10,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpucloud.config.access import node_role_policy_problems
 from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.regions import region_problem
 from gpucloud.config.rules.endpoint import endpoint_problems
 from gpucloud.config.rules.image import image_problems
 from gpucloud.config.rules.jobs import job_problems
 from gpucloud.config.rules.network import network_problems
+from gpucloud.config.rules.node_role import node_role_policy_problems
 from gpucloud.config.cold_start import cold_start_problems
 from gpucloud.config.services import service_problems
 from gpucloud.config.stack import StackConfig, StackSettings

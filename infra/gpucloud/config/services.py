@@ -15,7 +15,6 @@ endpoints.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
@@ -23,8 +22,6 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 from gpucloud.config.cold_start import WeightsConfig
 from gpucloud.config.errors import NAMESPACE
 from gpucloud.config.fields import ConfigModel, ResourceName, shaped
-from gpucloud.documents.node_services import container_secret_statements
-from gpucloud.naming import jupyter_token_parameter_name
 
 if TYPE_CHECKING:
     from gpucloud.config.groups import GroupConfig
@@ -335,39 +332,6 @@ def tensorboard_log_dir(config: StackConfig, tensorboard: TensorBoardConfig) -> 
     return f"s3://{config.data.bucket}/{config.data.write_prefixes[0]}"
 
 
-def ecr_repository_arns(partition: str, groups: Sequence[GroupConfig]) -> list[str]:
-    """The repositories of the groups' private ECR images, by ARN, their container services' and
-    those their jobs may run (`jobs.ecrRepositories`): the only ones the node role may pull."""
-    matches = [*(match for group in groups for match in group.services.ecr_images),
-               *(match for group in groups for match in group.jobs.ecr_repository_matches)]
-    return sorted({f"arn:{partition}:ecr:{match['region']}:{match['account']}:repository/{match['repository']}"
-                   for match in matches})
-
-
 def token_parameter_arn(partition: str, region: str, account_id: str, name: str) -> str:
     """A parameter's ARN: its name already starts with `/`."""
     return f"arn:{partition}:ssm:{region}:{account_id}:parameter{name}"
-
-
-def secret_references(groups: Sequence[GroupConfig]) -> tuple[list[str], list[str]]:
-    """The SSM parameter names and the secret names or ARNs the groups' containers' `secretEnv` names."""
-    references = {reference for group in groups for container in group.services.containers
-                  for reference in container.secret_env.values()}
-    parameters = sorted(reference.removeprefix("ssm:") for reference in references if reference.startswith("ssm:"))
-    secrets = sorted(reference.removeprefix("secretsmanager:") for reference in references
-                     if reference.startswith("secretsmanager:"))
-    return parameters, secrets
-
-
-def node_services_grants(config: StackConfig, partition: str, region: str, account_id: str, base: str) -> dict[str, list]:
-    """What the node role's services policy names: each JupyterLab group's token parameter, the
-    ECR repositories of the container images and the containers' secrets
-    (documents.node_services.node_services_policy)."""
-    parameters, secrets = secret_references(config.groups)
-    return {
-        "secret_statements": container_secret_statements(partition, region, account_id, parameter_names=parameters,
-                                                         secret_ids=secrets),
-        "token_parameter_arns": [token_parameter_arn(partition, region, account_id, jupyter_token_parameter_name(base, group.name))
-                                 for group in config.groups if group.services.jupyter is not None],
-        "ecr_repository_arns": ecr_repository_arns(partition, config.groups),
-    }

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpucloud.config import StackConfig
-from gpucloud.config.services import secret_references
+from gpucloud.config.node_role import secret_references
 
 EXAMPLE_SECRET_SUFFIX = "EXAMPL"
 """Secrets Manager ends a secret's ARN with a hyphen and six characters of its own choosing."""
