@@ -65,7 +65,7 @@ def node_services_document(config: StackConfig, group: GroupConfig, base: str, r
     if services.tensorboard is not None:
         document["tensorboard"] = {
             "install": services.tensorboard.install,
-            "log_dir": tensorboard_log_dir(config, services.tensorboard),
+            "log_dir": tensorboard_log_dir(config.data, services.tensorboard),
         }
     for container in services.containers:
         ecr = container.ecr
