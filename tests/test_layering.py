@@ -41,6 +41,10 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
                                "gpucloud.backend", "gpucloud.node", *LATER),
     "gpucloud.program": ("gpucloud.policy", "gpucloud.pricing", "gpucloud.backend", "gpucloud.node",
                          "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.ops", "gpucloud.cli"),
+    # The component provider serves the components to other languages, as the program builds them.
+    "gpucloud.component_provider": ("gpucloud.policy", "gpucloud.pricing", "gpucloud.backend", "gpucloud.node",
+                                    "gpucloud.testing", "gpucloud.plan", "gpucloud.connect", "gpucloud.ops",
+                                    "gpucloud.cli"),
     "gpucloud.testing": ("gpucloud.config", "gpucloud.components", "gpucloud.userdata", "gpucloud.policy",
                          "gpucloud.pricing", "gpucloud.backend", "gpucloud.node", "gpucloud.program",
                          "gpucloud.plan", "gpucloud.cli"),

@@ -144,7 +144,7 @@ def test_wheel_and_sdist_pass_twine_check(distributions):
 def test_the_wheel_carries_the_data_and_the_sdist_the_sources(distributions):
     wheel = set(zipfile.ZipFile(distributions["wheel"]).namelist())
     for data in ("gpucloud/py.typed", "gpucloud/data/prices.json", "gpucloud/data/stack-config.schema.json",
-                 "gpucloud/node/xid_catalog.json", "gpucloud/cli/schema.py"):
+                 "gpucloud/node/xid_catalog.json", "gpucloud/cli/schema.py", "gpucloud/component_provider.py"):
         assert data in wheel
     assert not [name for name in wheel if "__pycache__" in name or name.startswith("tests/")]
     sdist = set(tarfile.open(distributions["sdist"]).getnames())

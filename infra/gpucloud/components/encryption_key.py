@@ -28,9 +28,9 @@ class EncryptionKeyArgs:
     log_groups: Sequence[str] = ()
     """Log-group name prefixes whose groups CloudWatch Logs may encrypt with the key (e.g. `/gpu-cloud-vpc/team/`)."""
     prometheus: bool = False
+    """The project has a Prometheus workspace: AMP may use the key for it and for alerts to the topic."""
     file_system: bool = False
     """A persistent FSx for Lustre file system is encrypted with the key (FSx uses it through grants)."""
-    """The project has a Prometheus workspace: AMP may use the key for it and for alerts to the topic."""
     parameter_arns: Sequence[str] = ()
     """SecureString parameters under the key (the JupyterLab tokens): the account may use the key
     through Parameter Store for those only."""
