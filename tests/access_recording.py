@@ -75,7 +75,16 @@ def _authorizations(actor: str, request: Request) -> list[tuple[str | None, Any]
         return [(found.feature, found.call) for found in deployer_calls(
             request.service, request.operation, request.params, request.response, _role_of_profile)]
     return [(None, call) for call in iam_calls(request.service, request.operation, request.params, request.response,
-                                               lambda volume: volume in request.encrypted_volumes)]
+                                               lambda volume: volume in request.encrypted_volumes, _topic_key)]
+
+
+def _topic_key(topic_arn: str) -> str | None:
+    """The key that encrypts a topic, as moto holds it (its KmsMasterKeyId), or None."""
+    from moto.sns.models import sns_backends
+
+    region = topic_arn.split(":")[3] if topic_arn.count(":") >= 5 else ""
+    topic = sns_backends[ACCOUNT][region].topics.get(topic_arn) if region else None
+    return (topic.kms_master_key_id or None) if topic else None
 
 
 def _role_of_profile(profile_arn: str) -> str:

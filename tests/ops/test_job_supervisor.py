@@ -50,7 +50,9 @@ def aws(agents):
     with moto_account(REGION) as account, executing_state_machines(agents):
         session = account.session
         job_resources(session, SETTINGS, GROUP, BUCKET)
-        topic = session.client("sns").create_topic(Name="gpu-cloud-vision-train-alerts")["TopicArn"]
+        key = session.client("kms").create_key()["KeyMetadata"]["Arn"]  # the project key encrypts the topic
+        topic = session.client("sns").create_topic(Name="gpu-cloud-vision-train-alerts",
+                                                   Attributes={"KmsMasterKeyId": key})["TopicArn"]
         definition = supervisor_definition_content(
             document_name=job_document_name(SETTINGS.name_base), log_group_name=job_log_group_name(SETTINGS.name_base),
             topic_arn=topic, bucket=BUCKET, jobs_prefix=jobs_prefix(SETTINGS.config.data.write_prefixes))

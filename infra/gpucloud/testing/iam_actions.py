@@ -226,6 +226,15 @@ def _secretsmanager_calls(operation: str, response: Mapping[str, Any]) -> list[I
             _kms("kms:Decrypt", "secretsmanager", {"kms:EncryptionContext:SecretARN": response["ARN"]}, SECRET_KEY)]
 
 
+def _sns_kms_calls(operation: str, params: Mapping[str, Any], topic_key: Callable[[str], str | None]) -> list[IamCall]:
+    """Publishing to a topic encrypted under a customer managed key: SNS makes a data key and
+    decrypts it with the publisher's credentials, through sns.<region> (SNS developer guide,
+    "Configuring AWS KMS permissions": a publisher needs kms:GenerateDataKey and kms:Decrypt on
+    the topic's key; read 2026-11-28)."""
+    key = topic_key(str(params.get("TopicArn", ""))) if operation == "Publish" else None
+    return [_kms(action, "sns", {}, key) for action in ("kms:GenerateDataKey", "kms:Decrypt")] if key else []
+
+
 def _ec2_kms_calls(operation: str, params: Mapping[str, Any], encrypted_volume: Callable[[str], bool]) -> list[IamCall]:
     """Attaching an encrypted volume: EC2 creates a grant on the key for the instance with the
     caller's credentials, through ec2.<region>, a grant for an AWS resource (EBS user guide,
@@ -237,9 +246,11 @@ def _ec2_kms_calls(operation: str, params: Mapping[str, Any], encrypted_volume: 
 
 
 def iam_calls(service: str, operation: str, params: Mapping[str, Any], response: Mapping[str, Any] | None = None,
-              encrypted_volume: Callable[[str], bool] = lambda volume_id: False) -> list[IamCall]:
+              encrypted_volume: Callable[[str], bool] = lambda volume_id: False,
+              topic_key: Callable[[str], str | None] = lambda topic_arn: None) -> list[IamCall]:
     """Every authorization one call needs: its own action on each resource, then the KMS calls the
-    service makes with the caller's credentials to serve it."""
+    service makes with the caller's credentials to serve it (`topic_key`: the key that encrypts a
+    topic, None for one without)."""
     try:
         action = ACTIONS[(service, operation)]
     except KeyError:
@@ -256,6 +267,8 @@ def iam_calls(service: str, operation: str, params: Mapping[str, Any], response:
         calls += _secretsmanager_calls(operation, response)
     elif service == "ec2":
         calls += _ec2_kms_calls(operation, params, encrypted_volume)
+    elif service == "sns":
+        calls += _sns_kms_calls(operation, params, topic_key)
     return calls
 
 
