@@ -310,7 +310,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
             warm_pool=settings.warm_pool.model_dump() if settings.warm_pool else None,
             services=node_services_document(config, settings, base, stack.settings.region),
             shared_file_system=self.shared_file_system.mount if self.shared_file_system else None,
-            s3_mounts=s3_mount_entries(config),
+            s3_mounts=s3_mount_entries(config.storage, config.data),
             s3_mount_install=config.storage.s3_mount.install if config.storage.s3_mount else "ami",
             instance_requirements=(
                 aws_instance_requirements(settings.instance_requirements, []) if settings.instance_requirements else None
