@@ -140,6 +140,13 @@ def test_every_docstring_of_the_args_describes_the_field_above_it(name):
     assert orphans == []
 
 
+def test_every_input_and_output_is_described_for_the_other_languages_sdks(schema):
+    undescribed = sorted(f"{token.split(':')[-1]}.{key}" for token, resource in schema["resources"].items()
+                         for properties in (resource["inputProperties"], resource["properties"])
+                         for key, served in properties.items() if not served.get("description"))
+    assert undescribed == []
+
+
 def test_only_what_the_schema_cannot_carry_is_left_out(schema):
     left_out = {name: sorted(camel(field.name) for field in dataclasses.fields(getattr(components, f"{name}Args"))
                              if camel(field.name) not in schema["resources"][f"gpu-cloud:index:{name}"]["inputProperties"])

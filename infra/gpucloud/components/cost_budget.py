@@ -21,9 +21,13 @@ class CostBudgetArgs:
     project: str
     """The `Project` tag the budget filters on."""
     monthly_usd: float
+    """The monthly cost limit in USD; notifications go out at its thresholds."""
     owner_email: str
+    """Who gets the budget's e-mail notifications."""
     topic_arn: pulumi.Input[str]
+    """The SNS topic the budget also notifies (the project's alerts topic)."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags on every resource it creates."""
     name_base: str | None = None
     """What the budget's name is built from (unique per account); the project when not given."""
 

@@ -17,15 +17,21 @@ BACKUP_TAG = "gpu-cloud:backup"
 @dataclass(frozen=True)
 class EncryptedVolumeArgs:
     availability_zone: str
+    """The zone of the volume: the node that attaches it runs there."""
     size_gib: int
+    """Size of the gp3 volume in GiB."""
     kms_key_arn: pulumi.Input[str]
+    """The customer-managed key the volume is encrypted with."""
     attach_to: str
     """Value of the `gpu-cloud:attach-to` tag: the Auto Scaling group whose node attaches it."""
     backup_selection: str | None = None
     """Value of the `gpu-cloud:backup` tag (the project) when the volume is to be backed up."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags on every resource it creates."""
     iops: int = 3000
+    """Provisioned IOPS of the gp3 volume (3000 is gp3's baseline)."""
     throughput_mibps: int = 125
+    """Provisioned throughput of the gp3 volume in MiB/s (125 is gp3's baseline)."""
 
 
 class EncryptedVolume(pulumi.ComponentResource):

@@ -18,13 +18,17 @@ class EncryptionKeyArgs:
     """What the names AWS wants unique are built from: the project, or for one of several stacks of a
     project in one account, the stack's name base (`gpucloud.naming.name_base`, as ProjectEnvironment passes)."""
     account_id: str
+    """The deploying account's id, for the ARNs its policies name."""
     region: str
     """The key's region (its policy lets EC2 and AWS Backup there use it for the account)."""
     user_role_names: Sequence[str]
     """Roles allowed to use the key (matched by ARN, so they may be created after the key)."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags on every resource it creates."""
     partition: str = "aws"
+    """The AWS partition of the ARNs it writes (`aws`, `aws-cn`, `aws-us-gov`)."""
     deletion_window_days: int = 30
+    """Days KMS waits before deleting the key once it is scheduled for deletion (7 to 30)."""
     log_groups: Sequence[str] = ()
     """Log-group name prefixes whose groups CloudWatch Logs may encrypt with the key (e.g. `/gpu-cloud-vpc/team/`)."""
     prometheus: bool = False

@@ -28,23 +28,34 @@ class GpuMonitoringArgs:
     """What the names AWS wants unique are built from: the project, or for one of several stacks of a
     project in one account, the stack's name base (`gpucloud.naming.name_base`, as ProjectEnvironment passes)."""
     account_id: str
+    """The deploying account's id, for the ARNs its policies name."""
     region: str
+    """The region it is deployed in."""
     owner_email: str
+    """Who the alerts topic e-mails (a subscription to confirm)."""
     kms_key_arn: pulumi.Input[str]
+    """The customer-managed key the alerts topic is encrypted with."""
     group_names: Sequence[str]
     """Auto Scaling group names; the CloudWatch agent aggregates GPU metrics per group."""
     temperature_threshold_c: int = 85
+    """A GPU above this temperature (°C) raises an alarm."""
     memory_saturation_percent: float = 95
+    """GPU memory used above this share (%) raises an alarm."""
     idle_utilization_percent: float = 5
+    """A group whose average GPU utilisation stays under this share (%) for `idle_minutes` is idle."""
     idle_minutes: int = 60
+    """How long a group must stay idle before its idle alarm fires."""
     dashboard: bool = True
+    """A CloudWatch dashboard with one row of GPU widgets per group."""
     prometheus_workspace_id: pulumi.Input[str] | None = None
+    """The id of the project's Prometheus workspace (with `prometheus_workspace_arn`)."""
     prometheus_workspace_arn: pulumi.Input[str] | None = None
     """The project's Prometheus workspace: its alert manager sends to the topic, and the topic
     policy lets that workspace (and no other) publish."""
     manage_alert_manager: bool = True
     """False: an existing workspace's alert manager definition is left as it is (none is declared)."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags on every resource it creates."""
 
 
 def _by_group(group_name: str) -> dict[str, str]:

@@ -22,10 +22,13 @@ class GpuNetworkArgs:
     zones: Sequence[str]
     """Availability zones, in order: one private node subnet each (and one NAT subnet each with NAT egress)."""
     region: str
+    """The region it is deployed in."""
     account_id: str
+    """The deploying account's id, for the ARNs its policies name."""
     kms_key_arn: pulumi.Input[str]
     """Encrypts the flow log group; its policy must let CloudWatch Logs use it for that group."""
     cidr: str = "10.64.0.0/16"
+    """The VPC's range: its first eighths hold the node subnets, 64ths of its last eighth the NAT subnets."""
     nat_gateways: str = "single"
     """`single` (one NAT gateway, in the first zone) or `perZone` (each zone keeps egress when another fails)."""
     egress: str = "nat"
@@ -33,6 +36,7 @@ class GpuNetworkArgs:
     interface_endpoints: Sequence[str] = ()
     """AWS services reached through interface endpoints in the node subnets (`ssm`, `logs`, ...)."""
     flow_logs_retention_days: int = 30
+    """Days the VPC flow log group keeps its records."""
     s3_buckets: Sequence[str] = ()
     """The stack's own buckets (artifacts, `data.bucket`): the only ones of the account the S3
     gateway endpoint lets through, besides AWS's package buckets (`s3_gateway_endpoint_policy`)."""
@@ -41,10 +45,12 @@ class GpuNetworkArgs:
     release bucket with `storage.s3Mount.install: download`): unsigned reads of them pass the S3
     gateway endpoint."""
     partition: str = "aws"
+    """The AWS partition of the ARNs it writes (`aws`, `aws-cn`, `aws-us-gov`)."""
     public_subnets_in_every_zone: bool = False
     """With NAT egress, a public subnet in every zone, not only those holding a NAT gateway: an
     internet-facing load balancer needs one in each of its (at least two) zones."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags on every resource it creates."""
 
 
 def subnet_plan(cidr: str, zone_count: int) -> tuple[list[str], list[str]]:
@@ -65,15 +71,18 @@ class GpuNetwork(pulumi.ComponentResource):
     VPC flow logs to a log group encrypted with the project key; a default security group with no rules."""
 
     vpc_id: pulumi.Output[str]
+    """The VPC the stack creates."""
     private_subnet_ids: dict[str, pulumi.Output[str]]
     """Node subnet id per availability zone."""
     nat_gateway_ids: list[pulumi.Output[str]]
+    """The NAT gateways (one, or one per zone); empty with endpointsOnly egress."""
     public_subnet_ids: dict[str, pulumi.Output[str]]
     """Public subnet id per availability zone (route to the internet gateway); empty without NAT egress."""
     public_routing: list[pulumi.Resource]
     """The public subnets' route table associations and internet gateway route: what an
     internet-facing load balancer must wait for to be reachable."""
     flow_log_group_name: pulumi.Output[str]
+    """The log group the VPC flow logs go to."""
     egress_dependencies: list[pulumi.Resource]
     """What a node's way out is made of (route table associations, NAT gateways, routes, endpoints):
     a group launched before them boots with no egress, misses its launch hook and is abandoned,

@@ -88,9 +88,13 @@ def node_services_document(config: StackConfig, group: GroupConfig, base: str, r
 @dataclass(frozen=True)
 class NodeServicesArgs:
     name_base: str
+    """What the names AWS wants unique are built from (`gpucloud.naming.name_base`)."""
     region: str
+    """The region it is deployed in."""
     account_id: str
+    """The deploying account's id, for the ARNs its policies name."""
     partition: str
+    """The AWS partition of the ARNs it writes (`aws`, `aws-cn`, `aws-us-gov`)."""
     role_name: pulumi.Input[str]
     """The node role, which gets the grants."""
     kms_key_arn: pulumi.Input[str]
@@ -98,11 +102,13 @@ class NodeServicesArgs:
     jupyter_groups: Sequence[str] = ()
     """The groups (config names) that run JupyterLab: one token parameter each."""
     ecr_repository_arns: Sequence[str] = ()
+    """The private ECR repositories the containers' images come from: the node role may pull from them."""
     secret_parameter_names: Sequence[str] = ()
     """The SSM parameters the containers' `secretEnv` reads."""
     secret_ids: Sequence[str] = ()
     """The Secrets Manager secrets (names or whole ARNs) the containers' `secretEnv` reads."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags on every resource it creates."""
 
 
 class NodeServices(pulumi.ComponentResource):

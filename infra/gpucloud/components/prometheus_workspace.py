@@ -17,7 +17,9 @@ from gpucloud.naming import PROMETHEUS_RULES_NAMESPACE, prometheus_log_group_pre
 @dataclass(frozen=True)
 class PrometheusWorkspaceArgs:
     name_base: str
+    """What the names AWS wants unique are built from (`gpucloud.naming.name_base`)."""
     region: str
+    """The region it is deployed in."""
     kms_key_arn: pulumi.Input[str]
     """The project key: a new workspace is encrypted with it (AMP cannot change a workspace's key
     later, nor turn an AWS-owned-key workspace into a customer-managed one)."""
@@ -26,12 +28,15 @@ class PrometheusWorkspaceArgs:
     rules: str
     """The rule file (YAML) for the workspace's rule groups namespace."""
     existing_workspace_id: str | None = None
+    """The id of an existing workspace to use instead of a new one (with `existing_workspace_arn`)."""
     existing_workspace_arn: str | None = None
     """An existing workspace (looked up and found ACTIVE before any resource, and, where account
     facts say, without another stack's `gpu-cloud` namespace): the stack adds its rules namespace
     and writes to it, and creates no workspace or log group."""
     log_retention_days: int = 30
+    """Days the workspace's log group keeps its records."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags on every resource it creates."""
 
 
 class PrometheusWorkspace(pulumi.ComponentResource):
@@ -40,12 +45,15 @@ class PrometheusWorkspace(pulumi.ComponentResource):
     remote-write to it. Where alerts go is the monitoring component's (the topic is its)."""
 
     workspace_id: pulumi.Output[str]
+    """The workspace's id (the new one, or the existing one named)."""
     workspace_arn: pulumi.Output[str]
+    """The workspace's ARN."""
     remote_write_url: pulumi.Output[str]
     """What the node's collector writes to."""
     query_url: pulumi.Output[str]
     """The workspace's Prometheus-compatible endpoint, which Grafana queries."""
     rules_namespace_arn: pulumi.Output[str]
+    """The stack's rule groups namespace in the workspace."""
 
     def __init__(self, name: str, args: PrometheusWorkspaceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("gpu-cloud:index:PrometheusWorkspace", name, None, opts)

@@ -19,17 +19,25 @@ class S3PrefixAccessArgs:
     """What the names AWS wants unique are built from: the project, or for one of several stacks of a
     project in one account, the stack's name base (`gpucloud.naming.name_base`, as ProjectEnvironment passes)."""
     account_id: str
+    """The deploying account's id, for the ARNs its policies name."""
     region: str
+    """The region it is deployed in."""
     kms_key_arn: pulumi.Input[str]
+    """The project key the node may use (volumes, parameters, objects)."""
     bucket: str | None = None
+    """The data bucket the prefixes are of; none: no S3 data access."""
     read_prefixes: Sequence[str] = ()
+    """Prefixes of `bucket` the node may list and read."""
     write_prefixes: Sequence[str] = ()
+    """Prefixes of `bucket` the node may also write and delete under."""
     session_manager: bool = True
     """Grant what the SSM agent needs for Session Manager; False when SSH replaces it."""
     group_names: Sequence[str] = ()
     """The stack's Auto Scaling group names: the only groups whose lifecycle and health the node may set."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags on every resource it creates."""
     partition: str = "aws"
+    """The AWS partition of the ARNs it writes (`aws`, `aws-cn`, `aws-us-gov`)."""
 
 
 class S3PrefixAccess(pulumi.ComponentResource):

@@ -28,16 +28,22 @@ TENSORBOARD_PORT = 6006
 @dataclass(frozen=True)
 class GpuSecurityGroupArgs:
     vpc_id: pulumi.Input[str]
+    """The VPC of the group."""
     description: str
+    """The group's description (EC2 cannot change it later: a new one replaces the group)."""
     ssh_cidrs: Sequence[str] = ()
+    """Ranges admitted on SSH (22); empty with Session Manager."""
     jupyter_cidrs: Sequence[str] = ()
+    """Ranges admitted on JupyterLab's port."""
     tensorboard_cidrs: Sequence[str] = ()
+    """Ranges admitted on TensorBoard's port."""
     allow_within_group: bool = False
     """All traffic between members (NCCL over EFA needs it); only for multi-node groups."""
     lustre_servers_security_group_id: pulumi.Input[str] | None = None
     """The project file system's security group, when the stack has one: its servers may reach the
     nodes on Lustre's ports."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags on every resource it creates."""
 
 
 class GpuSecurityGroup(pulumi.ComponentResource):

@@ -23,9 +23,13 @@ class VolumeBackupArgs:
     """What the names AWS wants unique are built from: the project, or for one of several stacks of a
     project in one account, the stack's name base (`gpucloud.naming.name_base`, as ProjectEnvironment passes)."""
     kms_key_arn: pulumi.Input[str]
+    """The key the backup vault encrypts recovery points with."""
     retention_days: int = 7
+    """Days each daily recovery point is kept."""
     partition: str = "aws"
+    """The AWS partition of the ARNs it writes (`aws`, `aws-cn`, `aws-us-gov`)."""
     tags: Mapping[str, str] = field(default_factory=dict)
+    """Tags on every resource it creates."""
 
 
 class VolumeBackup(pulumi.ComponentResource):
