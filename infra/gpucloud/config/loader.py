@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.regions import region_problem
+from gpucloud.config.rules.cold_start import cold_start_problems
 from gpucloud.config.rules.endpoint import endpoint_problems
 from gpucloud.config.rules.image import image_problems
 from gpucloud.config.rules.jobs import job_problems
@@ -19,7 +20,6 @@ from gpucloud.config.rules.network import network_problems
 from gpucloud.config.rules.node_role import node_role_policy_problems
 from gpucloud.config.rules.services import service_problems
 from gpucloud.config.rules.storage import storage_problems
-from gpucloud.config.cold_start import cold_start_problems
 from gpucloud.config.stack import StackConfig, StackSettings
 from gpucloud.config.suggest import did_you_mean, misspelt_namespace_problems
 from gpucloud.naming import NAME_BASE_MAX_LENGTH, name_base

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
-from gpucloud.config.cold_start import WeightsConfig
+from gpucloud.config.weights import WeightsConfig
 from gpucloud.config.fields import ConfigModel, ResourceName, shaped
 
 if TYPE_CHECKING:
