@@ -16,7 +16,6 @@ GpuAutoscaling, GrafanaWorkspace, AgentArtifacts) are Python-only.
 
 import dataclasses
 import inspect
-import sys
 import types
 import typing
 from collections import abc
@@ -36,9 +35,8 @@ _T = typing.TypeVar("_T")
 def _hints(owner: type) -> dict[str, typing.Any]:
     """`owner`'s own annotations as types (the modules use `from __future__ import annotations`;
     `pulumi.Input[...]` refers to `Output[T]` by name)."""
-    namespace = {**vars(sys.modules[owner.__module__]), "Output": pulumi.Output, "T": _T}
-    return {name: typing._eval_type(typing.ForwardRef(hint) if isinstance(hint, str) else hint, namespace, namespace)
-            for name, hint in inspect.get_annotations(owner).items()}
+    own = type(owner.__name__, (), {"__annotations__": inspect.get_annotations(owner), "__module__": owner.__module__})
+    return typing.get_type_hints(own, localns={"Output": pulumi.Output, "T": _T})
 
 
 def _servable(hint: typing.Any) -> bool:
@@ -114,7 +112,8 @@ def main() -> None:
     import gpucloud
     from pulumi.provider.experimental import component_provider_host
 
-    version = gpucloud.__version__ if gpucloud.__version__[0].isdigit() and "+" not in gpucloud.__version__ else None
+    # A source tree never installed has no version ("0+unknown"): the SDK then says 0.0.0.
+    version = None if "+unknown" in gpucloud.__version__ else gpucloud.__version__
     component_provider_host(served_components(), PACKAGE, version=version)
 
 

@@ -192,6 +192,23 @@ def test_construct_builds_the_component_and_its_children_with_the_monitor(provid
     assert {"keyArn", "keyId", "aliasName"} <= set(response.state)
 
 
+def test_construct_refuses_a_missing_required_input_naming_it(provider):
+    monitor = RecordingMonitor()
+    server, address = serve(resource_pb2_grpc.add_ResourceMonitorServicer_to_server, monitor)
+    inputs = struct_pb2.Struct()
+    inputs.update({"project": "vision", "accountId": "123456789012", "userRoleNames": []})
+    try:
+        with pytest.raises(grpc.RpcError) as error:
+            provider.Construct(provider_pb2.ConstructRequest(
+                project=PROJECT, stack=STACK, type="gpu-cloud:index:EncryptionKey", name="vision-key",
+                inputs=inputs, monitorEndpoint=address, dryRun=True))
+    finally:
+        server.stop(None)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "region" in error.value.details() + str(error.value.trailing_metadata())
+    assert [request.type for request in monitor.registered] == []
+
+
 def test_the_plugin_manifest_runs_this_module_in_python():
     import yaml
 
