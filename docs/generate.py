@@ -163,6 +163,8 @@ def _resolve(schema: dict[str, Any], definitions: dict[str, Any]) -> tuple[dict[
 
 def _type_name(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
     schema, _ = _resolve(schema, definitions)
+    if "enum" in schema and len(schema["enum"]) > LONGEST_LIST:
+        return f"{schema.get('type', 'any')} (one of a list: `gpucloud schema`)"
     if "enum" in schema:
         return " \\| ".join(_code(json.dumps(value)) for value in schema["enum"])
     if "const" in schema:
@@ -188,15 +190,26 @@ CONSTRAINTS = (
 )
 
 
+LONGEST_LIST = 25
+"""An enum longer than this (the regions botocore knows, the tz database's zones) is named, not
+listed: the table would be all list, and the list is the machine's that generates the page."""
+LONGEST_PATTERN = 60
+"""A pattern longer than this (a CIDR's, a cron expression's) is left to the key's description."""
+
+
+def _constraint_list(schema: dict[str, Any]) -> list[str]:
+    return [template.format(_code(schema[key]) if key == "pattern" else schema[key])
+            for key, template in CONSTRAINTS
+            if key in schema and not (key == "pattern" and len(schema[key]) > LONGEST_PATTERN)]
+
+
 def _constraints(schema: dict[str, Any], definitions: dict[str, Any]) -> str:
-    """Bounds, lengths and patterns of the key, then those of each list item."""
+    """Bounds, lengths and short patterns of the key, then those of each list item."""
     schema, _ = _resolve(schema, definitions)
-    found = [template.format(_code(schema[key]) if key == "pattern" else schema[key])
-             for key, template in CONSTRAINTS if key in schema]
+    found = _constraint_list(schema)
     if schema.get("type") == "array" and "items" in schema:
         items, _ = _resolve(schema["items"], definitions)
-        found += ["each " + template.format(_code(items[key]) if key == "pattern" else items[key])
-                  for key, template in CONSTRAINTS if key in items]
+        found += ["each " + constraint for constraint in _constraint_list(items)]
     return "; ".join(found)
 
 
@@ -224,7 +237,7 @@ def _rows(key: str, field: dict[str, Any], required: bool, definitions: dict[str
     elif "default" in field:
         default = _code(json.dumps(field["default"]))
     else:
-        default = "see its keys" if "properties" in resolved else ""
+        default = "see its keys" if "properties" in resolved else "none"
     yield (f"| {_config_key(key)} | {_type_name(field, definitions)} | {default} | "
            f"{_constraints(field, definitions)} | {_description(field, resolved)} |")
     nested = resolved

@@ -33,8 +33,56 @@ def errors(validator, document) -> list[str]:
     return sorted(f"{'/'.join(map(str, error.absolute_path))}: {error.message}" for error in validator.iter_errors(document))
 
 
+ENVIRONMENT_LISTS = (
+    ("properties", "config", "properties", "aws:region", "enum"),
+    ("$defs", "Schedule", "properties", "timeZone", "enum"),
+)
+"""Lists the schema takes from the machine that writes it: the regions of the installed botocore's
+endpoint data and the zones of the tz database. A new region or zone is a reason to write the
+schema again, not a failure of an unrelated change."""
+
+
+def without_environment_lists(schema: dict) -> dict:
+    schema = copy.deepcopy(schema)
+    for *path, key in ENVIRONMENT_LISTS:
+        node = schema
+        for step in path:
+            node = node[step]
+        node.pop(key)
+    return schema
+
+
 def test_the_packaged_schema_is_generated_from_the_current_models():
-    assert SCHEMA_PATH.read_text() == render_schema(), "stale: run `gpucloud schema --write` and commit the file"
+    packaged, current = json.loads(SCHEMA_PATH.read_text()), json.loads(render_schema())
+    assert without_environment_lists(packaged) == without_environment_lists(current), (
+        "stale: run `gpucloud schema --write` and commit the file")
+    assert SCHEMA_PATH.read_text() == json.dumps(packaged, indent=2, sort_keys=True) + "\n"
+
+
+def test_the_schema_names_the_regions_botocore_knows_and_the_zones_of_the_tz_database():
+    from gpucloud.config.fields import iana_time_zones
+    from gpucloud.config.regions import known_regions
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    regions = schema["properties"]["config"]["properties"]["aws:region"]["enum"]
+    assert {"us-east-1", "eu-west-1", "us-gov-west-1", "cn-north-1"} <= set(regions) <= set(known_regions())
+    assert "us-east-9" not in regions
+    zones = schema["$defs"]["Schedule"]["properties"]["timeZone"]["enum"]
+    assert {"UTC", "Europe/Paris", "America/New_York", "Asia/Tokyo"} <= set(zones)
+    assert len(set(zones) & iana_time_zones()) > 0.95 * len(zones)
+    assert "localtime" not in zones
+
+
+def test_a_typo_inside_an_optional_section_is_reported_as_the_typo(validator, example):
+    """`X | None` keys were `anyOf [X, null]`: the editor said the whole section "is not valid under
+    any of the given schemas" instead of naming the misspelt key."""
+    example["config"]["gpu-cloud:groups"][0]["endpoint"] = {"port": 8000, "allowedCidrz": ["10.0.0.0/8"]}
+    example["config"]["gpu-cloud:groups"][0]["scaling"] = {"schedules": [{"name": "night", "recurrence": "0 20 * * *",
+                                                                          "maxSize": 0, "timezone": "UTC"}]}
+    assert errors(validator, example) == [
+        "config/gpu-cloud:groups/0/endpoint: Additional properties are not allowed ('allowedCidrz' was unexpected)",
+        "config/gpu-cloud:groups/0/scaling/schedules/0: Additional properties are not allowed ('timezone' was unexpected)",
+    ]
 
 
 def test_gpucloud_schema_prints_the_packaged_schema(capsys):

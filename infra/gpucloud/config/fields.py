@@ -6,14 +6,16 @@ code uses snake_case; each shape's error says in words what is allowed.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import ipaddress
 import re
 import zoneinfo
-from typing import Annotated
+from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, GetJsonSchemaHandler, StringConstraints
 from pydantic.alias_generators import to_camel
+from pydantic_core import CoreSchema
 
 
 class ConfigModel(BaseModel):
@@ -28,6 +30,50 @@ class ConfigModel(BaseModel):
         allow_inf_nan=False,  # an alarm threshold or target of .nan / .inf is no number AWS takes
         use_attribute_docstrings=True,  # a key's docstring is its description in the JSON Schema
     )
+
+
+def json_pattern(pattern: str) -> str:
+    """A Python `fullmatch` pattern as JSON Schema's `pattern` (ECMA-262, matched anywhere in the
+    value): anchored, and its named groups unnamed (`(?P<name>` is Python's spelling only)."""
+    if re.search(r"\(\?[aiLmsux]", pattern):
+        raise ValueError(f"{pattern!r} sets a flag that JSON Schema's regular expressions lack")
+    return "^(?:" + re.sub(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>", "(?:", pattern) + ")$"
+
+
+class JsonShape:
+    """What a value's check says in the stack file's JSON Schema (`pattern`, `enum`, `uniqueItems`),
+    so that an editor refuses what the CLI refuses; the check itself stays the validator's."""
+
+    def __init__(self, **keywords: Any) -> None:
+        self.keywords = keywords
+
+    def __repr__(self) -> str:
+        return f"JsonShape({', '.join(sorted(self.keywords))})"
+
+    def __get_pydantic_json_schema__(self, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+        schema = handler(core_schema)
+        for keyword, value in self.keywords.items():
+            given = schema.get(keyword)
+            schema[keyword] = {**given, **value} if isinstance(given, dict) and isinstance(value, dict) else value
+        return schema
+
+
+@dataclasses.dataclass(frozen=True)
+class ShapedValidator(AfterValidator):
+    """`shaped`'s check, which also writes its pattern and length into the JSON Schema."""
+
+    pattern: str = ""
+    max_length: int = 256
+
+    def __get_pydantic_json_schema__(self, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
+        return {**handler(core_schema), "pattern": json_pattern(self.pattern), "maxLength": self.max_length}
+
+
+IPV4_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+IPV4_CIDR = rf"{IPV4_OCTET}(?:\.{IPV4_OCTET}){{3}}(?:/0*(?:3[0-2]|[12][0-9]|[1-9]))?"
+"""An IPv4 block of /1 to /32, or an address (a /32 to `ip_network`); /0 is refused."""
+IPV6_CIDR = r"[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*(?:/0*(?:12[0-8]|1[01][0-9]|[1-9][0-9]|[1-9]))?"
+"""The shape of an IPv6 block of /1 to /128, or an address (its hextets are checked by `ip_network` only)."""
 
 
 def refuse_world_open(cidr: str) -> str:
@@ -57,8 +103,8 @@ def _check_prefix(prefix: str) -> str:
     return prefix.rstrip("/") + "/"
 
 
-def shaped(pattern: str, description: str, max_length: int = 256) -> AfterValidator:
-    """A string rule whose error says in words what is allowed."""
+def shaped(pattern: str, description: str, max_length: int = 256) -> ShapedValidator:
+    """A string rule whose error says in words what is allowed (the JSON Schema gets the pattern)."""
     compiled = re.compile(pattern)
 
     def check(value: str) -> str:
@@ -67,11 +113,20 @@ def shaped(pattern: str, description: str, max_length: int = 256) -> AfterValida
             raise ValueError(f"{shown!r} is not allowed: {description}")
         return value
 
-    return AfterValidator(check)
+    return ShapedValidator(check, pattern=pattern, max_length=max_length)
 
 
-Cidr = Annotated[str, AfterValidator(refuse_world_open)]
-Prefix = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_check_prefix)]
+CIDR_PATTERN = rf"{IPV4_CIDR}|{IPV6_CIDR}"
+"""What `refuse_world_open` takes, as far as a pattern can say: host bits set (10.1.2.3/8) pass it."""
+Cidr = Annotated[str, AfterValidator(refuse_world_open), JsonShape(pattern=json_pattern(CIDR_PATTERN))]
+PREFIX_PATTERN = r"(?!(?:.*/)?\.\.?(?:/|$))(?!.*//)[A-Za-z0-9][A-Za-z0-9._\-=/]*"
+"""`_check_prefix` as one pattern: its characters, and no empty, '.' or '..' segment."""
+Prefix = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=200),
+    AfterValidator(_check_prefix),
+    JsonShape(pattern=json_pattern(PREFIX_PATTERN)),
+]
 ResourceName = Annotated[
     str,
     shaped(r"[a-z][a-z0-9-]*[a-z0-9]", "use 2-24 lowercase letters, digits and hyphens, starting with a letter", 24),
@@ -120,10 +175,15 @@ def _check_bucket_rules(bucket: str) -> str:
     return bucket
 
 
+BUCKET_PATTERN = r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]"
+BUCKET_RULES_PATTERN = (r"(?!.*\.\.)(?![0-9]+\.[0-9]+\.[0-9]+\.[0-9]+$)(?!xn--|sthree-)(?!.*(?:-s3alias|--ol-s3)$)"
+                        + BUCKET_PATTERN)
+"""`_check_bucket_rules` and the characters as one pattern, for the JSON Schema."""
 BucketName = Annotated[
     str,
-    shaped(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]", "expected an S3 bucket name (3-63 lowercase letters, digits, . and -)"),
+    shaped(BUCKET_PATTERN, "expected an S3 bucket name (3-63 lowercase letters, digits, . and -)"),
     AfterValidator(_check_bucket_rules),
+    JsonShape(pattern=json_pattern(BUCKET_RULES_PATTERN)),
 ]
 CRON_FIELD = r"[0-9A-Za-z*/,\-?#L]+"
 MACHINE_DEPENDENT_ZONES = frozenset({"localtime", "posixrules", "Factory"})

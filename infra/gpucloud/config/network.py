@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from gpucloud.config.fields import ConfigModel, SubnetId
+from gpucloud.config.fields import IPV4_OCTET, ConfigModel, JsonShape, SubnetId, json_pattern
 
 InterfaceEndpoint = Literal[
     "ssm", "ssmmessages", "ec2messages", "autoscaling", "logs", "monitoring", "sts", "kms", "ec2", "aps-workspaces",
@@ -28,6 +28,10 @@ FLOW_LOG_RETENTION_DAYS = (
 """The values CloudWatch Logs PutRetentionPolicy takes for `retentionInDays` (API reference, read 2026-11-24)."""
 
 DEFAULT_CIDR = "10.64.0.0/16"
+VPC_CIDR_PATTERN = (rf"(?:10\.{IPV4_OCTET}|172\.(?:1[6-9]|2[0-9]|3[01])|192\.168)\.{IPV4_OCTET}\.{IPV4_OCTET}"
+                    r"/0*(?:1[6-9]|2[0-2])")
+"""`cidr_fits_the_subnet_plan` as far as a pattern can say: /16 to /22 in RFC 1918's ranges (host bits
+set still pass it)."""
 WITHOUT_INTERNET = (
     "package installs (apt, pip, conda), container pulls from public registries and model or dataset "
     "downloads from the internet (Hugging Face Hub, GitHub) cannot work; keep what the nodes need in S3 "
@@ -39,11 +43,11 @@ class NetworkConfig(ConfigModel):
     """No `subnetIds`: the stack creates its own VPC (private node subnets, NAT, S3 gateway endpoint,
     flow logs). With `subnetIds`: those subnets of your VPC, checked for a way out."""
 
-    subnet_ids: list[SubnetId] | None = Field(default=None, min_length=1)
+    subnet_ids: list[SubnetId] | None = Field(default=None, min_length=1, json_schema_extra={"uniqueItems": True})
     """Subnets of one VPC of your own to run in, each listed once, instead of a network the stack creates; then
     none of the keys below may be set. The plan refuses a subnet whose only way out is an internet gateway (the
     nodes get no public IP)."""
-    cidr: str = DEFAULT_CIDR
+    cidr: Annotated[str, JsonShape(pattern=json_pattern(VPC_CIDR_PATTERN))] = DEFAULT_CIDR
     """The created VPC's IPv4 block: /16 to /22, in a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16).
     Node subnets are its eighths, NAT subnets its 64ths."""
     zones: int = Field(default=2, ge=1, le=6)
@@ -56,10 +60,10 @@ class NetworkConfig(ConfigModel):
     """How nodes reach AWS and the internet: `nat` through a NAT gateway; `endpointsOnly`, no internet gateway or
     NAT at all, so every service the nodes call needs its interface endpoint (the config is refused naming each
     missing one)."""
-    interface_endpoints: list[InterfaceEndpoint] = Field(default_factory=list)
+    interface_endpoints: list[InterfaceEndpoint] = Field(default_factory=list, json_schema_extra={"uniqueItems": True})
     """Interface VPC endpoints the created network gets, each listed once (private DNS, port 443 from the VPC
     only). An S3 gateway endpoint is always created."""
-    flow_logs_retention_days: int = 30
+    flow_logs_retention_days: Annotated[int, JsonShape(enum=list(FLOW_LOG_RETENTION_DAYS))] = 30
     """Days CloudWatch Logs keeps the VPC's flow logs (all traffic, encrypted with the project key); one of the
     retention values CloudWatch Logs takes (1, 3, 5, 7, 14, 30, 60, 90, ... 3653)."""
 

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from gpucloud.config.fields import (
     CRON_FIELD,
     ConfigModel,
     DimensionName,
     DimensionValue,
+    JsonShape,
     MetricName,
     Namespace,
     ResourceName,
     Statistic,
     iana_time_zones,
+    json_pattern,
     unique_names,
 )
 from gpucloud.limits import alarm_period_problem, alarm_window_problem
@@ -89,6 +92,29 @@ format (EC2 Auto Scaling API reference, PutScheduledUpdateGroupAction `Recurrenc
 [Day_of_Month] [Month_of_Year] [Day_of_Week]", read 2026-11-25), whose ranges are crontab(5)'s."""
 
 
+SCHEDULE_SIZES = ("minSize", "maxSize", "desiredCapacity")
+"""The sizes a schedule sets, as the stack file spells them."""
+
+
+def _any_case(word: str) -> str:
+    return "".join(f"[{letter.upper()}{letter.lower()}]" for letter in word)
+
+
+def cron_pattern() -> str:
+    """What `recurrence_is_cron` takes, as one pattern for the JSON Schema: five fields of
+    CRON_FIELD's characters, each number within its field's range and each name one its field
+    takes, steps positive (or empty, as the check lets through). A range that runs backwards (5-1)
+    still passes it."""
+    fields = []
+    for name, low, high, names in CRON_FIELDS:
+        number = "0*(?:" + "|".join(str(value) for value in range(high, low - 1, -1)) + ")(?![0-9])"
+        words = [*names, *(["L"] if name in ("day of month", "day of week") else [])]
+        token = f"(?:{number}|(?:{'|'.join(map(_any_case, words))})(?![A-Za-z]))" if words else number
+        part = rf"(?:[*?#\-]|{token})*(?:/(?:0*[1-9][0-9]*)?)?"
+        fields.append(f"(?=[^ ]){part}(?:,{part})*")
+    return " ".join(fields)
+
+
 def cron_field_problem(text: str, name: str, low: int, high: int, names: tuple[str, ...]) -> str | None:
     """Why one cron field holds a value its position does not take (hour 25, month 13), or None."""
     for part in text.upper().split(","):
@@ -111,9 +137,12 @@ def cron_field_problem(text: str, name: str, low: int, high: int, names: tuple[s
 class Schedule(ConfigModel):
     """A recurring resize, e.g. scale to zero at night."""
 
+    model_config = ConfigDict(json_schema_extra={"anyOf": [{"required": [size]} for size in SCHEDULE_SIZES]})
+    """`sets_some_size_consistently`'s first rule, in the JSON Schema: at least one size is set."""
+
     name: ResourceName
     """Unique within the group; part of the scheduled action's name."""
-    recurrence: str
+    recurrence: Annotated[str, JsonShape(pattern=json_pattern(cron_pattern()), maxLength=255)]
     """When it applies: 5-field crontab (minute 0-59, hour 0-23, day 1-31, month 1-12 or JAN-DEC,
     weekday 0-7 or SUN-SAT), e.g. "0 20 * * *"."""
     min_size: int | None = Field(default=None, ge=0)
@@ -122,7 +151,7 @@ class Schedule(ConfigModel):
     """The group's maxSize from then on."""
     desired_capacity: int | None = Field(default=None, ge=0)
     """The group's desired capacity from then on (within minSize..maxSize)."""
-    time_zone: str = "UTC"
+    time_zone: Annotated[str, JsonShape(enum=sorted(iana_time_zones()))] = "UTC"
     """The IANA time zone the recurrence is read in, e.g. Europe/London."""
 
     @field_validator("recurrence")

@@ -13,22 +13,58 @@ from importlib import resources
 from typing import Any
 
 from gpucloud.config.errors import NAMESPACE
+from gpucloud.config.regions import known_regions
 from gpucloud.config.stack import StackConfig
 
 SCHEMA_FILE_NAME = "stack-config.schema.json"
 """The schema's file name in the package's data folder."""
 
-REGION_PATTERN = r"^[a-z]{2}(-gov)?-[a-z]+-\d$"
-"""The shape `parse_stack_config` accepts for aws:region."""
 
 OTHER_NAMESPACE_PATTERN = rf"^(?!{NAMESPACE}:)[A-Za-z0-9_.-]+:.+$"
 """Keys of other namespaces (`aws:profile`, a team's own `myproject:`): Pulumi passes them to their
 owners, so the schema leaves them free; a key in gpu-cloud's namespace must be a known one."""
 
 
+def without_meaningless_null(node: Any) -> Any:
+    """`X | None = None` as X alone: pydantic writes such a key as `anyOf [X, null]`, and an editor
+    then reports "not valid under any of the given schemas" for a typo deep inside X instead of the
+    typo. A null there means the same as leaving the key out, which the file can do; a key whose
+    null means something else (a default that is not null, `requestsPerTarget: null`) keeps it."""
+    if isinstance(node, list):
+        return [without_meaningless_null(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: without_meaningless_null(value) for key, value in node.items()}
+    options = node.get("anyOf")
+    if options and node.get("default", ...) is None:
+        kept = [option for option in options if option.get("type") != "null"]
+        if len(kept) == 1 and len(options) == 2:
+            node = {**{key: value for key, value in node.items() if key != "anyOf"}, **kept[0]}
+            node.pop("default")
+    return node
+
+
+def keys_named_by_pattern(node: Any) -> Any:
+    """A map whose keys have a shape (`env`'s variable names) as `propertyNames`: pydantic writes it as
+    `patternProperties`, under which a key of any other shape is simply allowed."""
+    if isinstance(node, list):
+        return [keys_named_by_pattern(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: keys_named_by_pattern(value) for key, value in node.items()}
+    patterns = node.get("patternProperties")
+    if patterns and len(patterns) == 1 and "properties" not in node and "additionalProperties" not in node:
+        [(key_pattern, value_schema)] = patterns.items()
+        node = {key: value for key, value in node.items() if key != "patternProperties"}
+        node["propertyNames"] = {**node.get("propertyNames", {}), "pattern": key_pattern}
+        node["additionalProperties"] = value_schema
+    return node
+
+
 def stack_file_schema() -> dict[str, Any]:
     """The whole stack file: `config:` with `aws:region` and every `gpu-cloud:` key of StackConfig."""
     config_schema = StackConfig.model_json_schema(by_alias=True, mode="validation")
+    config_schema = keys_named_by_pattern(without_meaningless_null(config_schema))
     definitions = config_schema.pop("$defs", {})
     keys = {f"{NAMESPACE}:{name}": value for name, value in config_schema["properties"].items()}
     required = [f"{NAMESPACE}:{name}" for name in config_schema.get("required", [])]
@@ -45,8 +81,9 @@ def stack_file_schema() -> dict[str, Any]:
                 "properties": {
                     "aws:region": {
                         "type": "string",
-                        "pattern": REGION_PATTERN,
-                        "description": "The AWS region the stack deploys into, such as us-east-1.",
+                        "enum": sorted(known_regions()),
+                        "description": "The AWS region the stack deploys into, such as us-east-1: one of the "
+                        "regions of botocore's endpoint data, as the CLI checks it.",
                     },
                     **keys,
                 },

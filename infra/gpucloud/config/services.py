@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from gpucloud.config.weights import WeightsConfig
-from gpucloud.config.fields import ConfigModel, ResourceName, shaped
+from gpucloud.config.fields import ConfigModel, JsonShape, ResourceName, json_pattern, shaped
 
 if TYPE_CHECKING:
     from gpucloud.config.access import DataConfig
@@ -41,13 +41,18 @@ ECR_IMAGE = re.compile(ECR_REPOSITORY + r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|
 (ECR user guide, "Pulling an image", and the repository name pattern of CreateRepository,
 `(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*`, botocore ecr model, read 2026-11-25)."""
 
+IMAGE_REFERENCE = (
+    r"(?:[a-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9][a-z0-9._/-]*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})"
+)
 ImageReference = Annotated[str, shaped(
-    r"(?:[a-z0-9.-]+(?::[0-9]+)?/)?[a-z0-9][a-z0-9._/-]*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[0-9a-f]{64})",
-    "use a pinned image reference, [registry/]repository:tag or [registry/]repository@sha256:<digest>", 400)]
+    IMAGE_REFERENCE, "use a pinned image reference, [registry/]repository:tag or [registry/]repository@sha256:<digest>", 400)]
 EnvName = Annotated[str, shaped(r"[A-Za-z_][A-Za-z0-9_]*", "use letters, digits and _, not starting with a digit", 128)]
 EnvValue = Annotated[str, StringConstraints(max_length=1024)]
 Argument = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
-SSM_PARAMETER = re.compile(r"(?!(?i:aws|ssm))[A-Za-z0-9_.-]+|(?:/(?!(?i:aws|ssm))[A-Za-z0-9_.-]+)(?:/[A-Za-z0-9_.-]+){0,14}")
+RESERVED_PARAMETER_START = "[Aa][Ww][Ss]|[Ss][Ss][Mm]"
+"""aws or ssm in any case, spelt without an inline flag so that JSON Schema's patterns can say it too."""
+SSM_PARAMETER = re.compile(rf"(?!{RESERVED_PARAMETER_START})[A-Za-z0-9_.-]+"
+                           rf"|(?:/(?!{RESERVED_PARAMETER_START})[A-Za-z0-9_.-]+)(?:/[A-Za-z0-9_.-]+){{0,14}}")
 """A parameter name as PutParameter takes it: letters, digits and `_.-`, `/` between up to fifteen
 levels with a leading `/` for a hierarchy, not starting with aws or ssm, 2048 characters at most (botocore ssm
 model, PutParameter Name and PSParameterName; read 2026-11-28)."""
@@ -58,8 +63,17 @@ SECRET_ARN = re.compile(r"arn:aws[a-z-]*:secretsmanager:[a-z]{2}(?:-gov)?-[a-z]+
                         r"[A-Za-z0-9/_+=.@-]{1,512}-[A-Za-z0-9]{6}")
 """A secret's whole ARN: its name, then the hyphen and six characters Secrets Manager appends (the
 same model's CreateSecret ARN; a partial ARN matches no IAM resource)."""
-SecretReference = Annotated[str, StringConstraints(min_length=5, max_length=2100)]
-SECRET_LOOKING = re.compile(r"SECRET|PASSWORD|PASSWD|TOKEN|ACCESS_KEY|PRIVATE_KEY|CREDENTIAL", re.IGNORECASE)
+SECRET_REFERENCE = (rf"ssm:(?=.{{1,2048}}$)(?:{SSM_PARAMETER.pattern})"
+                    rf"|secretsmanager:(?:{SECRET_ARN.pattern}|{SECRET_NAME.pattern})")
+"""`secret_reference_problem`'s shapes as one pattern, for the JSON Schema."""
+SecretReference = Annotated[
+    str, StringConstraints(min_length=5, max_length=2100), JsonShape(pattern=json_pattern(SECRET_REFERENCE))
+]
+SECRET_LOOKING_WORDS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL")
+SECRET_LOOKING = re.compile("|".join(SECRET_LOOKING_WORDS), re.IGNORECASE)
+SECRET_LOOKING_NAME = "|".join("".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in word)
+                               for word in SECRET_LOOKING_WORDS)
+"""SECRET_LOOKING without its flag, for the JSON Schema's env names."""
 LocalPath = Annotated[str, shaped(r"/[A-Za-z0-9._\-/]*", "use an absolute path of letters, digits and . _ - /", 200)]
 Install = Literal["pip", "image"]
 """pip: the node installs a pinned release from PyPI into its own virtual environment at the
@@ -123,12 +137,13 @@ class ContainerConfig(ConfigModel):
     name: ResourceName
     """The service's name, unique in the group: its systemd unit is `gpucloud-container@<name>` and its container
     `gpucloud-<name>`."""
-    image: ImageReference
+    image: Annotated[ImageReference, JsonShape(pattern=json_pattern(rf"(?!.*:latest$)(?:{IMAGE_REFERENCE})"))]
     """A pinned image, `[registry/]repository:tag` or `@sha256:<digest>` (the tag latest is refused); with egress
     endpointsOnly, only this account's ECR in the stack's region."""
     command: list[Argument] | None = Field(default=None, min_length=1, max_length=64)
     """Arguments given after the image, as an argv list (no shell): they replace the image's CMD."""
-    env: dict[EnvName, EnvValue] = Field(default_factory=dict, max_length=50)
+    env: Annotated[dict[EnvName, EnvValue], JsonShape(propertyNames={"not": {"pattern": SECRET_LOOKING_NAME}})] = Field(
+        default_factory=dict, max_length=50)
     """Environment variables, name to value. Values travel in clear in the launch template's user data, so names
     that look like secrets (TOKEN, SECRET, PASSWORD, ...) are refused: give those in secretEnv."""
     secret_env: dict[EnvName, SecretReference] = Field(default_factory=dict, max_length=20)
@@ -138,7 +153,7 @@ class ContainerConfig(ConfigModel):
     the values never reach user data, logs or the stack's state."""
     gpus: int | Literal["all"] = "all"
     """GPUs the container sees: all, or a count from 0 (none) to 16."""
-    port: int | None = Field(default=None, ge=1, le=65535)
+    port: int | None = Field(default=None, ge=1, le=65535, json_schema_extra={"not": {"enum": sorted(RESERVED_PORTS)}})
     """The port the service listens on, published on the node as the same port; unique in the group, not 22, 8888,
     6006, 9835 or 9836. A healthCheck and an endpoint need it."""
     health_check: HealthCheckConfig | None = None
