@@ -17,6 +17,7 @@ ACCOUNT = "123456789012"
 _IDS = (
     (re.compile(r"\bi-[0-9a-f]{8,17}\b"), "${instanceId}"),
     (re.compile(r"\bvol-[0-9a-f]{8,17}\b"), "${volumeId}"),
+    (re.compile(r"\bcr-[0-9a-f]{17}\b"), "${capacityReservationId}"),
     (re.compile(r"arn:aws:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]+"), "${keyArn}"),
     # A secret `secretEnv` names, by its whole ARN (the name, a hyphen and six characters).
     (re.compile(r"arn:aws:secretsmanager:[a-z0-9-]+:\d{12}:secret:[A-Za-z0-9/_+=.@-]+-[A-Za-z0-9]{6}"), "${secretArn}"),

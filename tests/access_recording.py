@@ -292,6 +292,7 @@ COMMANDS = {
     ("ops/supervised_jobs.py", "follow"): "run",
     ("ops/supervised_jobs.py", "jobs"): "jobs",
     ("connect.py", "find_connection"): "connect",
+    ("ops/capacity.py", "buy"): "capacityBuy",
 }
 """(module, function) -> the command it is: a test of `logs` that first runs a job measures `run`'s
 calls as `run`'s."""

@@ -86,6 +86,7 @@ def stubbed_ec2(*, purchase: bool) -> tuple[object, Stubber, list[dict]]:
     return ec2, stubber, purchases
 
 
+@pytest.mark.access_calls("person:deployer", "capacityBuy")
 def test_the_block_is_bought_once_by_the_command_and_never_by_the_program(stack_file, capsys):
     before = plan_stack(load_stack_file(stack_file), facts=AccountFacts.model_validate({"capacityBlockOfferings": [OFFERING_FACTS]}))
     [failure] = [finding.message for finding in before.findings if finding.rule == "program-error"]
@@ -153,3 +154,25 @@ def test_a_flow_style_offering_is_replaced_and_a_missing_one_is_refused():
     assert edited == f"config:\n  gpu-cloud:groups:\n    - {{name: serve, capacity: {{capacityBlock: {{reservationId: {BOUGHT}}}}}}}\n"
     with pytest.raises(CapacityError, match="no groups\\[name=train\\]"):
         name_block_in_stack_file(text, "train", BOUGHT, "bought")
+
+
+@pytest.mark.access_calls("person:deployer", "capacityBuy")
+def test_the_offering_is_looked_for_in_the_zones_of_the_stack_s_own_subnets(stack_file, capsys):
+    """A stack on its own subnets runs only in their zones: an earlier offering elsewhere is passed over."""
+    stack_file.write_text(STACK_FILE.replace(
+        "  gpu-cloud:groups:\n", "  gpu-cloud:network:\n    subnetIds: [subnet-0a1b2c3d4e5f60001]\n  gpu-cloud:groups:\n"))
+    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    offered = {"InstanceType": "p5.48xlarge", "InstanceCount": 2, "EndDate": END, "CapacityBlockDurationHours": 96,
+               "UpfrontFee": "7000.00", "CurrencyCode": "USD"}
+    with Stubber(ec2) as stubber:
+        stubber.add_response("describe_capacity_reservations", {"CapacityReservations": []})
+        stubber.add_response("describe_subnets", {"Subnets": [
+            {"SubnetId": "subnet-0a1b2c3d4e5f60001", "AvailabilityZone": "us-east-1a"}]})
+        stubber.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": [
+            {**offered, "CapacityBlockOfferingId": "cb-0aaaaaaaaaaaaaaa1", "AvailabilityZone": "us-east-1b",
+             "StartDate": START - datetime.timedelta(days=1)},
+            {**offered, "CapacityBlockOfferingId": OFFERING, "AvailabilityZone": "us-east-1a", "StartDate": START}]})
+
+        assert buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm=None) is None
+
+    assert f"offering {OFFERING}: 2 x p5.48xlarge in us-east-1a" in capsys.readouterr().out

@@ -42,6 +42,7 @@ EXAMPLE_JOB_TIME = "20261128120000-0a1b"
 """A job id is `<group>-<utc time>-<4 hex>` (ops/jobs.py new_job_id); the check uses this one."""
 EXAMPLE_INSTANCE = "i-0123456789abcdef0"
 EXAMPLE_VOLUME = "vol-0123456789abcdef0"
+EXAMPLE_RESERVATION = "cr-0123456789abcdef0"
 EXAMPLE_SESSION = "notebook-user-0123456789abcdef0"
 """A Session Manager session id: the starter's name and 17 hex digits."""
 EXAMPLE_ROLE_ID = "AROAEXAMPLENOTEBOOKID"
@@ -53,6 +54,9 @@ EXAMPLE_LOG_STREAM = f"0b5c8f3e-example-command/{EXAMPLE_INSTANCE}/aws-runShellS
 BUCKET_OBJECT = "aws:s3/bucketObjectv2:BucketObjectv2"
 AUTOSCALING_GROUP = "aws:autoscaling/group:Group"
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+DEPLOYING_PERSON = "person:deployer"
+"""Who runs `gpucloud capacity buy` (before `pulumi up`, with the deployer's credentials, which the
+plan does not hold)."""
 NOTEBOOK_USER = "person:notebookUser"
 """Who runs `gpucloud connect` and reads a group's token: one person per group, holding that
 group's notebook user policy where the group asks for one (`services.jupyter.userPolicy`)."""
@@ -80,6 +84,8 @@ def stack_features(settings: StackSettings) -> dict[str, tuple[str, list[str]]]:
             features.setdefault(feature, ("node", []))[1].append(group.name)
     jupyter = [group.name for group in config.groups if group.services.jupyter is not None]
     logging = [group.name for group in config.groups if group.endpoint is not None and group.endpoint.access_logs.enabled]
+    to_buy = [group.name for group in config.groups
+              if group.capacity.capacity_block is not None and group.capacity.capacity_block.offering is not None]
     stack_wide = {
         "sessionManager": ("node", config.access.ssm), "run": ("person:jobRunner", config.access.ssm),
         "logs": ("person:jobRunner", config.access.ssm), "stop": ("person:jobRunner", config.access.ssm),
@@ -93,8 +99,9 @@ def stack_features(settings: StackSettings) -> dict[str, tuple[str, list[str]]]:
         "backup": ("deployer", any(group.persistent_volume_gib for group in config.groups)),
         "logGroups": ("service:logs.amazonaws.com", True), "groups": ("deployer", True), "agentBundle": ("deployer", True),
         "flowLogs": ("deployer", config.network.created), "jobSupervisor": ("deployer", True),
+        "capacityBuy": (DEPLOYING_PERSON, bool(to_buy)),
     }
-    concerns = {"services.jupyter": jupyter, "endpoint.accessLogs": logging}
+    concerns = {"services.jupyter": jupyter, "endpoint.accessLogs": logging, "capacityBuy": to_buy}
     for feature, (actor, used) in stack_wide.items():
         if used:
             features.setdefault(feature, (actor, concerns.get(feature, everyone)))
@@ -112,7 +119,7 @@ def placeholder_values(settings: StackSettings, resources: Sequence[AppliedResou
         "dataBucket": [data.bucket] if data else [], "readPrefix": list(data.read_prefixes) if data else [],
         "writePrefix": list(data.write_prefixes) if data else [],
         "instanceId": [EXAMPLE_INSTANCE], "volumeId": [EXAMPLE_VOLUME], "logGroup": [job_log_group_name(base)],
-        "sessionId": [EXAMPLE_SESSION],
+        "sessionId": [EXAMPLE_SESSION], "capacityReservationId": [EXAMPLE_RESERVATION],
         "objectKey": [EXAMPLE_OBJECT], "logStream": [EXAMPLE_LOG_STREAM],
         "elbLogWriter": [next(iter(log_writer(settings.region, partition_of(settings.region)).values()))],
         "repository": sorted({match["repository"] for group in config.groups for match in group.services.ecr_images}),

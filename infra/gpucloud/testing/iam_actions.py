@@ -47,6 +47,7 @@ SESSION = f"{_PREFIX}:ssm:{_REGIONAL}:session/<SessionId>"
 `session`; read 2026-11-28). What conditions read of it are the tags Session Manager puts on it
 when it starts (`aws:ssmmessages:session-id`: the starter's aws:userid), which the call itself
 does not carry: the recorder gives them (tests/access_recording.py, `ran_printed`)."""
+CAPACITY_RESERVATION = f"{_PREFIX}:ec2:{_REGIONAL}:capacity-reservation/<CapacityReservationId>"
 LOG_GROUP = f"{_PREFIX}:logs:{_REGIONAL}:log-group:<logGroupName>:*"
 LOG_STREAM = f"{_PREFIX}:logs:{_REGIONAL}:log-group:<logGroupName>:log-stream:<logStreamName>"
 WORKSPACE = f"{_PREFIX}:aps:{_REGIONAL}:workspace/${{workspaceId}}"
@@ -105,6 +106,10 @@ ACTIONS: Mapping[tuple[str, str], Action] = {
     ("ec2", "DescribeTags"): Action("ec2:DescribeTags"),
     ("ec2", "DescribeSubnets"): Action("ec2:DescribeSubnets"),
     ("ec2", "AttachVolume"): Action("ec2:AttachVolume", (INSTANCE, VOLUME)),
+    ("ec2", "DescribeCapacityReservations"): Action("ec2:DescribeCapacityReservations"),
+    ("ec2", "DescribeCapacityBlockOfferings"): Action("ec2:DescribeCapacityBlockOfferings"),
+    # Authorized on the reservation it creates, whose id the answer holds (`_purchase_calls`).
+    ("ec2", "PurchaseCapacityBlock"): Action("ec2:PurchaseCapacityBlock", ()),
     ("ssm", "GetParameter"): Action("ssm:GetParameter", (PARAMETER,)),
     # GetSecretValue is authorized on the secret's whole ARN, which the answer holds (`_secretsmanager_calls`).
     ("secretsmanager", "GetSecretValue"): Action("secretsmanager:GetSecretValue", ()),
@@ -235,6 +240,21 @@ def _sns_kms_calls(operation: str, params: Mapping[str, Any], topic_key: Callabl
     return [_kms(action, "sns", {}, key) for action in ("kms:GenerateDataKey", "kms:Decrypt")] if key else []
 
 
+def _purchase_calls(operation: str, params: Mapping[str, Any], response: Mapping[str, Any]) -> list[IamCall]:
+    """Buying a Capacity Block: PurchaseCapacityBlock on the `capacity-reservation` it creates
+    (Service Authorization Reference, Amazon EC2: resource type `capacity-reservation*`), and, when
+    the request tags it, ec2:CreateTags on it with `ec2:CreateAction` naming the purchase (EC2 user
+    guide, "Grant permission to tag Amazon EC2 resources during creation"); read 2026-11-28."""
+    reservation = response.get("CapacityReservation", {}).get("CapacityReservationId")
+    if operation != "PurchaseCapacityBlock" or not reservation:
+        return []
+    arn = _fill(CAPACITY_RESERVATION, {"CapacityReservationId": reservation})[0]
+    calls = [IamCall("ec2:PurchaseCapacityBlock", arn, {})]
+    if params.get("TagSpecifications"):
+        calls.append(IamCall("ec2:CreateTags", arn, {"ec2:CreateAction": "PurchaseCapacityBlock"}))
+    return calls
+
+
 def _ec2_kms_calls(operation: str, params: Mapping[str, Any], encrypted_volume: Callable[[str], bool]) -> list[IamCall]:
     """Attaching an encrypted volume: EC2 creates a grant on the key for the instance with the
     caller's credentials, through ec2.<region>, a grant for an AWS resource (EBS user guide,
@@ -266,7 +286,7 @@ def iam_calls(service: str, operation: str, params: Mapping[str, Any], response:
     elif service == "secretsmanager":
         calls += _secretsmanager_calls(operation, response)
     elif service == "ec2":
-        calls += _ec2_kms_calls(operation, params, encrypted_volume)
+        calls += _ec2_kms_calls(operation, params, encrypted_volume) + _purchase_calls(operation, params, response)
     elif service == "sns":
         calls += _sns_kms_calls(operation, params, topic_key)
     return calls
