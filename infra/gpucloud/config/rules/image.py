@@ -74,7 +74,7 @@ def _group_problems(group: GroupConfig, index: int, needs: list[Reliance]) -> li
     provides = group.image.provides if group.image else None
     if group.ami_id is None:
         image = default_image()
-        # services.py already refuses install: image on the default image
+        # rules/services.py already refuses install: image on the default image
         needs = [need for need in needs if need.software not in ("jupyterlab", "tensorboard")]
         return [(f"{NAMESPACE}:{feature}", (
             f"relies on {' and '.join(software)} in the image, and group {group.name!r} runs the default image "
