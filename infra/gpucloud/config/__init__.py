@@ -1,8 +1,9 @@
 """Typed stack configuration: parsed once, at the edge, from Pulumi config or a stack file.
 
-The models are split by section of the stack file; rules that need no AWS lookup live on them,
-one named validator each. Rules that need AWS facts (GPU types, EFA, subnets) are in
-`gpucloud.lookups`.
+The models are split by section of the stack file, plain data: a rule within one section is a named
+validator on its model; a rule that ties a section to the rest of the stack is in
+`gpucloud.config.rules`, which the loader (`gpucloud.config.loader`) runs after parsing. Rules that
+need AWS facts (GPU types, EFA, subnets) are in `gpucloud.lookups`.
 """
 
 from gpucloud.config.access import AccessConfig, DataConfig
