@@ -102,3 +102,19 @@ def test_every_aws_operation_the_person_commands_call_was_measured():
     person_code = [*(PACKAGE / "ops").glob("*.py"), PACKAGE / "connect.py"]
     unmeasured = _operations_called(person_code) - _measured_operations(set(PERSON_COMMANDS))
     assert not unmeasured, f"the person commands call {sorted(unmeasured)} and no ops test measured it"
+
+
+def test_a_stack_with_a_block_to_buy_counts_the_buy_command_and_it_was_measured():
+    from gpucloud.plan.access import DEPLOYING_PERSON, stack_features
+    from support import minimal_config, settings_for
+
+    block = {"offering": {"instanceType": "p5.48xlarge", "count": 2, "durationHours": 96,
+                          "startAfter": "2027-02-20", "endBefore": "2027-03-10"}}
+    group = {"name": "pretrain", "instanceTypes": ["p5.48xlarge"], "minSize": 2, "maxSize": 2, "spotPercent": 0,
+             "capacity": {"capacityBlock": block}}
+    settings = settings_for(minimal_config(groups=[group]))
+
+    assert stack_features(settings)["capacityBuy"] == (DEPLOYING_PERSON, ["pretrain"])
+    assert "capacityBuy" in access_recording.recorded_features()[DEPLOYING_PERSON]
+    held = settings_for(minimal_config(groups=[{**group, "capacity": {"capacityBlock": {"reservationId": "cr-0123456789abcdef0"}}}]))
+    assert "capacityBuy" not in stack_features(held)
