@@ -3,6 +3,12 @@ AWS service principals acting for the stack, and AWS's own agents on the node (t
 the SSM Agent, docker pulling from ECR), whose calls gpucloud.config.node_endpoints.AGENT_CALLS
 names by endpoint. test_access_calls.py keeps access_calls.json holding exactly these.
 
+Why each cannot be measured on moto: the service principals' calls are made inside AWS, and moto
+runs none of them (its CloudWatch does not fire alarm actions, Budgets sends no notification, Logs,
+Backup, FSx and Auto Scaling never call KMS or S3 for the stack, no load balancer delivers logs);
+the agents and mount-s3 are binaries the tests do not run. Everything the project's own code calls,
+and the commands it prints (through their AWS CLI or plugin's API calls), is measured instead.
+
 `principal`, where given, is who AWS sees make the call when that is a role or another account, not
 the service principal of `actor`: FSx's per-file-system service-linked role, the stack's backup
 role, the region's Elastic Load Balancing log writer (documents/load_balancer_logs.log_writer).
