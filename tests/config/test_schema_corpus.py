@@ -1,7 +1,7 @@
 """Broken stack files, each refused by the command line, against the packaged JSON Schema: an editor
 with the schema should mark every one of them too, except the listed few a schema cannot express
 (rules between keys, arithmetic on a value), each with its reason. Against the schema before this
-test, 43 of these 45 files passed: it knew the keys but none of the formats the CLI checks."""
+test, 50 of these 52 files passed: it knew the keys but none of the formats the CLI checks."""
 
 from __future__ import annotations
 
@@ -65,14 +65,21 @@ BROKEN: list[tuple[str, tuple, Any]] = [
     ("image tagged latest", (*CONTAINER, "image"), "vllm/vllm-openai:latest"),
     ("image tag with a space", (*CONTAINER, "image"), "vllm/vllm-openai:v0.6 3"),
     ("container on the SSH port", (*CONTAINER, "port"), 22),
+    ("container with 17 GPUs", (*CONTAINER, "gpus"), 17),
+    ("env value with a NUL", (*CONTAINER, "env"), {"HF_HOME": "/scratch\x00"}),
     ("secret in env", (*CONTAINER, "env"), {"HF_TOKEN": "hf_abc"}),
     ("secretEnv of an unknown store", (*CONTAINER, "secretEnv"), {"HF_TOKEN": "vault:/llm/hf"}),
     ("group name in capitals", (*GROUP, "name"), "Servers"),
     ("instance type without a size", (*GROUP, "instanceTypes"), ["g5"]),
+    ("instance type listed twice", (*GROUP, "instanceTypes"), ["g5.2xlarge", "g5.2xlarge"]),
+    ("slow start under 30 seconds", (*ENDPOINT, "slowStartSeconds"), 10),
+    ("security group listed twice", (*ENDPOINT, "allowedSecurityGroupIds"), ["sg-0123456789abcdef0"] * 2),
+    ("Jupyter CIDR listed twice", ("gpu-cloud:access",), {"jupyterCidrs": ["10.0.0.0/8", "10.0.0.0/8"]}),
     ("misspelt group key", (*GROUP, "maxsize"), 8),
     ("subnet listed twice", ("gpu-cloud:network",), {"subnetIds": ["subnet-0123456789abcdef0"] * 2}),
     ("schedule that sets no size", SCHEDULE, {"name": "night", "recurrence": "0 20 * * *"}),
     ("minSize above maxSize", (*GROUP, "minSize"), 9),
+    ("two schedules of one name", (*GROUP, "scaling", "schedules"), [dict(NIGHT), {**NIGHT, "maxSize": 2}]),
     ("ssh with Session Manager", ("gpu-cloud:access",), {"sshCidrs": ["10.0.0.0/8"]}),
 ]
 """(what is wrong, the key path, the broken value): each a stack file the CLI refuses."""
@@ -82,6 +89,7 @@ SCHEMA_CANNOT_SAY = {
     "the address a pattern does not do",
     "cron range that runs backwards": "20-8 is two hours in range; comparing them is arithmetic a pattern does not do",
     "minSize above maxSize": "compares two keys' values, which JSON Schema cannot",
+    "two schedules of one name": "uniqueItems compares whole items; names unique within a list it cannot say",
     "ssh with Session Manager": "sshCidrs is refused only while ssm is true (its default): a rule between keys",
 }
 """The broken files the schema lets through, and why no schema could refuse them."""

@@ -31,13 +31,13 @@ class DataConfig(ConfigModel):
 class AccessConfig(ConfigModel):
     """Who may reach the instances. Empty lists are the default: no ingress at all."""
 
-    ssh_cidrs: list[Cidr] = Field(default_factory=list)
+    ssh_cidrs: list[Cidr] = Field(default_factory=list, json_schema_extra={"uniqueItems": True})
     """Ranges admitted to port 22 of the nodes, each once (0.0.0.0/0 and ::/0 are refused); must stay empty while
     ssm is true."""
-    jupyter_cidrs: list[Cidr] = Field(default_factory=list)
+    jupyter_cidrs: list[Cidr] = Field(default_factory=list, json_schema_extra={"uniqueItems": True})
     """Ranges admitted to JupyterLab's port 8888 on the nodes, each once (0.0.0.0/0 and ::/0 are refused); useful
     only over a network routed into the VPC (else use `gpucloud connect`)."""
-    tensorboard_cidrs: list[Cidr] = Field(default_factory=list)
+    tensorboard_cidrs: list[Cidr] = Field(default_factory=list, json_schema_extra={"uniqueItems": True})
     """Ranges admitted to TensorBoard's port 6006 on the nodes, each once (0.0.0.0/0 and ::/0 are refused)."""
     ssm: bool = True
     """Session Manager instead of SSH: true gives the node role what the SSM agent needs (`gpucloud connect` uses

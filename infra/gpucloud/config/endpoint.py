@@ -75,9 +75,11 @@ class EndpointConfig(ConfigModel):
     internal/service/elbv2/load_balancer.go, read 2026-11-25)."""
     allowed_cidrs: list[Cidr] = Field(default_factory=list, max_length=50)
     """Caller ranges admitted on the listener port (0.0.0.0/0 and ::/0 are refused)."""
-    allowed_security_group_ids: list[SecurityGroupId] = Field(default_factory=list, max_length=50)
+    allowed_security_group_ids: list[SecurityGroupId] = Field(default_factory=list, max_length=50,
+                                                               json_schema_extra={"uniqueItems": True})
     """Who may call the endpoint: these ranges and the members of these security groups, nobody else."""
-    slow_start_seconds: int = 120
+    slow_start_seconds: int = Field(default=120, json_schema_extra={"minimum": 0, "maximum": 900,
+                                                                    "not": {"exclusiveMinimum": 0, "exclusiveMaximum": 30}})
     """How long a new node's share of requests ramps up after it first passes the health check
     (0 turns it off): the model is in GPU memory but its caches are cold."""
     deregistration_delay_seconds: int = Field(default=300, ge=0, le=3600)

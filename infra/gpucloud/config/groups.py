@@ -96,7 +96,8 @@ class GroupConfig(ConfigModel):
     name: ResourceName
     """The group's name, unique in the stack: part of its resources' names (its Auto Scaling group is
     `gpu-cloud-<name base>-<name>`)."""
-    instance_types: list[InstanceType] = Field(default_factory=list, max_length=20)
+    instance_types: list[InstanceType] = Field(default_factory=list, max_length=20,
+                                               json_schema_extra={"uniqueItems": True})
     """GPU instance types the group launches, each once, checked against EC2's GPU information in the region; or
     instanceRequirements instead (one of the two)."""
     instance_requirements: InstanceRequirementsConfig | None = None

@@ -47,7 +47,7 @@ IMAGE_REFERENCE = (
 ImageReference = Annotated[str, shaped(
     IMAGE_REFERENCE, "use a pinned image reference, [registry/]repository:tag or [registry/]repository@sha256:<digest>", 400)]
 EnvName = Annotated[str, shaped(r"[A-Za-z_][A-Za-z0-9_]*", "use letters, digits and _, not starting with a digit", 128)]
-EnvValue = Annotated[str, StringConstraints(max_length=1024)]
+EnvValue = Annotated[str, StringConstraints(max_length=1024), JsonShape(pattern="^[^\\u0000]*$")]
 Argument = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 RESERVED_PARAMETER_START = "[Aa][Ww][Ss]|[Ss][Ss][Mm]"
 """aws or ssm in any case, spelt without an inline flag so that JSON Schema's patterns can say it too."""
@@ -151,7 +151,7 @@ class ContainerConfig(ConfigModel):
     `ssm:<parameter name>` (a SecureString) or `secretsmanager:<secret name or whole ARN>`, in the stack's
     region. The node role may read exactly these (and decrypt them through SSM or Secrets Manager);
     the values never reach user data, logs or the stack's state."""
-    gpus: int | Literal["all"] = "all"
+    gpus: Annotated[int, JsonShape(minimum=0, maximum=16)] | Literal["all"] = "all"
     """GPUs the container sees: all, or a count from 0 (none) to 16."""
     port: int | None = Field(default=None, ge=1, le=65535, json_schema_extra={"not": {"enum": sorted(RESERVED_PORTS)}})
     """The port the service listens on, published on the node as the same port; unique in the group, not 22, 8888,
