@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from gpucloud.config.cold_start import WeightsConfig, weights_tier
 from gpucloud.config.groups import GroupConfig
+from gpucloud.config.storage import LUSTRE_MOUNT_PATH, S3_MOUNT_ROOT, lustre_path
 from gpucloud.config.stack import StackConfig
 from gpucloud.config.node_role import ecr_repository_arns, secret_references
 from gpucloud.config.services import tensorboard_log_dir, token_parameter_arn
@@ -81,8 +83,23 @@ def node_services_document(config: StackConfig, group: GroupConfig, base: str, r
             "health": health.model_dump() if health else None,
             "restart": container.restart_policy,
             "ecr_region": ecr["region"] if ecr else None,
+            **({"weights": weights_document(config, container.weights)} if container.weights else {}),
         })
+    if group.warm_pool is not None and group.warm_pool.prepull_images:
+        document["prepull_images"] = True
+    lustre = config.storage.lustre
+    if lustre is not None and lustre.preload_prefixes:
+        document["preload"] = [f"{LUSTRE_MOUNT_PATH}{lustre_path(prefix)}" for prefix in lustre.preload_prefixes]
     return document
+
+
+def weights_document(config: StackConfig, weights: WeightsConfig) -> dict:
+    """Where the node reads a container's weights: copied from the bucket to /scratch (no path), or
+    in place under the Lustre or Mountpoint mount of their prefix (`config.cold_start.weights_tier`)."""
+    tier = weights_tier(config, weights)
+    path = {"fsx": f"{LUSTRE_MOUNT_PATH}/{weights.prefix.rstrip('/')}",
+            "mountpoint": f"{S3_MOUNT_ROOT}/{weights.prefix.rstrip('/')}"}.get(tier)
+    return {"bucket": weights.bucket, "prefix": weights.prefix, **({"path": path} if path else {})}
 
 
 @dataclass(frozen=True)

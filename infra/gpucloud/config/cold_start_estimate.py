@@ -139,21 +139,22 @@ def _copy(config: StackConfig, container: ContainerConfig, instance_store: bool)
 
 
 def _load(config: StackConfig, container: ContainerConfig, instance_store: bool) -> Phase | None:
-    """The server's read of its weights from their tier while it starts."""
+    """The server's load of its weights from their tier into the GPU while it starts: the slower of
+    the tier and the measured load into GPU memory."""
     weights = container.weights
     if weights is None:
         return None
-    tier = weights_tier(config, weights)
+    tier, into_gpu = weights_tier(config, weights), _rate("gpuLoadMBps")
     if tier == "scratch":
         disk, disk_name = _disk(instance_store)
-        return _transfer(weights.size_gib, disk, f"{container.name} reads /scratch on the {disk_name}")
+        return _transfer(weights.size_gib, min(disk, into_gpu), f"{container.name} loads from /scratch on the {disk_name}")
     if tier == "mountpoint":
-        return _transfer(weights.size_gib, _rate("s3ReadMBps"), f"{container.name} reads S3 through Mountpoint")
+        return _transfer(weights.size_gib, min(_rate("s3ReadMBps"), into_gpu), f"{container.name} loads from S3 through Mountpoint")
     lustre = config.storage.lustre
     preloaded = lustre is not None and any(weights.prefix.startswith(p) for p in lustre.preload_prefixes)
     share = 1.0 if preloaded else _rate("lustreLazyLoadShare")
     what = "preloaded Lustre" if preloaded else "Lustre, lazy-loading from S3 at first read"
-    return _transfer(weights.size_gib, _lustre_throughput(config) * share, f"{container.name} reads {what}")
+    return _transfer(weights.size_gib, min(_lustre_throughput(config) * share, into_gpu), f"{container.name} loads from {what}")
 
 
 def _weights_phases(config: StackConfig, containers: list[ContainerConfig], instance_store: bool) -> list[Phase]:

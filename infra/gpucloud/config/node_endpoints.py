@@ -18,6 +18,8 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpucloud.config.cold_start import weights_tier
+
 if TYPE_CHECKING:
     from gpucloud.config.groups import GroupConfig
     from gpucloud.config.stack import StackConfig
@@ -28,7 +30,7 @@ EVERY_NODE = ("bootstrap", "launchHook", "drain", "watch")
 """Bootstrap stub (fetch the bundle, ABANDON on failure), boot gate and launch heartbeat, drain on
 scale-in or spot notice, GPU watch: every node runs them."""
 NODE_FEATURES = (*EVERY_NODE, "healthReplace", "dataVolume", "persistentVolume", "checkpointToS3", "prometheus",
-                 "jupyterToken", "ecrImage", "jobEcrImage", "containerSecrets")
+                 "jupyterToken", "ecrImage", "jobEcrImage", "containerSecrets", "containerWeights")
 """What node code does, each measured by the node tests marked with it."""
 
 AGENT_CALLS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
@@ -104,6 +106,9 @@ def group_features(config: StackConfig, group: GroupConfig) -> list[str]:
         features += ["ecrImage", "dockerPullsFromEcr"]
     if any(container.secret_env for container in group.services.containers):
         features.append("containerSecrets")
+    if any(container.weights and weights_tier(config, container.weights) == "scratch"
+           for container in group.services.containers):
+        features.append("containerWeights")
     if group.jobs.ecr_repositories:
         features += ["jobEcrImage", "dockerPullsJobImageFromEcr"]
     if config.access.ssm:
@@ -149,6 +154,7 @@ _KEYS = {
     "ecrImage": "groups[{}].services.containers",
     "dockerPullsFromEcr": "groups[{}].services.containers",
     "containerSecrets": "groups[{}].services.containers[].secretEnv",
+    "containerWeights": "groups[{}].services.containers[].weights",
     "jobEcrImage": "groups[{}].jobs.ecrRepositories",
     "dockerPullsJobImageFromEcr": "groups[{}].jobs.ecrRepositories",
     "jobOutput": "groups[{}] job output (access.ssm)",

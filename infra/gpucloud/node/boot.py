@@ -11,14 +11,19 @@ from __future__ import annotations
 import json
 import logging
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
+from gpucloud.node import boot_phases
 from gpucloud.node.commands import CommandRunner
 
 MANIFEST_MEMBER = "boot/manifest.json"
 ROOT_ENV = "GPUCLOUD_ROOT"
 STEP_TIMEOUT_S = 3 * 3600
 """A backstop only: systemd holds each unit to its own TimeoutStartSec."""
+MOUNT_UNIT = "gpucloud-storage.service"
+"""userdata.layout.STORAGE_UNIT (a test holds them equal): the step that starts it is the mount phase."""
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +47,14 @@ def install_files(manifest: dict, source: Path, root: Path) -> list[Path]:
     return written
 
 
-def boot(run: CommandRunner, source: Path | None = None, root: Path | None = None) -> int:
-    """0 when every file was installed and every step succeeded, else 1 (after trying them all)."""
+def boot(run: CommandRunner, source: Path | None = None, root: Path | None = None,
+         clock: Callable[[], float] = time.time) -> int:
+    """0 when every file was installed and every step succeeded, else 1 (after trying them all).
+    Records the boot, agent and mount phases (`boot_phases`)."""
+    started = clock()
+    booted = boot_phases.kernel_start()
+    if booted is not None:
+        boot_phases.note("boot", booted, started)
     source = source or bundle_dir()
     root = root or Path(os.environ.get(ROOT_ENV, "/"))
     manifest = json.loads((source / MANIFEST_MEMBER).read_text(encoding="utf-8"))
@@ -51,7 +62,13 @@ def boot(run: CommandRunner, source: Path | None = None, root: Path | None = Non
         log.info("installed %s", path)
     failed = 0
     for argv in manifest["steps"]:
+        mount = MOUNT_UNIT in argv
+        if mount:
+            boot_phases.note("agent", started, clock())
+        step_started = clock()
         result = run(argv, STEP_TIMEOUT_S)
+        if mount:
+            boot_phases.note("mount", step_started, clock())
         if result.ok:
             log.info("%s: done", " ".join(argv))
         else:

@@ -27,6 +27,7 @@ from gpucloud.node.launcher import DEFAULT_PORT, JobSpec, Launch, LaunchError, d
 from gpucloud.node.lifecycle import LifecycleError, boto3_client, drain, gate, heartbeat, identify, sync_to_s3
 from gpucloud.node.nvidia import Expectations, HealthReport, check_gpus
 from gpucloud.node.preflight_command import add_preflight_commands
+from gpucloud.node.prepull import prepull
 from gpucloud.node.remote_write import RemoteWriter, region_of
 from gpucloud.node.shared_storage import mount_shared, shared_storage_problems
 from gpucloud.node.service_commands import add_service_commands
@@ -270,7 +271,8 @@ def _check(config: NodeConfig, arguments: argparse.Namespace) -> int:
 
 
 def _gate(config: NodeConfig, arguments: argparse.Namespace) -> int:
-    return gate(config, InstanceMetadata(config.imds_endpoint), lambda: run_node_check(config, arguments.read_only))
+    return gate(config, InstanceMetadata(config.imds_endpoint), lambda: run_node_check(config, arguments.read_only),
+                prepare_for_pool=lambda: prepull(run_command, lambda region: boto3_client("ecr", region)))
 
 
 def _heartbeat(config: NodeConfig, arguments: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gpucloud.node import boot_phases, weights
 from gpucloud.node.commands import CommandRunner
 from gpucloud.node.services import ServiceError, base_environment, load_services, SERVICES_PATH
 
@@ -131,14 +132,17 @@ def docker_run_argv(container: Mapping[str, Any]) -> list[str]:
         argv += ["--publish", f"{container['port']}:{container['port']}"]
     for name in sorted({*(container.get("env") or {}), *(container.get("secret_env") or {})}):
         argv += ["--env", name]
-    argv += ["--env", "AWS_REGION", "--env", "AWS_DEFAULT_REGION"]
+    argv += ["--env", "AWS_REGION", "--env", "AWS_DEFAULT_REGION", *weights.volume_arguments(container)]
     argv.append(container["image"])
     argv += list(container.get("command") or ())
     return argv
 
 
 def container_environment(container: Mapping[str, Any], region: str | None) -> dict[str, str]:
-    return {**base_environment(region), **(container.get("env") or {})}
+    found = {**base_environment(region), **(container.get("env") or {})}
+    if container.get("weights"):
+        found["GPUCLOUD_WEIGHTS_DIR"] = weights.CONTAINER_PATH
+    return found
 
 
 def healthy(port: int, path: str, timeout_s: float) -> bool:
@@ -158,13 +162,18 @@ def supervise(process: Any, container: Mapping[str, Any], probe: Callable[[int, 
     health = container.get("health")
     if not health:
         return process.wait()
+    started_at = time.time()
     started = clock()
     failures = 0
+    answered = False
     while process.poll() is None:
         sleep(health["interval_seconds"])
         if process.poll() is not None:
             break
         if probe(container["port"], health["path"], health["timeout_seconds"]):
+            if not answered:
+                answered = True
+                boot_phases.note("healthy", started_at, time.time(), container["name"])
             failures = 0
             continue
         if clock() - started < health["start_period_seconds"]:
@@ -188,7 +197,9 @@ def serve_container(name: str, run: CommandRunner, ecr_client: Callable[[str], A
     region = container["region"]
     config_dir = config_dir or DOCKER_CONFIG_DIR.format(name)
     try:
-        pull_image(run, container["image"], container.get("ecr_region"), ecr_client, config_dir)
+        with boot_phases.timed("pull", name):
+            pull_image(run, container["image"], container.get("ecr_region"), ecr_client, config_dir)
+        _stage_weights(container, lambda service: _client(aws_client, service, region))
         secrets = read_secrets(container.get("secret_env") or {},
                                lambda service: _client(aws_client, service, region))
     except ServiceError as error:
@@ -198,6 +209,21 @@ def serve_container(name: str, run: CommandRunner, ecr_client: Callable[[str], A
     process = popen(docker_run_argv(container), env={**container_environment(container, region), **secrets})
     docker_stop = lambda: run(["docker", "stop", "--time", "30", CONTAINER_PREFIX + name], 60)  # noqa: E731
     return supervise(process, container, stop=docker_stop)
+
+
+def _stage_weights(container: Mapping[str, Any], client: Callable[[str], Any]) -> None:
+    """Copy the weights to /scratch when that is their tier (the other tiers are mounts already)."""
+    found = container.get("weights")
+    if not found or found.get("path"):
+        return
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    with boot_phases.timed("weights", container["name"]):
+        try:
+            copied = weights.stage(client("s3"), found["bucket"], found["prefix"], Path(weights.weights_path(container)))
+        except (BotoCoreError, ClientError, OSError) as error:
+            raise ServiceError(f"weights s3://{found['bucket']}/{found['prefix']}: {error}") from error
+    log.info("%s: weights copied to %s (%d bytes new)", container["name"], weights.weights_path(container), copied)
 
 
 def _client(aws_client: Callable[[str, str], Any] | None, service: str, region: str | None) -> Any:

@@ -13,11 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpucloud.node import boot_phases
 from gpucloud.node.commands import CommandRunner, run_command
 from gpucloud.node.config import NodeConfig
 from gpucloud.node.imds import InstanceMetadata, MetadataError
 from gpucloud.node.job_drain import drain_budget_s, stop_jobs
 from gpucloud.node.nvidia import HealthReport
+from gpucloud.node.prepull import bound_for_pool
 from gpucloud.node.retry import Backoff, retry
 
 CONTINUE = "CONTINUE"
@@ -114,6 +116,22 @@ def gate(
     client_factory: ClientFactory = boto3_client,
     backoff: Backoff = Backoff(),
     sleep: Sleep = time.sleep,
+    prepare_for_pool: Callable[[], object] | None = None,
+) -> int:
+    """The gate below, recorded as the node's gate phase (`boot_phases`). `prepare_for_pool` runs
+    on a healthy node bound for the warm pool before the hook is completed (`prepull`)."""
+    with boot_phases.timed("gate"):
+        return _gate(config, metadata, run_check, client_factory, backoff, sleep, prepare_for_pool)
+
+
+def _gate(
+    config: NodeConfig,
+    metadata: InstanceMetadata,
+    run_check: Callable[[], HealthReport],
+    client_factory: ClientFactory,
+    backoff: Backoff,
+    sleep: Sleep,
+    prepare_for_pool: Callable[[], object] | None,
 ) -> int:
     """Check the node, then let Auto Scaling put it in service (CONTINUE) or replace it (ABANDON).
     Returns 0 when healthy, 1 when not.
@@ -141,6 +159,8 @@ def gate(
         return verdict
     hook = config.launch_hook_name
     if hook and _lifecycle_hook(autoscaling, group, hook, backoff, sleep):
+        if report.healthy and prepare_for_pool is not None and bound_for_pool(_target_state(metadata)):
+            prepare_for_pool()
         result = CONTINUE if report.healthy else ABANDON
         if complete_lifecycle_action(autoscaling, group, hook, instance_id, result, backoff, sleep):
             return verdict
@@ -157,6 +177,14 @@ def gate(
         )
         log.info("marked %s Unhealthy in %s", instance_id, group)
     return verdict
+
+
+def _target_state(metadata: InstanceMetadata) -> str | None:
+    try:
+        return metadata.target_lifecycle_state()
+    except MetadataError as error:
+        log.info("target lifecycle state unreadable (%s): not bound for a warm pool", error)
+        return None
 
 
 def heartbeat(

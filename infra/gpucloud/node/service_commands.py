@@ -11,7 +11,8 @@ from gpucloud.node.config import NodeConfig
 from gpucloud.node.containers import serve_container
 from gpucloud.node.jupyter import serve_jupyter
 from gpucloud.node.lifecycle import boto3_client
-from gpucloud.node.services import ServiceError, start_services
+from gpucloud.node.preload import preload
+from gpucloud.node.services import ServiceError, load_services, start_services
 from gpucloud.node.tensorboard import serve_tensorboard
 
 log = logging.getLogger("gpucloud.node")
@@ -26,6 +27,9 @@ def add_service_commands(commands: Any) -> None:
     serve.add_argument("service", choices=["jupyter", "tensorboard", "container"])
     serve.add_argument("name", nargs="?", help="the container service's name (serve container NAME)")
     serve.set_defaults(handler=_serve)
+    preload = commands.add_parser(
+        "preload", help="load the Lustre content services.json names into the file system, once for all nodes")
+    preload.set_defaults(handler=_preload)
 
 
 def _services(config: NodeConfig, arguments: argparse.Namespace) -> int:
@@ -34,6 +38,11 @@ def _services(config: NodeConfig, arguments: argparse.Namespace) -> int:
     except ServiceError as error:
         log.error("%s", error)
         return 2
+
+
+def _preload(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    document = load_services() or {}
+    return preload(document.get("preload") or [], run_command)
 
 
 def _serve(config: NodeConfig, arguments: argparse.Namespace) -> int:

@@ -159,6 +159,9 @@ def start_services(run: CommandRunner, path: str = SERVICES_PATH, runtime_dir: s
         drop_in.parent.mkdir(parents=True, exist_ok=True)
         drop_in.write_text(restart_drop_in(container), encoding="utf-8")
     failed = 0
+    if document.get("preload"):
+        # Runs on beside the services; one node of the stack does the work (gpucloud.node.preload).
+        run(["systemd-run", "--unit=gpucloud-fsx-preload", "--collect", sys.executable, "-m", "gpucloud.node", "preload"], 60)
     for argv in (["systemctl", "daemon-reload"], ["systemctl", "start", "--no-block", *units_to_start(document)]):
         result = run(argv, 120)
         if not result.ok:
