@@ -87,9 +87,10 @@ def test_the_preflight_actions_reach_the_node_commands_with_the_job_s_own_parame
     job = Job(job_id="train-20261128190000-ab12", stack="vision-train", group="train", group_name="gpu-cloud-vision-train-train",
               nodes=2, command=["torchrun", "train.py"], gpus_per_node=1, checkpoint_uri="s3://bucket/team/jobs/train-20261128190000-ab12/")
     results = {}
-    for action in ("preflight", "preflight-fabric", "preflight-full"):
+    # 1: this node's own checks failed; 3: the set's test could not run (node/preflight_search.py EXIT_*)
+    for action, status in (("preflight", 1), ("preflight-fabric", 3), ("preflight-full", 1)):
         finished = run_document({**job.parameters(attempt=0, nodes=NODES), "action": [action]}, node)
-        assert finished.returncode == 1, finished.stderr
+        assert finished.returncode == status, finished.stderr
         results[action] = json.loads(finished.stdout.splitlines()[-1].removeprefix(RESULT_MARKER))
 
     assert results["preflight"]["node"] == "10.0.1.17" and results["preflight"]["set"] == ["10.0.1.5", "10.0.1.17"]
@@ -101,3 +102,13 @@ def test_the_preflight_actions_reach_the_node_commands_with_the_job_s_own_parame
     replaced = run_document({"action": ["preflight-replace"], "job": [job.job_id],
                              "commandB64": [encode_command(["--reason", "slow fabric"])]}, node)
     assert "cannot identify this instance" in replaced.stderr, "it asks the metadata service (here a closed port)"
+
+    statuses = [["i-0aaa=2", "i-0bbb=2"]]  # two nodes, slow together: no partner to bisect with
+    decided = run_document({"action": ["preflight-decide"], "job": [job.job_id],
+                            "nodes": [",".join(node.private_ip for node in NODES)],
+                            "commandB64": [encode_command(["--instance-ids", json.dumps(["i-0aaa", "i-0bbb"]),
+                                                           "--rounds", json.dumps(statuses)])]}, node)
+    assert decided.returncode == 0, decided.stderr
+    assert not decided.stdout.endswith("\n"), "the supervisor parses the whole stdout as JSON"
+    verdict = json.loads(decided.stdout)
+    assert verdict["action"] == "stop" and "the fabric or NCCL's setup" in verdict["reason"]

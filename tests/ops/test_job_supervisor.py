@@ -374,23 +374,36 @@ def test_a_node_leaving_after_the_supervision_died_continues_the_job_on_the_new_
     assert denied_to_the_supervisor_role(aws, agents.made) == []
 
 
-def test_the_preflight_step_sends_its_level_first_and_a_failing_node_stops_the_job_before_it_starts(aws, agents):
+def test_the_preflight_step_sends_its_level_first_and_a_failing_node_the_breaker_keeps_stops_the_job(aws, agents):
+    """The node fails its own checks; the decide step (the node code) names it; its replacement is
+    held by the group's breaker (preflight-replace exits 1, `held`): the job stops before it starts."""
+    from gpucloud.node.preflight_command import decision
+
     sent: dict[str, str] = {}
 
     def status(command, instance, calls):
         action = next(item for item in aws.client("ssm").list_commands(CommandId=command)["Commands"])["Parameters"]["action"][0]
         sent.setdefault(action, command)
-        return ("Failed", 1) if action == "preflight-full" and instance == min(during) else ("Success", 0)
+        failing = action in ("preflight-full", "preflight-replace") and instance == min(during)
+        return ("Failed", 1) if failing else ("Success", 0)
+
+    def output(command, instance, parameters):
+        if parameters["action"] == ["preflight-decide"]:
+            return decision(parameters["nodes"][0], parameters["commandB64"][0])
+        return "held\n" if parameters["action"] == ["preflight-replace"] else None
 
     during = {instance["InstanceId"] for group in aws.client("autoscaling").describe_auto_scaling_groups(
         AutoScalingGroupNames=[GROUP])["AutoScalingGroups"] for instance in group["Instances"]}
-    agents.status = status
+    agents.status, agents.output = status, output
     clients, arn, job = detached(aws, nodes=1, preflight="full")
 
     execution = ended(clients, arn)
 
     assert execution.status == "FAILED" and execution.error == "preflight-failed"
-    assert list(sent) == ["preflight-full"] and launches(aws) == []
+    assert "replacement breaker" in execution.cause
+    assert list(sent) == ["preflight-full", "preflight-decide", "preflight-replace"] and launches(aws) == []
+    [(subject, _)] = notifications(aws)
+    assert subject.endswith(": preflight-failed")
 
 
 def test_a_passing_preflight_lets_the_job_start(aws):

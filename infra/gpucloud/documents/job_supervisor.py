@@ -16,7 +16,8 @@ own backends (`stepfunctions: execute_state_machine`), so the tests run it.
 What it does, in order: raise the group to N nodes (within MaxSize), wait for N InService, take
 the first N as Auto Scaling lists them (their addresses in DescribeInstances' order are the
 rendezvous: the first is MASTER_ADDR), with `preflight` not `off` run the stack's job document's
-`preflight` action on them first, send the job document (one command per 50 nodes), record the
+`preflight` action on them first (and, should a node fail it, find and replace the culprit:
+documents/job_supervisor_preflight.py), send the job document (one command per 50 nodes), record the
 attempt beside the checkpoints, and poll every node's invocation. A node that leaves service, or
 whose launcher exits EXIT_DRAINED, ends the attempt: the others are cancelled and stopped, and the
 job is sent again with the next attempt number, up to `maxRestarts` resumes. Every end (succeeded,
@@ -40,12 +41,11 @@ from gpucloud.documents.job_supervisor_continuation import (
     node_left_states,
     polls_per_execution,
 )
+from gpucloud.documents.job_supervisor_preflight import preflight_states
 from gpucloud.documents.job_supervisor_states import (
-    PREFLIGHT_ACTION,
     Document,
     batches,
     end_states,
-    preflight_failed,
     record_states,
     resume_states,
     send_states,
@@ -77,13 +77,7 @@ def supervisor_definition(*, document_name: str, log_group_name: str, topic_arn:
         states |= {**record_states(bucket, jobs_prefix, "MarkBody"), **marker_states(bucket, jobs_prefix),
                    **node_left_states(bucket, jobs_prefix)}
     if preflight:
-        states |= {
-            "PreflightWanted": {"Type": "Choice", "Default": "PreflightParameters",
-                                "Choices": [{"Variable": "$.preflight", "StringEquals": "off", "Next": "LaunchParameters"}]},
-            **send_states("Preflight", document_name, log_group_name, PREFLIGHT_ACTION, "PreflightReadGroup"),
-            **watch_states("Preflight", on_ok="LaunchParameters", on_failed="PreflightFailed"),
-            "PreflightFailed": preflight_failed(),
-        }
+        states |= preflight_states(document_name, log_group_name, bucket, jobs_prefix)
     return {"Comment": "gpu-cloud job supervisor: run a job on N nodes, resume it from its checkpoint on node loss",
             "StartAt": "Start", "States": states}
 
@@ -99,5 +93,5 @@ def supervisor_input(*, job_id: str, group_name: str, nodes: int, launch: dict[s
     before the next generation (default: what the history quota allows for the job's nodes)."""
     return {"job": {"jobId": job_id, "groupName": group_name, "nodes": nodes, "launch": launch},
             "attempt": 0, "maxRestarts": max_restarts, "nodeTimeout": node_timeout, "pollSeconds": poll_seconds,
-            "preflight": preflight, "generation": 0, "polls": 0,
+            "preflight": preflight, "preflightTry": 0, "generation": 0, "polls": 0,
             "pollsPerExecution": polls_per_execution(nodes) if polls is None else polls}

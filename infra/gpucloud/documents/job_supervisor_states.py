@@ -204,7 +204,7 @@ def _node_verdict() -> Document:
     def tag(value: str) -> Document:
         return {"Type": "Pass", "End": True, "Parameters": {
             "instanceId.$": "$.instanceId", "status.$": "$.invocation.status", "code.$": "$.invocation.code",
-            "tag": value}}
+            "tag": value, "digest.$": "States.Format('{}={}', $.instanceId, $.invocation.code)"}}
 
     terminal = [{"Variable": "$.invocation.status", "StringEquals": status} for status in TERMINAL]
     return {
@@ -257,7 +257,7 @@ def watch_states(prefix: str, on_ok: str, on_failed: str, after_wait: str | None
             "ItemSelector": {"commandId.$": "$$.Map.Item.Value.commandId",
                              "instanceIds.$": "$$.Map.Item.Value.instanceIds", "inService.$": "$.inService.ids"},
             "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "Nodes", "States": {"Nodes": nodes}},
-            "ResultSelector": {"tags.$": "$[*][*].tag", "nodes.$": "$[*][*]"},
+            "ResultSelector": {"tags.$": "$[*][*].tag", "nodes.$": "$[*][*]", "digest.$": "$[*][*].digest"},
             "ResultPath": "$.watch",
             "Next": f"{prefix}Summary",
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "SupervisorError"}],
@@ -339,11 +339,6 @@ def record_states(bucket: str, jobs_prefix: str, next_state: str) -> dict[str, D
             "Bucket": bucket, "Key.$": f"States.Format('{jobs_prefix}{{}}/attempts/{{}}.json', $.job.jobId, $.attempt)",
             "Body.$": "States.JsonToString($.record)", "ContentType": "application/json"}, next_state, ResultPath=None),
     }
-
-
-def preflight_failed() -> Document:
-    return end_state("preflight-failed", "job {}: the preflight failed on attempt {}: {}", "$.job.jobId", "$.attempt",
-                     "States.JsonToString($.watch.nodes)")
 
 
 def end_states(topic_arn: str, forgets: bool) -> dict[str, Document]:

@@ -26,9 +26,11 @@ _IPV4 = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1
 
 JOB_PARAMETERS: dict[str, tuple[str, str, str]] = {
     # name: (allowedPattern, default ("" when required), description)
-    "action": (r"^(launch|launch-stop|preflight|preflight-full|preflight-fabric|preflight-replace)$", "launch",
+    "action": (r"^(launch|launch-stop|preflight|preflight-full|preflight-fabric|preflight-replace|preflight-decide)$",
+               "launch",
                "launch starts the job's command; launch-stop ends it; preflight (quick), preflight-full and "
-               "preflight-fabric (the all_reduce alone) test the nodes first; preflight-replace marks a node Unhealthy"),
+               "preflight-fabric (the all_reduce alone) test the nodes first; preflight-decide (the job's first node) "
+               "says what the rounds mean; preflight-replace marks a node Unhealthy"),
     "job": (r"^[a-z0-9][a-z0-9-]{0,62}$", "", "job id: <group>-<yyyymmddhhmmss>-<4 hex>"),
     "nodes": (rf"^$|^{_IPV4}(,{_IPV4}){{0,999}}$", "", "private IPv4 addresses of the job's nodes, first = MASTER_ADDR"),
     "port": (r"^(102[4-9]|10[3-9][0-9]|1[1-9][0-9]{2}|[2-9][0-9]{3}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5])$",
@@ -56,9 +58,10 @@ is added (a job's parameters keep their shape, and the job supervisor's Prefligh
 job's own parameters with `action: preflight`), and an account's 500 active documents (SSM API
 reference, CreateDocument, DocumentLimitExceeded) are not drawn on. The level is the action, so a
 preflight ignores the job's command, attempt and checkpoint URI. `preflight-replace` reads its
-reason from `commandB64` (base64 of a JSON argv). A document and the parameter values sent with it
+reason from `commandB64` (base64 of a JSON argv), and `preflight-decide` the rounds' exit statuses
+(the job supervisor's search: documents/job_supervisor_preflight.py). A document and the parameter values sent with it
 may be up to 64 KB together (CreateDocument `Content`, MaxDocumentSizeExceeded; read 2026-11-28):
-the script grows by four lines."""
+the script grows by five lines."""
 
 STEP_NAME = "launch"
 """The document's one step; Run Command names each job's log streams `<command id>/<instance id>/<step>/stdout`."""
@@ -70,6 +73,8 @@ _SCRIPT = [
     'if [ "$SSM_action" = launch-stop ]; then exec ' + LAUNCHER + ' launch-stop --job "$SSM_job"; fi',
     'if [ "$SSM_action" = preflight-replace ]; then exec ' + LAUNCHER + ' preflight-replace --job "$SSM_job" '
     '--options-b64 "$SSM_commandB64"; fi',
+    'if [ "$SSM_action" = preflight-decide ]; then exec ' + LAUNCHER + ' preflight-decide --job "$SSM_job" '
+    '--nodes "$SSM_nodes" --options-b64 "$SSM_commandB64"; fi',
     'case "$SSM_action" in ' + " ".join(f"{action}) set -- preflight {flag} {value};;"
                                         for action, (flag, value) in PREFLIGHT_ACTIONS.items())
     + ' *) set -- launch --attempt "$SSM_attempt" --command-b64 "$SSM_commandB64";; esac',

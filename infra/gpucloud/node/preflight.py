@@ -12,7 +12,9 @@ what cannot run (no torchrun, no PyTorch, no NCCL) is a problem in the result, n
 The result is one JSON object: on stdout after RESULT_MARKER (Run Command keeps the first 24,000
 characters of stdout, SSM API reference, GetCommandInvocation; read 2026-11-28), in the job's
 directory as preflight.json, and as Prometheus readings in node_exporter's textfile directory,
-beside the watch's. Exit status: 0 no problem on this node, 1 a problem (the figures say which).
+beside the watch's. Exit status (node/preflight_search.py EXIT_*): 0 no problem, 1 a problem on this
+node, 2 the set's all_reduce below its floor, 3 the set's test could not run; the job supervisor's
+search reads these alone (the figures say which).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Any
 from gpucloud.node.commands import CommandRunner
 from gpucloud.node.exporter import _labels, write_textfile
 from gpucloud.node.nvidia import model_matches
+from gpucloud.node.preflight_search import EXIT_BELOW_FLOOR, EXIT_NODE_PROBLEM, EXIT_NOT_RUN
 from gpucloud.node.tuning import FI_INFO
 
 RESULT_MARKER = "GPUCLOUD-PREFLIGHT "
@@ -292,4 +295,15 @@ def report(result: Mapping[str, Any], labels: Mapping[str, str], directory: Path
         log.error("preflight: %s", problem)
     sys.stdout.write(RESULT_MARKER + text + "\n")
     sys.stdout.flush()
-    return 0 if result["ok"] else 1
+    return node_exit_status(result)
+
+
+def node_exit_status(result: Mapping[str, Any]) -> int:
+    """What the node's result says, in the order the search needs it: its own problems first."""
+    if result["problems"]:
+        return EXIT_NODE_PROBLEM
+    if result.get("set_problems"):
+        return EXIT_NOT_RUN
+    if result.get("fabric_problems"):
+        return EXIT_BELOW_FLOOR
+    return 0

@@ -7,13 +7,17 @@ environment. `preflight-replace` is sent to the node the preflight named: it mar
 Unhealthy through the watch's own path (`replace_node`: the fault counted, the group's
 `maxReplacementsPerHour` breaker asked, the checkpoint saved), so a bad preflight can replace no
 more nodes than a run of GPU faults could, and the team's policy needs no SetInstanceHealth.
+`preflight-decide` runs on the job's first node for the job supervisor: the search
+(node/preflight_search.py) over the rounds' exit statuses, its verdict printed as JSON alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,9 +27,19 @@ from gpucloud.node.config import NodeConfig
 from gpucloud.node.faults import Finding
 from gpucloud.node.imds import InstanceMetadata, MetadataError
 from gpucloud.node.job_processes import job_dir
-from gpucloud.node.launcher import DEFAULT_PORT, JobSpec, Launch, LaunchError, decode_command, local_ipv4, parse_nodes
+from gpucloud.node.launcher import (
+    DEFAULT_PORT,
+    JobSpec,
+    Launch,
+    LaunchError,
+    decode_command,
+    encode_command,
+    local_ipv4,
+    parse_nodes,
+)
 from gpucloud.node.lifecycle import boto3_client, identify
 from gpucloud.node.preflight import TEXTFILE, Preflight, PreflightSpec, load_floors, report
+from gpucloud.node.preflight_search import STDOUT_LIMIT, decide
 from gpucloud.node.replace import replace_node
 
 log = logging.getLogger("gpucloud.node")
@@ -51,6 +65,14 @@ def add_preflight_commands(commands: Any, node_check: Callable[[NodeConfig, bool
     replace.add_argument("--job", required=True)
     _add_options(replace)
     replace.set_defaults(handler=lambda config, arguments: _preflight_replace(config, _with_options(arguments)))
+
+    deciding = commands.add_parser(
+        "preflight-decide", help="the job supervisor's next preflight step from the rounds' exit statuses (JSON)")
+    deciding.add_argument("--job", required=True)
+    deciding.add_argument("--nodes", required=True, help="the job's private IPv4s, comma-separated, in rank order")
+    deciding.add_argument("--options-b64", required=True,
+                          help='base64 of a JSON argv: --instance-ids \'["i-..", ..]\' --rounds \'[["i-..=2", ..], ..]\'')
+    deciding.set_defaults(handler=lambda config, arguments: _preflight_decide(arguments))
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
@@ -121,3 +143,34 @@ def _preflight_replace(config: NodeConfig, arguments: argparse.Namespace) -> int
                            config.max_replacements_per_hour, boto3_client, run_command)
     print(outcome)
     return 0 if outcome == "replaced" else 1
+
+
+def _preflight_decide(arguments: argparse.Namespace) -> int:
+    """Print the verdict as JSON with no trailing newline: the supervisor parses the command's whole
+    stdout (States.StringToJson). Exit 2 on input it cannot read."""
+    try:
+        answer = decision(arguments.nodes, arguments.options_b64)
+    except (LaunchError, ValueError) as error:
+        log.error("preflight-decide: %s", error)
+        return 2
+    sys.stdout.write(answer)
+    sys.stdout.flush()
+    return 0
+
+
+def decision(nodes_text: str, options_b64: str) -> str:
+    """The verdict JSON of `preflight-decide --nodes nodes_text --options-b64 options_b64`."""
+    options = argparse.ArgumentParser(prog="gpucloud-node preflight-decide --options-b64", exit_on_error=False)
+    options.add_argument("--instance-ids", required=True)
+    options.add_argument("--rounds", required=True)
+    try:
+        parsed = options.parse_args(list(decode_command(options_b64)))
+    except argparse.ArgumentError as error:
+        raise ValueError(str(error)) from None
+    answer = json.dumps(decide(parse_nodes(nodes_text), json.loads(parsed.instance_ids), json.loads(parsed.rounds),
+                               encode=encode_command), separators=(",", ":"))
+    if len(answer) > STDOUT_LIMIT:
+        answer = json.dumps({"action": "stop", "reason": f"the preflight's verdict ({len(answer)} characters) is "
+                             f"longer than the {STDOUT_LIMIT} of a command's output the supervisor reads",
+                             "culprits": {}, "sets": [], "replace": []})
+    return answer

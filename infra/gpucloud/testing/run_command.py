@@ -2,8 +2,10 @@
 
 moto runs no SSM Agent: every invocation it records is `Success` with code 0 at once. `Agents`
 answers GetCommandInvocation from a script instead (`status(command id, instance id, calls)`, the
-number of times that invocation was read), as the nodes' agents would report a job's progress; the
-command, its instances and everything else stay moto's. moto has no CancelCommand (moto 5.2.5,
+number of times that invocation was read, and `output(command id, instance id, parameters)`, the
+command's stdout, cut to the 24,000 characters GetCommandInvocation returns), as the nodes' agents
+would report a job's progress; the command, its instances and everything else stay moto's. moto
+has no CancelCommand (moto 5.2.5,
 `moto/ssm/responses.py`): `Agents` completes it against moto's command (its status becomes
 `Cancelled`, and the cancel is recorded), so the state machine's `aws-sdk:ssm:cancelCommand` runs.
 moto also adds every instance of the region to a command sent without Targets
@@ -27,13 +29,19 @@ from unittest import mock
 from moto.core.config import default_user_config
 
 Status = Callable[[str, str, int], tuple[str, int]]
+Output = Callable[[str, str, dict], "str | None"]
+STDOUT_LIMIT = 24000
+"""GetCommandInvocation's `StandardOutputContent`: the first 24,000 characters of stdout (SSM API
+reference, GetCommandInvocation; read 2026-11-28)."""
 
 
 class Agents:
     """The scripted SSM Agents of a test's nodes (see the module doc)."""
 
-    def __init__(self, status: Status = lambda command, instance, calls: ("Success", 0)):
+    def __init__(self, status: Status = lambda command, instance, calls: ("Success", 0),
+                 output: Output = lambda command, instance, parameters: None):
         self.status = status
+        self.output = output
         self.calls: dict[tuple[str, str], int] = {}
         self.cancelled: list[str] = []
         self.made: list[tuple[str, str, dict]] = []
@@ -42,13 +50,17 @@ class Agents:
         self._lock = threading.Lock()
 
     def invocation(self, backend, command_id: str, instance_id: str, plugin_name: str | None = None) -> dict:
-        answer = dict(backend.get_command_by_id(command_id).get_invocation(instance_id, plugin_name))
+        command = backend.get_command_by_id(command_id)
+        answer = dict(command.get_invocation(instance_id, plugin_name))
         with self._lock:
             key = (command_id, instance_id)
             self.calls[key] = self.calls.get(key, 0) + 1
             calls = self.calls[key]
         status, code = self.status(command_id, instance_id, calls)
-        return {**answer, "Status": status, "StatusDetails": status, "ResponseCode": code}
+        answer |= {"Status": status, "StatusDetails": status, "ResponseCode": code}
+        stdout = self.output(command_id, instance_id, dict(command.parameters)) if status in (
+            "Success", "Failed", "Cancelled", "TimedOut") else None
+        return answer | ({"StandardOutputContent": stdout[:STDOUT_LIMIT]} if stdout is not None else {})
 
     def cancel(self, backend, command_id: str) -> None:
         backend.get_command_by_id(command_id).status = "Cancelled"
