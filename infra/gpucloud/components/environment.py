@@ -24,6 +24,7 @@ from gpucloud.components.network import GpuNetwork
 from gpucloud.components.notebook_user import notebook_user
 from gpucloud.components.node_services import node_services, node_services_document
 from gpucloud.components.prometheus_workspace import PrometheusWorkspace
+from gpucloud.components.instances_distribution import allocation_args
 from gpucloud.components.s3_access import S3PrefixAccess
 from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
 from gpucloud.components.shared_file_system import project_file_system
@@ -305,6 +306,7 @@ class ProjectEnvironment(pulumi.ComponentResource):
             capacity_reservation_ids=capacity.reservations.ids if capacity.reservations else (),
             capacity_reservation_group_arns=capacity.reservations.resource_group_arns if capacity.reservations else (),
             capacity_reservation_preference=capacity.reservations.preference if capacity.reservations else None,
+            **allocation_args(settings),
             capacity_block_id=block_id,
             capacity_block_window=group.block_window,
             warm_pool=settings.warm_pool.model_dump() if settings.warm_pool else None,

@@ -30,6 +30,7 @@ from gpucloud.components._gpu_group_parts import (
     user_data,
     warm_pool_settings,
 )
+from gpucloud.components.instances_distribution import instances_distribution
 from gpucloud.components.node_services import CONTAINERS_TAG
 from gpucloud.lookups import InstanceTypeFacts, capacity
 from gpucloud.lookups.capacity import BLOCK_SCALE_IN_LEAD, SCHEDULE_LEAD
@@ -100,6 +101,14 @@ class GpuInstanceGroupArgs:
     capacity_reservation_preference: str | None = None
     """On-Demand Capacity Reservations the group launches into (Auto Scaling's preference:
     capacity-reservations-only, capacity-reservations-first or none)."""
+    spot_allocation_strategy: str = "price-capacity-optimized"
+    """Auto Scaling's SpotAllocationStrategy (`capacity.allocation.spot`)."""
+    on_demand_allocation_strategy: str | None = None
+    """Auto Scaling's OnDemandAllocationStrategy; None: prioritized, or lowest-price with instance requirements."""
+    spot_instance_pools: int | None = None
+    """With spot lowest-price only: the pools to spread over."""
+    capacity_rebalance: bool | None = None
+    """Replace spot instances at risk of interruption early; None: whenever the group runs spot."""
     capacity_block_id: pulumi.Input[str] | None = None
     """The Capacity Block the group runs in: its launch template targets it with market type capacity-block."""
     capacity_block_window: tuple[datetime.datetime, datetime.datetime] | None = None
@@ -215,7 +224,7 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             max_size=args.max_size,
             desired_capacity=desired,
             vpc_zone_identifiers=list(args.subnet_ids),
-            capacity_rebalance=uses_spot,
+            capacity_rebalance=uses_spot if args.capacity_rebalance is None else args.capacity_rebalance,
             health_check_type="EC2",
             health_check_grace_period=args.health_check_grace_period_seconds,
             placement_group=self.placement_group.name if self.placement_group else None,
@@ -229,12 +238,12 @@ class GpuInstanceGroup(pulumi.ComponentResource):
             ),
             warm_pool=warm_pool_settings(args.warm_pool),
             mixed_instances_policy=None if args.single_launch_template else {
-                "instances_distribution": {
-                    "on_demand_base_capacity": args.on_demand_base_capacity,
-                    "on_demand_percentage_above_base_capacity": 100 - args.spot_percent if uses_spot else 100,
-                    "on_demand_allocation_strategy": "lowest-price" if args.instance_requirements else "prioritized",
-                    "spot_allocation_strategy": "price-capacity-optimized",
-                },
+                "instances_distribution": instances_distribution(
+                    on_demand_base_capacity=args.on_demand_base_capacity, spot_percent=args.spot_percent,
+                    uses_spot=uses_spot, by_requirements=bool(args.instance_requirements),
+                    spot_strategy=args.spot_allocation_strategy, on_demand_strategy=args.on_demand_allocation_strategy,
+                    spot_instance_pools=args.spot_instance_pools,
+                ),
                 "launch_template": {
                     "launch_template_specification": template_spec(primary),
                     "overrides": overrides,

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from gpucloud.config.allocation import AllocationConfig
 from gpucloud.config.fields import ConfigModel, InstanceType, shaped
 
 CapacityReservationId = Annotated[str, shaped(r"cr-[0-9a-f]{17}", "use a Capacity Reservation id such as cr-0123456789abcdef0", 20)]
@@ -134,6 +135,9 @@ class CapacityBlockConfig(ConfigModel):
 class CapacityConfig(ConfigModel):
     reservations: ReservationsConfig | None = None
     capacity_block: CapacityBlockConfig | None = None
+    allocation: AllocationConfig | None = None
+    """How Auto Scaling picks the group's spot and on-demand instances among its types and zones; unset: spot
+    price-capacity-optimized, on-demand prioritized, capacity rebalancing on with spot."""
 
     @model_validator(mode="after")
     def one_kind(self) -> CapacityConfig:
