@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from gpucloud.config import StackSettings
 from gpucloud.naming import autoscaling_group_name
-from gpucloud.ops.nodes import in_service_instance_ids
+from gpucloud.ops.nodes import in_service_instance_ids, where_nodes_are
 
 PORTS = {"jupyter": 8888, "tensorboard": 6006, "ssh": 22}
 START_POLL_SECONDS = 15
@@ -96,6 +96,8 @@ def _start_and_wait(autoscaling, asg: str, wait_seconds: float, progress: Callab
         progress(f"{asg} was at zero: asked for 1 node")
     deadline = time.monotonic() + wait_seconds
     while not (in_service := in_service_instance_ids(autoscaling, asg)) and time.monotonic() < deadline:
-        progress(f"waiting for a node of {asg} to pass its health gate")
+        where = where_nodes_are(autoscaling, asg)
+        progress(f"waiting for a node of {asg} to pass its health gate"
+                 + (f": {'; '.join(where)}; on a node, `gpucloud-node phases` names its boot phase" if where else ""))
         sleep(START_POLL_SECONDS)
     return in_service

@@ -146,3 +146,11 @@ def test_weights_are_copied_once_from_the_project_prefix(aws, tmp_path):
     assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == [
         "config.json", "shards/0.safetensors"]
     assert stage(s3, "example-model-artifacts", "models/llm/llama/", target) == 0, "kept at the same size"
+
+
+def test_the_node_command_says_where_its_boot_is(phase_dir, capsys):
+    from gpucloud.node.cli import main
+
+    boot_phases.record("gate", 100.0, 130.0)
+    assert main(["phases"]) == 0
+    assert capsys.readouterr().out.strip() == "gate done at 00:02:10Z (gate 30 s)"

@@ -161,7 +161,11 @@ def test_start_waits_for_the_node_and_leaves_a_group_already_asking_for_one():
             raise AssertionError("a group already asking for a node is left as it is")
 
     polls: list[float] = []
+    said: list[str] = []
     with pytest.raises(ConnectError, match="has no node in service"):
         find_connection(settings_for(minimal_config()), Pending(), start=True, wait_seconds=0.05,
-                        sleep=lambda seconds: (polls.append(seconds), time.sleep(0.03)))
+                        sleep=lambda seconds: (polls.append(seconds), time.sleep(0.03)), progress=said.append)
     assert polls and set(polls) == {15}
+    assert said[0] == ("waiting for a node of gpu-cloud-demo-workers to pass its health gate: i-0123456789abcdef0 "
+                       "Pending:Wait (booting: boot, agent, mount and gate, its launch hook pending); on a node, "
+                       "`gpucloud-node phases` names its boot phase")

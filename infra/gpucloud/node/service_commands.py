@@ -6,6 +6,7 @@ import argparse
 import logging
 from typing import Any
 
+from gpucloud.node import boot_phases
 from gpucloud.node.commands import run_command
 from gpucloud.node.config import NodeConfig
 from gpucloud.node.containers import serve_container
@@ -30,6 +31,8 @@ def add_service_commands(commands: Any) -> None:
     preload = commands.add_parser(
         "preload", help="load the Lustre content services.json names into the file system, once for all nodes")
     preload.set_defaults(handler=_preload)
+    phases = commands.add_parser("phases", help="where this node's boot is: each phase it recorded, and the last")
+    phases.set_defaults(handler=_phases)
 
 
 def _services(config: NodeConfig, arguments: argparse.Namespace) -> int:
@@ -38,6 +41,11 @@ def _services(config: NodeConfig, arguments: argparse.Namespace) -> int:
     except ServiceError as error:
         log.error("%s", error)
         return 2
+
+
+def _phases(config: NodeConfig, arguments: argparse.Namespace) -> int:
+    print(boot_phases.where_it_is(boot_phases.read()))
+    return 0
 
 
 def _preload(config: NodeConfig, arguments: argparse.Namespace) -> int:

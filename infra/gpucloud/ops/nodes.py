@@ -40,3 +40,24 @@ def ordered_nodes(ec2, instance_ids: list[str]) -> list[Node]:
                     addresses[instance["InstanceId"]] = instance["PrivateIpAddress"]
     nodes = [Node(instance_id, addresses[instance_id]) for instance_id in instance_ids if instance_id in addresses]
     return sorted(nodes, key=lambda node: ipaddress.IPv4Address(node.private_ip))
+
+
+LIFECYCLE_WORDS = {
+    "Pending": "launching",
+    "Pending:Wait": "booting: boot, agent, mount and gate, its launch hook pending",
+    "Pending:Proceed": "past its gate, entering service",
+    "Warmed:Pending:Wait": "preparing for the warm pool (pulling images where warmPool.prepullImages is on)",
+    "InService": "in service: starting its services",
+}
+"""What each Auto Scaling lifecycle state means for a node of this package (its gate completes the
+launch hook; `gpucloud-node phases` on the node names the phase it is in)."""
+
+
+def where_nodes_are(autoscaling, group_name: str) -> list[str]:
+    """`i-0123... Pending:Wait (booting: ...)` for each instance of the group, sorted by id."""
+    found = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group_name])["AutoScalingGroups"]
+    instances = sorted((instance for record in found for instance in record.get("Instances", [])),
+                       key=lambda instance: instance["InstanceId"])
+    return [f"{instance['InstanceId']} {instance.get('LifecycleState')}"
+            + (f" ({LIFECYCLE_WORDS[instance.get('LifecycleState')]})" if instance.get("LifecycleState") in LIFECYCLE_WORDS else "")
+            for instance in instances]
