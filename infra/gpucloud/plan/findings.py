@@ -162,12 +162,13 @@ def cost_findings(
     settings: StackSettings,
     reserved: Mapping[str, ReservedCapacity] | None = None,
     gpus_per_instance: Mapping[str, int] | None = None,
+    recorded_spot: Mapping[str, Mapping[str, tuple[float, str]]] | None = None,
 ) -> tuple[CostEstimate | None, list[PlanFinding]]:
     """The stack's cost estimate and what it means for the budget. A price the catalog lacks makes the
     estimate partial (named in a warning) but never switches the budget check off."""
     try:
         estimate = estimate_stack(settings.config, settings.region, reserved=dict(reserved or {}),
-                                  gpus_per_instance=gpus_per_instance)
+                                  gpus_per_instance=gpus_per_instance, recorded_spot=recorded_spot)
     except PricingError as error:
         return None, [
             PlanFinding(

@@ -48,6 +48,8 @@ class Plan:
     """Each group's on-demand/spot split (`plan/purchase.py`); empty for a program that is not gpu-cloud's."""
     image_software: list[dict[str, Any]] = field(default_factory=list)
     """Each group's features and the image software they rely on (`plan/image_software.py`)."""
+    capacity: list[dict[str, Any]] = field(default_factory=list)
+    """Each group's capacity: types x zones, Spot placement scores, verdict, allocation, fixes (`plan/capacity_line.py`)."""
     cold_start: list[dict[str, Any]] = field(default_factory=list)
     """Each group's cold-start budget: phases, timers, fixes (`plan/cold_start.py`)."""
     access: dict[str, Any] | None = None
@@ -147,6 +149,8 @@ class Plan:
             document["purchaseOptions"] = self.purchase_options
         if self.image_software:
             document["imageSoftware"] = self.image_software
+        if self.capacity:
+            document["capacity"] = self.capacity
         if self.cold_start:
             document["coldStart"] = self.cold_start
         if self.access is not None:

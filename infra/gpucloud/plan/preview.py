@@ -3,6 +3,7 @@ it would create, as a tree like `pulumi preview` or as `pulumi preview --json`."
 
 from __future__ import annotations
 
+import datetime
 import runpy
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 from gpucloud.config import ConfigError, StackSettings
 from gpucloud.config.regions import region_problem
 from gpucloud.plan.access import check_access, load_calls
+from gpucloud.plan.capacity_line import check_capacity, recorded_spot_prices
 from gpucloud.plan.findings import (
     accepted_lint_findings,
     check_policies,
@@ -70,9 +72,10 @@ def plan_stack(
     settings: StackSettings,
     policy_config: PolicyConfig | PackConfig | None = None,
     facts: AccountFacts | None = None,
+    now: datetime.datetime | None = None,
 ) -> Plan:
     """Run the gpu-cloud program for one stack on a fresh moto account (seeded with the account
-    facts, when given), check the policies, price it."""
+    facts, when given), check the policies, price it. `now` (UTC) ages the capacity facts."""
     from gpucloud.lookups import ResolvedStack, resolve_stack
     from gpucloud.program import build
 
@@ -99,7 +102,12 @@ def plan_stack(
     if facts is not None:
         plan.findings.insert(0, _facts_finding(facts))
     gpus = {kind.name: kind.node_gpu_count for group in resolved[0].groups for kind in group.instance_types}
-    plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved, gpus)
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    capacity = facts.capacity if facts else None
+    plan.capacity, capacity_violations = check_capacity(resolved[0].groups, capacity, settings.region, policy_config, now)
+    plan.policy_violations.extend(capacity_violations)
+    recorded = recorded_spot_prices(resolved[0].groups, capacity, settings.region, now)
+    plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved, gpus, recorded)
     plan.findings.extend(budget)
     plan.access, access_findings = check_access(settings, plan.resources, load_calls(), plan.outputs, deployer)
     plan.findings.extend(access_findings)

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gpucloud.plan.access_report import access_summary
+from gpucloud.plan.capacity_line import render_capacity
 from gpucloud.plan.cold_start import cold_start_line
 from gpucloud.plan.image_software import image_software_line
 from gpucloud.plan.model import POLICY_PACK, Plan
@@ -320,6 +321,8 @@ def render(plan: Plan, console: Console) -> None:
         console.print("\nImage software (what each group's features rely on, and where it comes from):")
         for entry in plan.image_software:
             console.print(f"    {image_software_line(entry)}", soft_wrap=True)
+    if plan.capacity:
+        render_capacity(plan.capacity, console)
     if plan.cold_start:
         console.print("\nCold start (estimated time to ready per group, against the timers that act before it):")
         for entry in plan.cold_start:

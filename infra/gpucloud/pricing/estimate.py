@@ -15,7 +15,9 @@ Rules, chosen to err on the expensive side:
   spotPercent percent are spot, with the on-demand share rounded up (a half instance counts as
   on-demand). Spot is priced at on-demand x (1 - the family's conservative spot discount in
   the region); a family/region without a sourced discount is priced at on-demand and the
-  output says so.
+  output says so. Where the account facts recorded a fresh spot price of the priced type (the
+  plan passes the dearest of the group's zones), that price is used instead, labelled
+  "recorded spot price, <time>".
 - Capacity over time: see `gpucloud.pricing.schedule`: scheduled actions simulated over a week;
   min follows the lower bound in force, max the upper bound, desired the scheduled desired.
 - Reserved capacity: an On-Demand Capacity Reservation bills its instances at the on-demand rate
@@ -103,7 +105,8 @@ def gp3_volume_month(price: StoragePrice, size_gib: float, iops: int = 3000, thr
 
 
 def _estimate_group(
-    group: GroupConfig, region: str, catalog: Catalog, reserved: ReservedCapacity | None = None
+    group: GroupConfig, region: str, catalog: Catalog, reserved: ReservedCapacity | None = None,
+    recorded_spot: Mapping[str, tuple[float, str]] | None = None,
 ) -> tuple[GroupEstimate, list[CostLine], list[UnpricedLine]]:
     found = {instance_type: lookup(catalog.instance, instance_type, region) for instance_type in group.instance_types}
     known = [price for price, _reason in found.values() if price is not None]
@@ -136,8 +139,16 @@ def _estimate_group(
         return price.usd_per_hour if price is not None else 0.0
 
     spot_price: dict[Scenario, float] = {}
+    spot_labels: list[str] = []
     for scenario in SCENARIOS:
         price = priced[scenario]
+        recorded = (recorded_spot or {}).get(price.instance_type) if price is not None else None
+        if recorded is not None and group.uses_spot:
+            spot_price[scenario] = recorded[0]
+            label = f"{price.instance_type}: {recorded[1]}"
+            if label not in spot_labels:
+                spot_labels.append(label)
+            continue
         family = instance_family(price.instance_type if price is not None else first_type)
         discount = catalog.spot_discount(family, region)
         spot_price[scenario] = hourly(scenario) * (1 - (discount.discount if discount else 0.0))
@@ -184,7 +195,7 @@ def _estimate_group(
             unit="instance-hours",
             unit_price=scenario_values(spot_price),
             monthly=scenario_values({s: spot_hours[s] * spot_price[s] for s in SCENARIOS}),
-            note="on-demand price less the family's conservative spot discount",
+            note="; ".join(spot_labels) if spot_labels else "on-demand price less the family's conservative spot discount",
         ))
     volumes: list[tuple[str, dict[Scenario, float], str]] = [
         (f"{group.name}/{label} (gp3, {size} GiB per instance)", {s: size * hours[s] / HOURS_PER_MONTH for s in SCENARIOS},
@@ -272,11 +283,12 @@ def estimate_stack(
     config: StackConfig, region: str, catalog: Catalog | None = None,
     reserved: dict[str, ReservedCapacity] | None = None,
     gpus_per_instance: Mapping[str, int] | None = None,
+    recorded_spot: Mapping[str, Mapping[str, tuple[float, str]]] | None = None,
 ) -> CostEstimate:
     """Monthly cost of every group plus the stack's KMS key, network, Prometheus and Grafana, in
     USD, for min/desired/max; `reserved` names, per group, the capacity it runs on that is paid
     used or not; `gpus_per_instance` the GPUs of each instance type (DescribeInstanceTypes), which
-    set the Prometheus series.
+    set the Prometheus series; `recorded_spot`, per group and type, a recorded spot price and its label.
 
     A price the catalog lacks does not stop the estimate: the line goes under `unpriced`."""
     catalog = catalog if catalog is not None else load_catalog()
@@ -287,7 +299,7 @@ def estimate_stack(
     unpriced: list[UnpricedLine] = []
     for group in config.groups:
         group_estimate, group_lines, group_unpriced = _estimate_group(
-            group, region, catalog, (reserved or {}).get(group.name))
+            group, region, catalog, (reserved or {}).get(group.name), (recorded_spot or {}).get(group.name))
         groups.append(group_estimate)
         lines.extend(group_lines)
         unpriced.extend(group_unpriced)
