@@ -15,6 +15,8 @@ import base64
 import json
 from collections.abc import Callable
 
+import pytest
+
 from gpucloud.node.launcher import decode_command
 from gpucloud.node.preflight import RESULT_MARKER
 from gpucloud.node.preflight_command import decision
@@ -22,7 +24,7 @@ from gpucloud.node.preflight_search import EXIT_BELOW_FLOOR
 from gpucloud.ops.supervised_jobs import outcome
 from test_job_supervisor import (  # noqa: F401 (aws and agents are fixtures)
     BUCKET,
-    SUPERVISOR,
+    SETTINGS,
     agents,
     aws,
     denied_to_the_supervisor_role,
@@ -32,6 +34,10 @@ from test_job_supervisor import (  # noqa: F401 (aws and agents are fixtures)
     notifications,
 )
 
+SUPERVISOR = pytest.mark.access_calls("service:states.amazonaws.com", "jobSupervisor", settings=SETTINGS,
+                                      principal="arn:${partition}:iam::${account}:role/gpu-cloud-${nameBase}-jobs-role")
+"""The supervisor's own calls, its preflight's included, recorded for the plan's access check as its
+role's (as test_job_supervisor.py's; tests/access/test_access_calls.py reads the marker here)."""
 FAST_GBPS, SLOW_GBPS = 363.0, 3.3
 """The recorded four-H200 all_reduce over NVLink and with NCCL on sockets (tests/fixtures/gpu/preflight_*.json)."""
 
