@@ -15,10 +15,10 @@ from gpucloud.node.commands import CommandResult
 from gpucloud.node.containers import container_environment, docker_run_argv
 from gpucloud.node.prepull import prepull
 from gpucloud.node.weights import stage
-from node_fakes import LAUNCH_HOOK, NO_WAIT, aws_client
+from node_fakes import LAUNCH_HOOK, NO_WAIT, REGION, aws_client
 from test_node_lifecycle import TARGET_STATE_PATH, healthy_check, node_config, run_gate
 
-from gpucloud.node.lifecycle import gate
+from gpucloud.node.lifecycle import boto3_client, gate
 
 
 @pytest.fixture
@@ -142,6 +142,7 @@ def test_weights_are_copied_once_from_the_project_prefix(aws, tmp_path):
                       ("models/llm/other/skip.bin", b"no")):
         s3.put_object(Bucket="example-model-artifacts", Key=key, Body=body)
     target = tmp_path / "weights"
+    s3 = boto3_client("s3", REGION)  # made by node code, as the container's unit makes it: its transfer threads count
     assert stage(s3, "example-model-artifacts", "models/llm/llama/", target) == 4098
     assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == [
         "config.json", "shards/0.safetensors"]
