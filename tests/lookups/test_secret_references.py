@@ -28,10 +28,11 @@ def secret_stack(wandb: str = f"secretsmanager:{SECRET}"):
                                                 "maxSize": 2, "services": {"containers": [server]}}]))
 
 
-def facts(parameters=(), secrets=()) -> AccountFacts:
+def facts(parameters=(), secrets=(), parameter_type="SecureString") -> AccountFacts:
     return AccountFacts.model_validate({
         "serviceLinkedRoles": ["autoscaling.amazonaws.com"],
-        "parameters": [{"name": name, "type": "SecureString", "keyId": "alias/aws/ssm"} for name in parameters],
+        "parameters": [{"name": name, "type": parameter_type, **({"keyId": "alias/aws/ssm"} if parameter_type ==
+                        "SecureString" else {})} for name in parameters],
         "secrets": [{"name": name, "arn": SECRET_ARN} for name in secrets]})
 
 
@@ -59,6 +60,13 @@ def test_a_missing_parameter_and_secret_stop_the_plan_each_naming_its_key():
 def test_those_the_facts_list_plan_without_a_line(wandb):
     plan = plan_stack(secret_stack(wandb), facts=facts([PARAMETER], [SECRET]))
     assert not [f for f in plan.findings if "secretEnv" in f.message]
+
+
+def test_a_parameter_that_is_not_a_secure_string_is_a_warning_at_its_key():
+    plan = plan_stack(secret_stack(), facts=facts([PARAMETER], [SECRET], parameter_type="String"))
+    [line] = [f for f in plan.findings if "not a SecureString" in f.message]
+    assert line.severity == "warning"
+    assert line.message.startswith(f"{CONTAINER}.HF_TOKEN: ssm:{PARAMETER} is a String parameter, not a SecureString")
 
 
 def test_without_facts_they_are_one_not_checked_line():

@@ -152,6 +152,17 @@ class Certificate:
     """Why it is not known, where a lookup failed for another reason than the certificate missing."""
 
 
+@dataclass(frozen=True)
+class StoredParameter:
+    """An SSM parameter `secretEnv` names, as GetParameter without decryption describes it."""
+
+    name: str
+    exists: bool | None
+    """None: not known (offline without account facts)."""
+    type: str = ""
+    """String, StringList or SecureString."""
+
+
 QUOTA_NOT_KNOWN = "quota value not known"
 """How the offline engine words a quota it has no account fact for."""
 ROLE_NOT_KNOWN = "role not known"
@@ -197,7 +208,7 @@ class AwsLookups(Protocol):
     def security_group_exists(self, group_id: str) -> bool | None: ...  # None: not known
     def ecr_repository_exists(self, registry_id: str, region: str, name: str) -> bool | None: ...  # None: not known
     def certificate(self, arn: str) -> Certificate: ...
-    def parameter_exists(self, name: str) -> bool | None: ...  # None: not known
+    def stored_parameter(self, name: str) -> StoredParameter: ...
     def secret_exists(self, secret_id: str) -> bool | None: ...  # None: not known
     # None: not known (no pulumi-aws data source reads it; the offline plan's account facts do)
     def prometheus_workspace_contents(self, workspace_id: str) -> PrometheusWorkspaceContents | None: ...

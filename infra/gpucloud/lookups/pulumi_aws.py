@@ -27,6 +27,7 @@ from gpucloud.lookups.facts import (
     PrometheusWorkspace,
     PrometheusWorkspaceContents,
     Route,
+    StoredParameter,
     Subnet,
 )
 
@@ -195,11 +196,18 @@ class PulumiAwsLookups:
         return _exists(lambda: aws.ec2.get_security_group(id=group_id), SECURITY_GROUP_NOT_KNOWN)
 
     @functools.cache
-    def parameter_exists(self, name: str) -> bool | None:
-        """Whether the region has the parameter (aws.ssm.getParameter without decryption, so no KMS
-        Decrypt is asked for: GetParameter, ParameterNotFound when it does not; terraform-provider-aws
+    def stored_parameter(self, name: str) -> StoredParameter:
+        """The parameter and its type (aws.ssm.getParameter without decryption, so no KMS Decrypt is
+        asked for: GetParameter, ParameterNotFound when it does not exist; terraform-provider-aws
         internal/service/ssm/parameter_data_source.go, read 2026-11-28)."""
-        return _exists(lambda: aws.ssm.get_parameter(name=name, with_decryption=False), PARAMETER_NOT_KNOWN)
+        try:
+            found = aws.ssm.get_parameter(name=name, with_decryption=False)
+        except Exception as error:  # noqa: BLE001 - invoke failures are plain exceptions
+            if PARAMETER_NOT_KNOWN in str(error):
+                return StoredParameter(name, exists=None)
+            _absent(error)
+            return StoredParameter(name, exists=False)
+        return StoredParameter(name, exists=True, type=found.type)
 
     @functools.cache
     def secret_exists(self, secret_id: str) -> bool | None:

@@ -21,12 +21,21 @@ def named_secret_references(settings: StackSettings) -> list[tuple[str, str]]:
 
 
 def check_secret_references(settings: StackSettings, lookups: AwsLookups, problems: Problems) -> None:
-    """A missing parameter or secret is a problem naming its key; those not known are one line."""
+    """A missing parameter or secret is a problem naming its key, a parameter that is not a
+    SecureString a warning there (a SecureString's value is encrypted with a KMS key: SSM user guide,
+    "Parameter Store reference", parameter types, read 2026-11-28); those not known are one line."""
     found = []
     for key, reference in named_secret_references(settings):
         store, _, name = reference.partition(":")
-        exists = lookups.parameter_exists(name) if store == "ssm" else lookups.secret_exists(name)
-        found.append((key, reference, exists))
+        if store == "ssm":
+            parameter = lookups.stored_parameter(name)
+            found.append((key, reference, parameter.exists))
+            if parameter.exists and parameter.type != "SecureString":
+                problems.warn(key, f"{reference} is a {parameter.type} parameter, not a SecureString: Parameter Store "
+                              "keeps it unencrypted by KMS and shows it to whoever may read the parameter; store the "
+                              "secret as a SecureString")
+        else:
+            found.append((key, reference, lookups.secret_exists(name)))
     problems.looked_up(
         found,
         lambda reference: (f"{reference} does not exist in {settings.region} ("
