@@ -100,7 +100,7 @@ def test_a_mutant_runs_only_the_tests_that_ran_its_line_and_one_on_a_line_no_tes
     _, mutants, sampled, killed, survived, uncovered, timeout, _ = row
     assert (survived, timeout) == (0, 0), lived
     assert killed == len([run for run in runs if run[0] == 2]) >= 3
-    assert all(chosen == ["test_late", "test_early"] for line, chosen in runs), runs
+    assert all(sorted(chosen) == ["test_early", "test_late"] for line, chosen in runs), runs
     assert uncovered == len([mutant for mutant, outcome, _ in lived if mutant.line == 6 and outcome == "uncovered"]) >= 2
     assert killed + uncovered == sampled == mutants
 

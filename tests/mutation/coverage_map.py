@@ -3,7 +3,7 @@
 The runner runs a module's tests once unmutated with coverage.py measuring that one module (in
 the pytest process and in any Python subprocess it starts, through a ``sitecustomize`` that calls
 ``coverage.process_startup``) and with ``mutation_contexts`` naming the test each line ran for.
-A mutant then runs only the tests that ran its lines, in the baseline's order; a mutant whose lines
+A mutant then runs only the tests that ran its lines, quickest first; a mutant whose lines
 no test ran survives without a pytest run; lines run at import or collection time (a constant, a
 default, a decorator) or inside a cached function (whose first caller alone is recorded) run every
 test of the module's list.
@@ -23,14 +23,15 @@ from mutation_contexts import CONTEXT, TESTS
 SITECUSTOMIZE = "import coverage\ncoverage.process_startup()\n"
 
 
-def measuring(workdir: Path, module_file: Path) -> dict[str, str]:
-    """The environment (beyond PYTHONPATH) and PYTHONPATH entries that measure one module's lines per test."""
+def measuring(workdir: Path, module_files: list[Path]) -> dict[str, str]:
+    """The environment (with PYTHONPATH entries to add) that measures these modules' lines per test."""
     hooks = workdir / "hooks"
     hooks.mkdir(parents=True, exist_ok=True)
     (hooks / "sitecustomize.py").write_text(SITECUSTOMIZE, encoding="utf-8")
     config = workdir / "coveragerc"
     config.write_text("\n".join([
-        "[run]", f"data_file = {workdir / 'coverage'}", "parallel = true", f"include = {module_file}",
+        "[run]", f"data_file = {workdir / 'coverage'}", "parallel = true",
+        "include =", *(f"    {module_file}" for module_file in module_files),
         f"context = ${{{CONTEXT}-}}", "",
     ]), encoding="utf-8")
     return {"COVERAGE_PROCESS_START": str(config), TESTS: str(workdir / "tests.json"),
@@ -41,23 +42,25 @@ def measuring(workdir: Path, module_file: Path) -> dict[str, str]:
 class TestMap:
     """Which tests ran each line of one module, read back from a measured baseline."""
 
+    __test__ = False
+
     lines: dict[int, set[str]]
     order: list[str]
     fixtures: dict[str, list[str]]
     source: str
     cached: list[tuple[int, int]] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def read(cls, workdir: Path, module_file: Path) -> TestMap:
-        measured = coverage.Coverage(data_file=str(workdir / "coverage"), config_file=False)
-        measured.combine(data_paths=[str(workdir)])
-        data = measured.get_data()
+        data = coverage.CoverageData(basename=str(workdir / "coverage"))
+        data.read()
         data.set_query_contexts(None)
         name = next((f for f in data.measured_files() if Path(f).resolve() == module_file.resolve()), None)
         lines = {n: set(found) for n, found in data.contexts_by_lineno(name).items()} if name else {}
         tests = json.loads((workdir / "tests.json").read_text(encoding="utf-8"))
         source = module_file.read_text(encoding="utf-8")
-        return cls(lines, tests["order"], tests["fixtures"], source, _cached_functions(source))
+        return cls(lines, tests["order"], tests["fixtures"], source, _cached_functions(source), tests["seconds"])
 
     def statement_lines(self, changed: set[int]) -> set[int]:
         """The changed lines and the first line of each statement that holds one (Python records either)."""
@@ -72,7 +75,8 @@ class TestMap:
         return found
 
     def tests_for(self, changed: set[int]) -> list[str] | None:
-        """The node ids that ran these lines, in run order; [] when none did; None when every test may."""
+        """The node ids that ran these lines, quickest first (pytest stops at the first failure, so a
+        killed mutant costs little); [] when none did; None when every test may."""
         contexts = set().union(*(self.lines.get(n, set()) for n in self.statement_lines(changed)))
         if not contexts:
             return []
@@ -86,7 +90,19 @@ class TestMap:
                 chosen.add(context)
             else:
                 return None
-        return [test for test in self.order if test in chosen]
+        ran = [test for test in self.order if test in chosen]
+        return sorted(ran, key=lambda test: self.seconds.get(test, 0.0))
+
+    def timeout(self, tests: list[str]) -> float:
+        """Four times what these tests took in the measured baseline, and a minute to start."""
+        return 4 * sum(self.seconds.get(test, 0.0) for test in tests) + 60
+
+
+def combine(workdir: Path) -> None:
+    """One data file of the pytest process's and its Python subprocesses' (parallel = true)."""
+    measured = coverage.Coverage(data_file=str(workdir / "coverage"), config_file=False)
+    measured.combine(data_paths=[str(workdir)])
+    measured.save()
 
 
 def _cached_functions(source: str) -> list[tuple[int, int]]:

@@ -49,8 +49,15 @@ def pytest_fixture_setup(fixturedef, request):
     _switch(before)
 
 
+SECONDS: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    SECONDS[report.nodeid] = SECONDS.get(report.nodeid, 0.0) + report.duration
+
+
 def pytest_sessionfinish(session):
-    """The tests in the order they ran, and for each wider fixture the tests that use it."""
+    """The tests in the order they ran with their seconds, and for each wider fixture the tests that use it."""
     users: dict[str, list[str]] = {}
     for item in session.items:
         info = getattr(item, "_fixtureinfo", None)
@@ -59,4 +66,4 @@ def pytest_sessionfinish(session):
                 if fixturedef.scope != "function":
                     users.setdefault(fixture_context(fixturedef), []).append(item.nodeid)
     with open(os.environ[TESTS], "w", encoding="utf-8") as out:
-        json.dump({"order": [item.nodeid for item in session.items], "fixtures": users}, out)
+        json.dump({"order": [item.nodeid for item in session.items], "fixtures": users, "seconds": SECONDS}, out)

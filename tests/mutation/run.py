@@ -33,7 +33,7 @@ from cosmic_ray.ast import ast_nodes, get_ast
 from cosmic_ray.mutating import mutate_code
 from cosmic_ray.operators.operator import Operator
 from cosmic_ray.plugins import get_operator
-from coverage_map import TestMap, measuring
+from coverage_map import TestMap, combine, measuring
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "infra" / "gpucloud"
@@ -189,13 +189,15 @@ def run_tests(tests: list[str], timeout: float, mutant: Mutant | None = None,
         return _pytest(tests, timeout, [copy], {})
 
 
-def measure_baseline(module: str, tests: list[str], timeout: float, package: Path,
-                     workdir: Path) -> tuple[str, float, str, TestMap | None]:
-    """The module's tests unmutated on `package` itself, under coverage: the outcome and which test ran each line."""
-    extra = measuring(workdir, package / module)
+def measure_baseline(modules: list[str], tests: list[str], timeout: float, package: Path,
+                     workdir: Path) -> tuple[str, float, str, dict[str, TestMap]]:
+    """The tests unmutated on `package` itself, under coverage: the outcome and, per module, which test ran each line."""
+    extra = measuring(workdir, [package / module for module in modules])
     outcome, seconds, tail = _pytest(tests, timeout, [str(package.parent)], extra, plugins=("mutation_contexts",))
-    found = TestMap.read(workdir, package / module) if outcome == "survived" else None
-    return outcome, seconds, tail, found
+    if outcome != "survived":
+        return outcome, seconds, tail, {}
+    combine(workdir)
+    return outcome, seconds, tail, {module: TestMap.read(workdir, package / module) for module in modules}
 
 
 def _pytest(tests: list[str], timeout: float, paths: list[str], extra: dict[str, str],
@@ -230,17 +232,27 @@ def chosen(module: str, ids: list[str], package: Path = PACKAGE) -> list[Mutant]
     return [by_id[name] for name in ids]
 
 
-def run_module(module: str, tests: list[str], package: Path, args) -> tuple[tuple | None, list]:
-    """One module's table row and its survivors with their changed lines (None: its tests fail unmutated)."""
+def run_modules(modules: list[str], tests: list[str], package: Path, args) -> list[tuple[str, tuple | None, list]]:
+    """Modules that share their test files, on one snapshot and one baseline: per module its table
+    row and its survivors with their changed lines (row None: the tests fail unmutated)."""
     with tempfile.TemporaryDirectory(prefix="gpucloud-coverage-") as workdir:
         if args.every_test:
             outcome, baseline, output = run_tests(tests, timeout=900, package=package)
-            found = None
+            maps = {}
         else:
-            outcome, baseline, output, found = measure_baseline(module, tests, 900, package, Path(workdir))
+            outcome, baseline, output, maps = measure_baseline(modules, tests, 900, package, Path(workdir))
     if outcome != "survived":
-        print(f"{module}: its tests fail without any mutant ({' '.join(tests)}):\n{output}", file=sys.stderr)
-        return None, []
+        print(f"{', '.join(modules)}: the tests fail without any mutant ({' '.join(tests)}):\n{output}", file=sys.stderr)
+        return [(module, None, []) for module in modules]
+    print(f"{', '.join(modules)}: baseline {baseline:.0f} s", file=sys.stderr, flush=True)
+    return [(module, *run_module(module, tests, package, args, baseline, maps.get(module))) for module in modules]
+
+
+def run_module(module: str, tests: list[str], package: Path, args, baseline: float | None = None,
+               found: TestMap | None = None) -> tuple[tuple | None, list]:
+    """One module's table row and its survivors with their changed lines (None: its tests fail unmutated)."""
+    if baseline is None:
+        return run_modules([module], tests, package, args)[0][1:]
     everything = mutants(module, package)
     if args.mutant:
         sample = chosen(module, args.mutant, package)
@@ -249,14 +261,15 @@ def run_module(module: str, tests: list[str], package: Path, args) -> tuple[tupl
         sample = sorted(random.Random(f"{args.seed}:{module}").sample(everything, size),
                         key=lambda mutant: (mutant.line, mutant.operator))
     timeout = 4 * baseline + 30
-    print(f"{module}: baseline {baseline:.0f} s, {len(sample)} mutants", file=sys.stderr, flush=True)
+    print(f"{module}: {len(sample)} mutants", file=sys.stderr, flush=True)
 
     def one(mutant: Mutant) -> str:
         chosen_tests = tests if found is None else found.tests_for(mutant.lines(package))
         if chosen_tests == []:
             outcome, seconds = "uncovered", 0.0
         else:
-            outcome, seconds, _ = run_tests(chosen_tests or tests, timeout, mutant, package)
+            limit = timeout if not chosen_tests else min(timeout, found.timeout(chosen_tests))
+            outcome, seconds, _ = run_tests(chosen_tests or tests, limit, mutant, package)
         shown = "every test" if chosen_tests in (None, tests) else f"{len(chosen_tests)} tests"
         print(f"  {module}:{mutant.line} {mutant.id}: {outcome} ({shown}, {seconds:.1f} s)", file=sys.stderr, flush=True)
         return outcome
@@ -303,16 +316,20 @@ def main() -> int:
              else f"seed {args.seed}, up to {args.sample} mutants per module")
     tried = "all of each module's test files" if args.every_test else "the tests that ran each mutated line"
     print(f"{drawn}, {args.jobs} jobs, against {tried}", flush=True)
+    sharing: dict[tuple[str, ...], list[str]] = {}
     for module in selected:
+        sharing.setdefault(tuple(table[module]), []).append(module)
+    for tests, modules in sharing.items():
         with tempfile.TemporaryDirectory(prefix="gpucloud-snapshot-") as snapshot:
             package = Path(snapshot) / "gpucloud"
             shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
-            row, lived = run_module(module, table[module], package, args)
-        if row is None:
-            failing.append(module)
-            continue
-        rows.append(row)
-        survivors += lived
+            ran = run_modules(modules, list(tests), package, args)
+        for module, row, lived in ran:
+            if row is None:
+                failing.append(module)
+                continue
+            rows.append(row)
+            survivors += lived
     header = ("module", "mutants", "sampled", "killed", "survived", "uncovered", "timeout", "score")
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     for row in [header, *rows]:
