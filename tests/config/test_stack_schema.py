@@ -137,3 +137,23 @@ def test_keys_carry_their_docstrings_as_descriptions():
     schema = json.loads(SCHEMA_PATH.read_text())
     health = schema["$defs"]["HealthConfig"]["properties"]["maxReplacementsPerHour"]
     assert "breaker" in health["description"]
+
+
+def patterns_without_words(node, path="") -> list[str]:
+    if isinstance(node, dict):
+        found = [path] if "pattern" in node and "patternErrorMessage" not in node else []
+        return found + [miss for key, value in node.items() for miss in patterns_without_words(value, f"{path}/{key}")]
+    if isinstance(node, list):
+        return [miss for index, value in enumerate(node) for miss in patterns_without_words(value, f"{path}/{index}")]
+    return []
+
+
+def test_every_pattern_says_in_words_what_it_wants():
+    """The YAML language server shows `patternErrorMessage` where it would print the regular
+    expression ("String does not match the pattern of ^(?:(?=[^ ])(?:[*?#\\-]|0*(?:59|58|..."),
+    so each pattern the CLI's checks put in the schema carries the CLI's words."""
+    schema = json.loads(SCHEMA_PATH.read_text())
+    assert patterns_without_words(schema) == []
+    recurrence = schema["$defs"]["Schedule"]["properties"]["recurrence"]
+    assert recurrence["patternErrorMessage"].startswith("expected 5 cron fields")
+

@@ -60,13 +60,16 @@ class JsonShape:
 
 @dataclasses.dataclass(frozen=True)
 class ShapedValidator(AfterValidator):
-    """`shaped`'s check, which also writes its pattern and length into the JSON Schema."""
+    """`shaped`'s check, which also writes its pattern, length and words into the JSON Schema (the YAML
+    language server shows `patternErrorMessage` instead of the pattern)."""
 
     pattern: str = ""
     max_length: int = 256
+    description: str = ""
 
     def __get_pydantic_json_schema__(self, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> dict[str, Any]:
-        return {**handler(core_schema), "pattern": json_pattern(self.pattern), "maxLength": self.max_length}
+        return {**handler(core_schema), "pattern": json_pattern(self.pattern), "maxLength": self.max_length,
+                "patternErrorMessage": self.description}
 
 
 IPV4_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
@@ -113,19 +116,21 @@ def shaped(pattern: str, description: str, max_length: int = 256) -> ShapedValid
             raise ValueError(f"{shown!r} is not allowed: {description}")
         return value
 
-    return ShapedValidator(check, pattern=pattern, max_length=max_length)
+    return ShapedValidator(check, pattern=pattern, max_length=max_length, description=description)
 
 
 CIDR_PATTERN = rf"{IPV4_CIDR}|{IPV6_CIDR}"
 """What `refuse_world_open` takes, as far as a pattern can say: host bits set (10.1.2.3/8) pass it."""
-Cidr = Annotated[str, AfterValidator(refuse_world_open), JsonShape(pattern=json_pattern(CIDR_PATTERN))]
+Cidr = Annotated[str, AfterValidator(refuse_world_open), JsonShape(
+    pattern=json_pattern(CIDR_PATTERN), patternErrorMessage="expected a CIDR block such as 10.0.0.0/8 (not /0)")]
 PREFIX_PATTERN = r"(?!(?:.*/)?\.\.?(?:/|$))(?!.*//)[A-Za-z0-9][A-Za-z0-9._\-=/]*"
 """`_check_prefix` as one pattern: its characters, and no empty, '.' or '..' segment."""
 Prefix = Annotated[
     str,
     StringConstraints(min_length=1, max_length=200),
     AfterValidator(_check_prefix),
-    JsonShape(pattern=json_pattern(PREFIX_PATTERN)),
+    JsonShape(pattern=json_pattern(PREFIX_PATTERN), patternErrorMessage=(
+        "use letters, digits and . _ - = /, starting with a letter or digit, with no empty, '.' or '..' segment")),
 ]
 ResourceName = Annotated[
     str,
@@ -183,7 +188,9 @@ BucketName = Annotated[
     str,
     shaped(BUCKET_PATTERN, "expected an S3 bucket name (3-63 lowercase letters, digits, . and -)"),
     AfterValidator(_check_bucket_rules),
-    JsonShape(pattern=json_pattern(BUCKET_RULES_PATTERN)),
+    JsonShape(pattern=json_pattern(BUCKET_RULES_PATTERN), patternErrorMessage=(
+        "expected an S3 bucket name: 3-63 lowercase letters, digits, . and -; no '..', no IP address, "
+        "no xn--/sthree- start or -s3alias/--ol-s3 end")),
 ]
 CRON_FIELD = r"[0-9A-Za-z*/,\-?#L]+"
 MACHINE_DEPENDENT_ZONES = frozenset({"localtime", "posixrules", "Factory"})

@@ -47,7 +47,8 @@ class NetworkConfig(ConfigModel):
     """Subnets of one VPC of your own to run in, each listed once, instead of a network the stack creates; then
     none of the keys below may be set. The plan refuses a subnet whose only way out is an internet gateway (the
     nodes get no public IP)."""
-    cidr: Annotated[str, JsonShape(pattern=json_pattern(VPC_CIDR_PATTERN))] = DEFAULT_CIDR
+    cidr: Annotated[str, JsonShape(pattern=json_pattern(VPC_CIDR_PATTERN), patternErrorMessage=(
+        "expected an IPv4 block of /16 to /22 in 10.0.0.0/8, 172.16.0.0/12 or 192.168.0.0/16"))] = DEFAULT_CIDR
     """The created VPC's IPv4 block: /16 to /22, in a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16).
     Node subnets are its eighths, NAT subnets its 64ths."""
     zones: int = Field(default=2, ge=1, le=6)

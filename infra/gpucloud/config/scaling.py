@@ -142,7 +142,8 @@ class Schedule(ConfigModel):
 
     name: ResourceName
     """Unique within the group; part of the scheduled action's name."""
-    recurrence: Annotated[str, JsonShape(pattern=json_pattern(cron_pattern()), maxLength=255)]
+    recurrence: Annotated[str, JsonShape(pattern=json_pattern(cron_pattern()), maxLength=255, patternErrorMessage=(
+        "expected 5 cron fields: minute 0-59, hour 0-23, day 1-31, month 1-12 or JAN-DEC, weekday 0-7 or SUN-SAT"))]
     """When it applies: 5-field crontab (minute 0-59, hour 0-23, day 1-31, month 1-12 or JAN-DEC,
     weekday 0-7 or SUN-SAT), e.g. "0 20 * * *"."""
     min_size: int | None = Field(default=None, ge=0)
@@ -151,7 +152,8 @@ class Schedule(ConfigModel):
     """The group's maxSize from then on."""
     desired_capacity: int | None = Field(default=None, ge=0)
     """The group's desired capacity from then on (within minSize..maxSize)."""
-    time_zone: Annotated[str, JsonShape(enum=sorted(iana_time_zones()))] = "UTC"
+    time_zone: Annotated[str, JsonShape(enum=sorted(iana_time_zones()),
+                                        errorMessage="expected an IANA time zone such as Europe/Paris")] = "UTC"
     """The IANA time zone the recurrence is read in, e.g. Europe/London."""
 
     @field_validator("recurrence")

@@ -46,7 +46,8 @@ def without_meaningless_null(node: Any) -> Any:
 
 def keys_named_by_pattern(node: Any) -> Any:
     """A map whose keys have a shape (`env`'s variable names) as `propertyNames`: pydantic writes it as
-    `patternProperties`, under which a key of any other shape is simply allowed."""
+    `patternProperties`, under which a key of any other shape is simply allowed. A pattern the model
+    gives the names itself (`env`'s, which also refuses secret-looking names) is kept."""
     if isinstance(node, list):
         return [keys_named_by_pattern(item) for item in node]
     if not isinstance(node, dict):
@@ -56,7 +57,7 @@ def keys_named_by_pattern(node: Any) -> Any:
     if patterns and len(patterns) == 1 and "properties" not in node and "additionalProperties" not in node:
         [(key_pattern, value_schema)] = patterns.items()
         node = {key: value for key, value in node.items() if key != "patternProperties"}
-        node["propertyNames"] = {**node.get("propertyNames", {}), "pattern": key_pattern}
+        node["propertyNames"] = {"pattern": key_pattern, **node.get("propertyNames", {})}
         node["additionalProperties"] = value_schema
     return node
 

@@ -47,7 +47,8 @@ IMAGE_REFERENCE = (
 ImageReference = Annotated[str, shaped(
     IMAGE_REFERENCE, "use a pinned image reference, [registry/]repository:tag or [registry/]repository@sha256:<digest>", 400)]
 EnvName = Annotated[str, shaped(r"[A-Za-z_][A-Za-z0-9_]*", "use letters, digits and _, not starting with a digit", 128)]
-EnvValue = Annotated[str, StringConstraints(max_length=1024), JsonShape(pattern="^[^\\u0000]*$")]
+EnvValue = Annotated[str, StringConstraints(max_length=1024),
+                     JsonShape(pattern="^[^\\u0000]*$", patternErrorMessage="values must not contain NUL characters")]
 Argument = Annotated[str, StringConstraints(min_length=1, max_length=1024)]
 RESERVED_PARAMETER_START = "[Aa][Ww][Ss]|[Ss][Ss][Mm]"
 """aws or ssm in any case, spelt without an inline flag so that JSON Schema's patterns can say it too."""
@@ -67,7 +68,9 @@ SECRET_REFERENCE = (rf"ssm:(?=.{{1,2048}}$)(?:{SSM_PARAMETER.pattern})"
                     rf"|secretsmanager:(?:{SECRET_ARN.pattern}|{SECRET_NAME.pattern})")
 """`secret_reference_problem`'s shapes as one pattern, for the JSON Schema."""
 SecretReference = Annotated[
-    str, StringConstraints(min_length=5, max_length=2100), JsonShape(pattern=json_pattern(SECRET_REFERENCE))
+    str, StringConstraints(min_length=5, max_length=2100), JsonShape(
+        pattern=json_pattern(SECRET_REFERENCE),
+        patternErrorMessage="expected ssm:<parameter name> or secretsmanager:<secret name or whole ARN>")
 ]
 SECRET_LOOKING_WORDS = ("SECRET", "PASSWORD", "PASSWD", "TOKEN", "ACCESS_KEY", "PRIVATE_KEY", "CREDENTIAL")
 SECRET_LOOKING = re.compile("|".join(SECRET_LOOKING_WORDS), re.IGNORECASE)
@@ -137,13 +140,17 @@ class ContainerConfig(ConfigModel):
     name: ResourceName
     """The service's name, unique in the group: its systemd unit is `gpucloud-container@<name>` and its container
     `gpucloud-<name>`."""
-    image: Annotated[ImageReference, JsonShape(pattern=json_pattern(rf"(?!.*:latest$)(?:{IMAGE_REFERENCE})"))]
+    image: Annotated[ImageReference, JsonShape(
+        pattern=json_pattern(rf"(?!.*:latest$)(?:{IMAGE_REFERENCE})"),
+        patternErrorMessage="use a pinned image, [registry/]repository:tag (not latest) or @sha256:<digest>")]
     """A pinned image, `[registry/]repository:tag` or `@sha256:<digest>` (the tag latest is refused); with egress
     endpointsOnly, only this account's ECR in the stack's region."""
     command: list[Argument] | None = Field(default=None, min_length=1, max_length=64)
     """Arguments given after the image, as an argv list (no shell): they replace the image's CMD."""
-    env: Annotated[dict[EnvName, EnvValue], JsonShape(propertyNames={"not": {"pattern": SECRET_LOOKING_NAME}})] = Field(
-        default_factory=dict, max_length=50)
+    env: Annotated[dict[EnvName, EnvValue], JsonShape(propertyNames={
+        "pattern": json_pattern(rf"(?!.*(?:{SECRET_LOOKING_NAME}))[A-Za-z_][A-Za-z0-9_]*"),
+        "patternErrorMessage": "use letters, digits and _; a name that looks like a secret (TOKEN, SECRET, "
+                               "PASSWORD, ...) goes in secretEnv"})] = Field(default_factory=dict, max_length=50)
     """Environment variables, name to value. Values travel in clear in the launch template's user data, so names
     that look like secrets (TOKEN, SECRET, PASSWORD, ...) are refused: give those in secretEnv."""
     secret_env: dict[EnvName, SecretReference] = Field(default_factory=dict, max_length=20)
