@@ -1,7 +1,9 @@
 """Condition operators of IAM policies, and the wildcard matching of actions, resources and
 string values, as AWS documents them (IAM user guide "IAM JSON policy elements: Condition
 operators" and "Single-valued vs. multivalued context keys"; read 2026-11-28). A value may be a
-policy variable already resolved (`gpucloud.policy.policy_variables`): its value matches literally."""
+policy variable already resolved (`gpucloud.policy.policy_variables`): its value matches literally
+under the string operators; the ARN operators match the resolved ARN part by part with wildcards
+(an ARN holds no `*` or `?` of its own)."""
 
 from __future__ import annotations
 
