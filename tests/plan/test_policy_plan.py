@@ -248,10 +248,13 @@ PASSES = {
     "load-balancer-internal": lambda: load_balancer(internet_facing=True, declared=True),
     "load-balancer-tls-when-internet-facing": lambda: load_balancer(internet_facing=False),
 }
-NOT_ON_THE_ENGINE = {"asg-spot-template-rebalanced", "capacity-block-on-demand-one-type", "capacity-reservations-used"}
+NOT_ON_THE_ENGINE = {"asg-spot-template-rebalanced", "capacity-block-on-demand-one-type", "capacity-reservations-used",
+                     "capacity-feasible"}
 """Policies whose violating resources the engine cannot create (a spot market template; the
 capacity rules need reservations in the engine's record, which these programs do not seed, and
-the config refuses their violations first); their offline cases are built by hand."""
+the config refuses their violations first; capacity-feasible reads the account facts' Spot
+placement scores, which only `plan_stack` hands it: tests/plan/test_capacity_plan.py); their
+offline cases are built by hand."""
 
 
 def test_every_policy_has_an_offline_violation_and_passing_case():
