@@ -192,13 +192,15 @@ def shingles(paragraph: str) -> set[tuple[str, ...]]:
 
 
 def repeated_paragraphs(paragraphs: list[str]) -> list[tuple[str, str]]:
-    """Pairs of paragraphs of twenty words or more that say the same thing: nearly half of the
-    shorter one's three-word runs are in the other (two wordings of one fact, left after an edit)."""
+    """Pairs of paragraphs of twenty words or more that say the same thing: two fifths of the shorter
+    one's three-word runs are in the other (two wordings of one fact, left after an edit). Measured
+    on the site of 2026-11-28: the two repeats removed then shared 0.47 and 0.51, the closest pair
+    of different paragraphs 0.33."""
     long = [(paragraph, shingles(paragraph)) for paragraph in paragraphs if len(paragraph.split()) >= 20]
     return [
         (first[:60], second[:60])
         for (first, first_runs), (second, second_runs) in itertools.combinations(long, 2)
-        if len(first_runs & second_runs) >= 0.45 * min(len(first_runs), len(second_runs))
+        if len(first_runs & second_runs) >= 0.4 * min(len(first_runs), len(second_runs))
     ]
 
 
