@@ -35,8 +35,6 @@ def aws(monkeypatch):
         yield
 
 
-@pytest.mark.xfail(strict=True, reason="README.md's last next line is still `pulumi up`: the lead applies the README "
-                   "line (and drops this mark) with /tmp/helpers/docs-schema-readme.patch")
 def test_the_readme_shows_the_next_lines_bootstrap_prints(aws, monkeypatch, tmp_path, capsys):
     from gpucloud.cli import backend, main
 
