@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import TYPE_CHECKING, Any
@@ -166,8 +167,10 @@ def _weights_phases(config: StackConfig, containers: list[ContainerConfig], inst
     return found
 
 
-def phases(config: StackConfig, group: GroupConfig, instance_store: bool, from_pool: bool) -> tuple[list[Phase], list[str]]:
-    """The node's phases in order, and what the estimate could not count."""
+def phases(config: StackConfig, group: GroupConfig, instance_store: bool, from_pool: bool,
+           image_sizes: Mapping[str, float] | None = None) -> tuple[list[Phase], list[str]]:
+    """The node's phases in order, and what the estimate could not count. `image_sizes`: GiB per
+    image reference from the account facts (ECR), for containers the stack file gives no size."""
     table = figures()
     family = image_family(group)
     found = [Phase("boot", table["boot"][family]["seconds"], f"{family} image, documented figure"),
@@ -175,12 +178,13 @@ def phases(config: StackConfig, group: GroupConfig, instance_store: bool, from_p
              *_mount_phase(config), Phase("gate", table["gate"]["seconds"], "GPU checks and the launch hook")]
     notes: list[str] = []
     containers = group.services.containers
-    sized = [c for c in containers if c.image_size_gib]
-    notes += [f"{c.name}: imageSizeGiB not given, its pull is not counted" for c in containers if not c.image_size_gib]
-    if sized and from_pool:
+    sizes = {c.name: c.image_size_gib or (image_sizes or {}).get(c.image) for c in containers}
+    notes += [f"{name}: imageSizeGiB not given, its pull is not counted" for name, size in sizes.items() if not size]
+    notes += [f"{c.name}: image size from the ECR facts" for c in containers if sizes[c.name] and not c.image_size_gib]
+    if any(sizes.values()) and from_pool:
         found.append(Phase("pull", 0.0, "pulled while the instance waited in the warm pool"))
-    elif sized:
-        total = sum(c.image_size_gib or 0 for c in sized)
+    elif any(sizes.values()):
+        total = sum(size for size in sizes.values() if size)
         found.append(_named("pull", _transfer(total, _rate("imagePullMBps"), "documented pull rate")))
     found += _weights_phases(config, containers, instance_store)
     endpoint = group.endpoint
@@ -232,12 +236,13 @@ def grace_period_seconds(config: StackConfig, group: GroupConfig, instance_store
     return default_grace_period(_serving_after_in_service(found))
 
 
-def budget(config: StackConfig, index: int, instance_store: bool) -> ColdStartBudget:
+def budget(config: StackConfig, index: int, instance_store: bool,
+           image_sizes: Mapping[str, float] | None = None) -> ColdStartBudget:
     """The group's phases on its usual path and every timer compared with them."""
     group = config.groups[index]
     key = f"{NAMESPACE}:groups[{index}]"
     from_pool = pool_path(group)
-    found, notes = phases(config, group, instance_store, from_pool)
+    found, notes = phases(config, group, instance_store, from_pool, image_sizes)
     set_by_user = "health_check_grace_period_seconds" in group.model_fields_set
     grace = grace_period_seconds(config, group, instance_store)
     in_service = sum(p.seconds for p in found if p.name in IN_SERVICE_PHASES)
@@ -254,7 +259,7 @@ def budget(config: StackConfig, index: int, instance_store: bool) -> ColdStartBu
         *_start_period_timers(config, group, key, instance_store),
     ]
     if from_pool:
-        direct, _ = phases(config, group, instance_store, from_pool=False)
+        direct, _ = phases(config, group, instance_store, False, image_sizes)
         notes.append(f"a launch straight into the group (pool empty) pulls too: {_serving_after_in_service(direct):.0f} s "
                      "from InService to serving")
     return ColdStartBudget(group.name, "warm pool" if from_pool else "launch", tuple(found), tuple(timers),

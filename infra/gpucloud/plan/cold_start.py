@@ -14,10 +14,15 @@ from gpucloud.plan.model import PlanFinding
 RULE = "cold-start-budget"
 
 
-def cold_start(config: StackConfig, instance_stores: Mapping[str, bool]) -> list[dict[str, Any]]:
+def cold_start(config: StackConfig, instance_stores: Mapping[str, bool],
+               image_bytes: Mapping[str, int] | None = None) -> list[dict[str, Any]]:
     """One entry per group: its phases, the timers compared with them, the fixes and what was not counted.
-    `instance_stores`: whether every type of the group has instance-store disks (for /scratch)."""
-    return [_entry(budget(config, index, instance_stores.get(group.name, False)))
+    `instance_stores`: whether every type of the group has instance-store disks (for /scratch);
+    `image_bytes`: the ECR facts' image sizes (`plan/cold_start_snapshot.py`), for images the
+    stack file gives no imageSizeGiB. The grace period's default follows the stack file alone, as
+    `pulumi up` has no facts: write imageSizeGiB to make it count the pull."""
+    sizes = {image: size / 2**30 for image, size in (image_bytes or {}).items()}
+    return [_entry(budget(config, index, instance_stores.get(group.name, False), sizes))
             for index, group in enumerate(config.groups)]
 
 

@@ -114,7 +114,8 @@ def plan_stack(
     plan.purchase_options = purchase_options(settings.config)
     plan.image_software = image_software(settings.config)
     plan.cold_start = cold_start(settings.config, {group.config.name: all(kind.instance_store_disks for kind in group.instance_types)
-                                                   for group in resolved[0].groups})
+                                                   for group in resolved[0].groups},
+                                 facts.ecr_image_sizes if facts else None)
     plan.findings.extend(cold_start_findings(plan.cold_start))
     return plan
 

@@ -27,6 +27,7 @@ from botocore.exceptions import ClientError
 from gpucloud.config import StackSettings
 from gpucloud.plan.capacity_snapshot import read_capacity
 from gpucloud.lookups.ecr import named_repositories
+from gpucloud.plan.cold_start_snapshot import ecr_image_sizes
 from gpucloud.plan.named_snapshot import read_named
 from gpucloud.lookups.security_groups import named_security_groups
 from gpucloud.lookups.quotas import ON_DEMAND_QUOTAS, SPOT_QUOTAS
@@ -60,6 +61,7 @@ def snapshot_account(settings: StackSettings, session: boto3.Session, today: dat
         "prometheusWorkspaces": _workspaces(session.client("amp", region_name=region), settings),
         "buckets": _buckets(session.client("s3", region_name=region), settings, account_id),
         "ecrRepositories": _ecr_repositories(session, settings, account_id),
+        "ecrImageSizes": ecr_image_sizes(session, settings, account_id),
         "securityGroups": _security_groups(ec2, settings),
         **read_named(settings, session),
     }

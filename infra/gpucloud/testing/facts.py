@@ -185,6 +185,10 @@ class AccountFacts(NamedFacts):
     ecr_repositories: list[str] | None = None
     """The ECR repositories of the account the stack names that exist,
     `<account>.dkr.ecr.<region>.amazonaws.com/<name>`; absent: not known."""
+    ecr_image_sizes: dict[str, int] | None = None
+    """Each container image of this account's ECR the stack runs, to its size in bytes as ECR stores it
+    (DescribeImages imageSizeInBytes, compressed layers): the cold-start budget pulls it where the stack
+    file gives no imageSizeGiB; absent: not known."""
     security_groups: list[SecurityGroupFacts] | None = None
     """The security groups the stack names (`allowedSecurityGroupIds`) that exist; absent: not known."""
     buckets: list[BucketFacts] | None = None
