@@ -6,7 +6,8 @@ ec2:DescribeSubnets, ec2:DescribeVpcs, ec2:DescribeRouteTables, ec2:DescribeVpcE
 ec2:DescribeImages, for groups on reserved capacity ec2:DescribeCapacityReservations and
 ec2:DescribeCapacityBlockOfferings, and for a stack naming a Prometheus workspace
 aps:DescribeWorkspace, aps:DescribeAlertManagerDefinition and aps:ListRuleGroupsNamespaces, for
-the ECR repositories of the account it names ecr:DescribeRepositories, for allowedSecurityGroupIds
+the ECR repositories of the account it names ecr:DescribeRepositories (and for its containers' images
+ecr:DescribeImages, `plan/cold_start_snapshot.py`), for allowedSecurityGroupIds
 ec2:DescribeSecurityGroups, for an endpoint's certificateArn acm:DescribeCertificate, for secretEnv
 ssm:DescribeParameters and secretsmanager:DescribeSecret (`plan/named_snapshot.py`), and for the data bucket
 s3:ListBucket (HeadBucket), s3:GetBucketLocation and s3:GetEncryptionConfiguration (GetBucketEncryption),
