@@ -16,7 +16,7 @@ from typing import Any
 from gpucloud.config import StackSettings
 from gpucloud.naming import autoscaling_group_name, job_log_group_name
 from gpucloud.ops.jobs import DEPLOY_FIRST, TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record_location, stop_attempt
-from gpucloud.ops.nodes import Node, ordered_nodes
+from gpucloud.ops.nodes import Node, ordered_nodes, where_nodes_are
 from gpucloud.ops.supervised_jobs import attempts, stop_supervision
 
 RUNNING_COMMAND = frozenset({"Pending", "InProgress", "Cancelling"})
@@ -113,6 +113,9 @@ def logs(clients: Clients, settings: StackSettings, job_id: str, follow: bool = 
             clock.sleep(poll)
     if not printed:
         say(f"job {job_id}: no output yet " + (f"in log group {group}" if job.attempts else "(it has not started on a node)"))
+        if not job.attempts:
+            for line in where_nodes_are(clients.autoscaling, job.group_name):
+                say(f"  {line}")
     return job
 
 
