@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime
 
 import boto3
-from botocore.stub import ANY, Stubber
+from botocore.stub import Stubber
 
 from gpucloud.config import parse_stack_config
 from gpucloud.plan.capacity_snapshot import read_capacity
@@ -64,7 +64,7 @@ def answer_the_rest(stubber, types, reservations=(), block=None):
                          {"Filters": [{"Name": "instance-type", "Values": types}, {"Name": "state", "Values": ["active"]}]})
     if block is not None:
         stubber.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": block}, {
-            "InstanceType": ANY, "InstanceCount": ANY, "CapacityDurationHours": 24,
+            "InstanceType": "p5.48xlarge", "InstanceCount": 4, "CapacityDurationHours": 24,
             "StartDateRange": NOW, "EndDateRange": NOW + datetime.timedelta(days=14)})
 
 
@@ -136,15 +136,16 @@ def test_groups_asking_the_same_configuration_share_one_answer_and_on_demand_gro
 
 
 def test_a_p_type_group_gets_the_price_of_a_one_day_block_of_its_size():
+    """Blocks come in 1, 2, 4, ... 64 instances: a group of maxSize 3 is quoted the block of 4."""
     settings = settings_of({"name": "train", "instanceTypes": ["p5.48xlarge", "p5e.48xlarge", "p4d.24xlarge"],
-                            "maxSize": 2, "spotPercent": 0})
+                            "maxSize": 3, "spotPercent": 0})
     start = datetime.datetime(2026, 12, 2, 11, 30, tzinfo=UTC)
     ec2, stubber = ec2_stubbed()
     answer_zones(stubber)
     answer_the_rest(stubber, sorted(["p5.48xlarge", "p5e.48xlarge", "p4d.24xlarge"]), block=[
         {"CapacityBlockOfferingId": "cb-0c1d2e3f4a5b60718", "InstanceType": "p5.48xlarge", "AvailabilityZone": "us-east-1b",
-         "InstanceCount": 2, "StartDate": start, "EndDate": start + datetime.timedelta(days=1),
-         "CapacityBlockDurationHours": 24, "UpfrontFee": "1671.36", "CurrencyCode": "USD"}])
+         "InstanceCount": 4, "StartDate": start, "EndDate": start + datetime.timedelta(days=1),
+         "CapacityBlockDurationHours": 24, "UpfrontFee": "3342.72", "CurrencyCode": "USD"}])
 
     with stubber:
         document = read_capacity(settings, ec2, NOW)
@@ -152,5 +153,5 @@ def test_a_p_type_group_gets_the_price_of_a_one_day_block_of_its_size():
 
     [quote] = AccountFacts.model_validate({"capacity": document}).capacity.block_quotes
     assert (quote.group, quote.instance_count, quote.zone, quote.upfront_usd, quote.start) == (
-        "train", 2, "us-east-1b", 1671.36, start)
+        "train", 4, "us-east-1b", 3342.72, start)
     assert document["spotScores"] == [], "an on-demand group is not scored"

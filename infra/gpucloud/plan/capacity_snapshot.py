@@ -17,6 +17,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from gpucloud.config import GroupConfig, StackSettings
+from gpucloud.config.capacity import CAPACITY_BLOCK_SIZES
 from gpucloud.config.groups import purchase_split
 from gpucloud.lookups.quotas import quota_family
 
@@ -30,8 +31,6 @@ BLOCK_QUOTE_HOURS = 24
 """A one-day block, the shortest EC2 sells (durations in 1-day steps up to 14 days: EC2 API
 reference, DescribeCapacityBlockOfferings `CapacityDurationHours`, read 2026-11-28), as a price
 for the plan's fix."""
-BLOCK_MAX_INSTANCES = 64
-"""Each Capacity Block holds at most 64 instances (same page, `InstanceCount`)."""
 
 
 def spot_capacity(group: GroupConfig) -> int:
@@ -133,16 +132,18 @@ def _free_reservations(ec2, types: list[str], stamp: str) -> list[dict[str, Any]
 
 
 def _block_quotes(ec2, groups: list[GroupConfig], now: datetime.datetime, stamp: str) -> list[dict[str, Any]]:
-    """The earliest one-day Capacity Block in the next two weeks for each P-type group's first type
-    at maxSize; a type EC2 sells no block of answers an error or nothing, and is left out."""
+    """The earliest one-day Capacity Block in the next two weeks for each P-type group's first type,
+    of the smallest block size that holds maxSize; a type EC2 sells no block of answers an error or
+    nothing, and is left out."""
     quotes = []
     for group in groups:
         kind = group.instance_types[0]
-        if quota_family(kind) != "P" or group.max_size > BLOCK_MAX_INSTANCES or group.capacity_block:
+        size = next((size for size in CAPACITY_BLOCK_SIZES if size >= group.max_size), None)
+        if quota_family(kind) != "P" or size is None or group.capacity_block:
             continue
         try:
             offered = _paged(ec2, "describe_capacity_block_offerings", "CapacityBlockOfferings", InstanceType=kind,
-                             InstanceCount=group.max_size, CapacityDurationHours=BLOCK_QUOTE_HOURS,
+                             InstanceCount=size, CapacityDurationHours=BLOCK_QUOTE_HOURS,
                              StartDateRange=now, EndDateRange=now + BLOCK_SEARCH)
         except ClientError:
             continue
