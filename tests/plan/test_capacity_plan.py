@@ -66,6 +66,7 @@ def test_the_capacity_line_shows_scores_age_and_allocation(planned):
            "at maxSize; scores taken 3 h ago)" in text
     assert "sparse: spot lowest-price, 2 pools (stack file): the cheapest pools only" in text
     assert "on-demand prioritized (default) in the order g5.xlarge > g5.2xlarge > g6.xlarge" in text
+    assert "zones balanced-best-effort: a zone that fails to launch is passed over for another" in text
 
 
 def test_a_thin_group_is_told_the_fixes_and_what_each_costs(planned):
@@ -175,3 +176,14 @@ def test_the_own_vpc_example_reads_unlikely_when_planned_the_day_its_facts_were_
                                               "(region 3; for 4 spot instances at maxSize; scores taken 3 h ago)")
     assert [violation.policy_name for violation in plan.policy_violations] == ["capacity-feasible"]
     assert not plan.failed
+
+
+def test_a_group_on_reservations_fills_them_before_balancing_its_zones():
+    from gpucloud.plan.capacity_line import allocation_line, allocation
+
+    reserved = settings_for(minimal_config(groups=[{
+        "name": "serve", "instanceTypes": ["g5.xlarge"], "maxSize": 2, "spotPercent": 0,
+        "capacity": {"reservations": {"ids": ["cr-0a1b2c3d4e5f60718"]}}}])).config.groups[0]
+    line = allocation_line(allocation(reserved, ["g5.xlarge"]))
+    assert line == ("on-demand prioritized (default) in the order g5.xlarge; capacity rebalancing off (default); "
+                    "zones reservations-then-balanced: reservations first, then balanced over the healthy zones")

@@ -125,8 +125,18 @@ def allocation(config: GroupConfig, types: list[str]) -> dict[str, Any]:
         pools = config.capacity.allocation.spot_instance_pools if config.capacity.allocation else None
         if pools:
             found["spotInstancePools"] = pools
-    found.update(capacityRebalance=rebalance, capacityRebalanceSource=rebalance_source)
+    found.update(capacityRebalance=rebalance, capacityRebalanceSource=rebalance_source,
+                 zoneDistribution=zone_distribution(config))
     return found
+
+
+def zone_distribution(config: GroupConfig) -> str:
+    """The group's AvailabilityZoneDistribution: reservations-then-balanced where it targets
+    reservations (the component sets it), else Auto Scaling's default balanced-best-effort, which
+    launches in another healthy zone when a zone fails to launch (Auto Scaling API reference,
+    AvailabilityZoneDistribution, read 2026-11-28)."""
+    reservations = config.capacity.reservations
+    return "reservations-then-balanced" if reservations and reservations.targets_reservations else "balanced-best-effort"
 
 
 SPOT_MEANINGS = {
@@ -136,6 +146,10 @@ SPOT_MEANINGS = {
     "lowest-price": "the cheapest pools only, which are interrupted most",
 }
 """What each spot strategy does (Auto Scaling API reference, InstancesDistribution, read 2026-11-28)."""
+ZONE_MEANINGS = {
+    "balanced-best-effort": "a zone that fails to launch is passed over for another",
+    "reservations-then-balanced": "reservations first, then balanced over the healthy zones",
+}
 
 
 def allocation_line(found: dict[str, Any]) -> str:
@@ -148,6 +162,7 @@ def allocation_line(found: dict[str, Any]) -> str:
     order = f" in the order {' > '.join(found['priority'])}" if found["onDemand"] == "prioritized" else ""
     parts.append(f"on-demand {found['onDemand']} ({found['onDemandSource']}){order}")
     parts.append(f"capacity rebalancing {'on' if found['capacityRebalance'] else 'off'} ({found['capacityRebalanceSource']})")
+    parts.append(f"zones {found['zoneDistribution']}: {ZONE_MEANINGS[found['zoneDistribution']]}")
     return "; ".join(parts)
 
 
