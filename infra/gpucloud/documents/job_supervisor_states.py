@@ -224,11 +224,13 @@ def _node_verdict() -> Document:
                         "Parameters": {"value.$": "States.ArrayContains($.inService, $.instanceId)"}},
             "Classify": {
                 "Type": "Choice",
+                # A command that succeeded ended the node's share of the job: the node may leave
+                # (a scale-in once the job was done) without the job being sent again.
                 "Choices": [
+                    {"Variable": "$.invocation.status", "StringEquals": "Success", "Next": "Ok"},
                     {"Variable": "$.present.value", "BooleanEquals": False, "Next": "Lost"},
                     {"And": [{"Or": terminal}, {"Variable": "$.invocation.code", "NumericEquals": EXIT_DRAINED}],
                      "Next": "Lost"},
-                    {"Variable": "$.invocation.status", "StringEquals": "Success", "Next": "Ok"},
                     {"Or": terminal, "Next": "NodeFailed"},
                 ],
                 "Default": "Running",
