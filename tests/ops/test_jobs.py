@@ -1,31 +1,30 @@
-"""`gpucloud run`, `logs` and `stop` against moto: instance selection and order, the desired
-capacity raise, the rendezvous parameters the job document gets, resuming on replaced nodes and
-the two ways a job stops instead, following the output, and stopping a job.
+"""`gpucloud run`, `logs` and `stop` against moto, the job supervised by the stack's state machine
+as `run` starts it (executed by moto's Step Functions: test_job_supervisor.py's fixtures): the
+capacity raise and the rendezvous parameters the job document gets, the exit code of the nodes'
+statuses, a job on more than 50 nodes, the ways a job stops instead of resuming, following the
+output, and stopping a job; and the refusals that need no supervision.
 
-moto runs no SSM Agent: every invocation it records is `Success` at once, and it has no
-CancelCommand. `ScriptedSsm` answers invocation statuses from the test's script and records
-cancels; everything else (the document, SendCommand, ListCommands) is moto's."""
+The nodes' SSM Agents are scripted (gpucloud.testing.run_command `Agents`): each test says what
+every invocation answers; CancelCommand, which moto lacks, is recorded there."""
 
 from __future__ import annotations
 
 import base64
-import ipaddress
 import json
-from collections.abc import Callable
-
 import time
 
 import pytest
-from botocore.exceptions import ClientError
 
 from gpucloud.config import load_stack_file
 from gpucloud.naming import job_log_group_name
 from gpucloud.ops.job_control import logs, stop
-from gpucloud.ops.jobs import Clients, Clock, Job, JobError, new_job, run
+from gpucloud.ops.jobs import Clients, Clock, Job, JobError, new_job
 from gpucloud.ops.nodes import ordered_nodes
-from gpucloud.testing import moto_account, service_model
+from gpucloud.ops.supervised_jobs import Execution, outcome, start
+from gpucloud.testing import moto_account
 from access_recording import stood_in
-from support import STACKS, job_resources
+from support import STACKS
+from test_job_supervisor import agents, aws, launches, replace_first_node  # noqa: F401 (fixtures)
 
 REGION = "us-east-1"
 SETTINGS = load_stack_file(STACKS / "Pulumi.vision-train.yaml")
@@ -34,117 +33,124 @@ BUCKET = "example-vision-data"
 COMMAND = ["torchrun", "--nnodes", "$NNODES", "--rdzv-backend", "c10d", "train.py", "--lr", "3e-4"]
 
 
-class FakeClock(Clock):
-    def __init__(self, on_sleep: Callable[[], None] = lambda: None):
-        self.time = 0.0
-        self.on_sleep = on_sleep
-        super().__init__(now=lambda: self.time, sleep=self._sleep)
-
-    def _sleep(self, seconds: float) -> None:
-        self.time += seconds
-        self.on_sleep()
-
-
-class ScriptedSsm:
-    """moto's SSM client, with invocation statuses from `status(command_id, instance_id, calls)`
-    and CancelCommand recorded; SendCommand calls are recorded with every argument. The calls it
-    answers itself are still the job commands' (access_recording.stood_in)."""
-
-    stands_in_for_aws = True
-
-    def __init__(self, client, status: Callable[[str, str, int], tuple[str, int]]):
-        self.client = client
-        self.status = status
-        self.sent: list[dict] = []
-        self.cancelled: list[str] = []
-        self.calls: dict[str, int] = {}
-
-    def send_command(self, **request):
-        answer = self.client.send_command(**request)
-        self.sent.append({**request, "CommandId": answer["Command"]["CommandId"]})
-        return answer
-
-    def get_command_invocation(self, CommandId, InstanceId):
-        stood_in("ssm", "GetCommandInvocation", {"CommandId": CommandId, "InstanceId": InstanceId})
-        self.calls[CommandId] = self.calls.get(CommandId, 0) + 1
-        status, code = self.status(CommandId, InstanceId, self.calls[CommandId])
-        return {"CommandId": CommandId, "InstanceId": InstanceId, "Status": status, "ResponseCode": code}
-
-    def cancel_command(self, CommandId, InstanceIds=None):
-        stood_in("ssm", "CancelCommand", {"CommandId": CommandId})
-        self.cancelled.append(CommandId)
-        return {}
-
-    def __getattr__(self, name):
-        return getattr(self.client, name)
+def ended(clients: Clients, arn: str, timeout: float = 60.0) -> Execution:
+    """The execution once it has ended, read by the test's own calls (not the job commands', so that
+    what a test measures of `run`, `logs` or `stop` stays theirs)."""
+    deadline = time.monotonic() + timeout
+    while (answer := clients.states.describe_execution(executionArn=arn))["status"] == "RUNNING":
+        assert time.monotonic() < deadline, f"{arn} still running after {timeout} s"
+        time.sleep(0.05)
+    return Execution(answer["status"], json.loads(answer["output"]) if answer.get("output") else None,
+                     answer.get("error"), answer.get("cause"))
 
 
-@pytest.fixture
-def aws():
-    """A moto account (the engine's, set up without moto's default images) holding what a deployed
-    stack gives the job commands: the group, the data bucket, the job log group and document."""
-    with moto_account(REGION) as account:
-        session = account.session
-        job_resources(session, SETTINGS, GROUP, BUCKET)
-        yield session
+def started(session, job: Job, settings=SETTINGS, **options) -> str:
+    """The job started as `run` starts it (its record, then its supervision), without the preflight."""
+    return start(Clients.of(session), settings, job, poll=0, **{"preflight": "off", **options})
 
 
-def clients_with(session, status=lambda command, instance, calls: ("Success", 0)) -> Clients:
-    clients = Clients.of(session)
-    clients.ssm = ScriptedSsm(clients.ssm, status)
-    return clients
+def finished(session, job: Job, settings=SETTINGS, **options):
+    """The job's supervision, once it ended."""
+    return ended(Clients.of(session), started(session, job, settings, **options))
 
 
-def private_ips(session) -> dict[str, str]:
-    reservations = session.client("ec2").describe_instances()["Reservations"]
-    return {instance["InstanceId"]: instance["PrivateIpAddress"] for reservation in reservations
-            for instance in reservation["Instances"] if instance["State"]["Name"] == "running"}
+def private_ips(session, instance_ids) -> list[str]:
+    reservations = session.client("ec2").describe_instances(InstanceIds=instance_ids)["Reservations"]
+    found = {instance["InstanceId"]: instance["PrivateIpAddress"] for reservation in reservations
+             for instance in reservation["Instances"]}
+    return [found[instance] for instance in instance_ids]
+
+
+def made(agents, operation: str) -> list[dict]:
+    return [params for _, name, params in agents.made if name == operation]
 
 
 @pytest.mark.access_calls("person:jobRunner", "run")
-def test_run_raises_the_group_and_sends_the_rendezvous_in_address_order(aws):
-    clients = clients_with(aws)
+def test_run_raises_the_group_and_sends_the_rendezvous_in_address_order(aws, agents):
     job = new_job(SETTINGS, "trainers", COMMAND, nodes=3, gpus_per_node=8, job_id="trainers-20261125190000-ab12")
-    said: list[str] = []
 
-    outcome = run(clients, SETTINGS, job, say=said.append, clock=FakeClock())
+    execution = finished(aws, job)
 
+    assert execution.status == "SUCCEEDED", execution.cause
     group = aws.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
-    assert group["DesiredCapacity"] == 3 and "raising gpu-cloud-vision-train-trainers from 1 to 3 nodes" in said
-    [sent] = clients.ssm.sent
-    addresses = private_ips(aws)
-    ordered = sorted(addresses.values(), key=ipaddress.IPv4Address)
+    assert group["DesiredCapacity"] == 3
+    assert made(agents, "SetDesiredCapacity") == [
+        {"AutoScalingGroupName": GROUP, "DesiredCapacity": 3, "HonorCooldown": False}], "no wait for the cooldown"
+    [sent] = launches(aws)
     parameters = {name: value for name, [value] in sent["Parameters"].items()}
-    assert parameters["nodes"] == ",".join(ordered), "numeric address order: the first node is MASTER_ADDR"
-    assert [addresses[instance] for instance in sent["InstanceIds"]] == ordered
-    assert parameters | {"commandB64": None} == {
-        "action": "launch", "job": "trainers-20261125190000-ab12", "nodes": ",".join(ordered), "port": "29500",
+    assert parameters["nodes"] == ",".join(private_ips(aws, sent["InstanceIds"])), "rank order: the first is MASTER_ADDR"
+    assert parameters | {"commandB64": None, "nodes": None} == {
+        "action": "launch", "job": "trainers-20261125190000-ab12", "nodes": None, "port": "29500",
         "gpusPerNode": "8", "image": "", "attempt": "0", "commandB64": None,
         "checkpointUri": "s3://example-vision-data/runs/vision-train/jobs/trainers-20261125190000-ab12/"}
     assert json.loads(base64.b64decode(parameters["commandB64"])) == COMMAND
-    assert sent["DocumentName"] == "gpu-cloud-vision-train-run"
-    assert sent["CloudWatchOutputConfig"] == {"CloudWatchLogGroupName": "/gpu-cloud/vision-train/jobs",
+    [send] = [params for params in made(agents, "SendCommand") if params["Parameters"]["action"] == ["launch"]]
+    assert send["DocumentName"] == "gpu-cloud-vision-train-run" and send["TimeoutSeconds"] == 600
+    assert send["CloudWatchOutputConfig"] == {"CloudWatchLogGroupName": "/gpu-cloud/vision-train/jobs",
                                               "CloudWatchOutputEnabled": True}
-    assert [(result.rank, result.node.private_ip, result.status, result.exit_code) for result in outcome.results] == [
-        (rank, address, "Success", 0) for rank, address in enumerate(ordered)]
-    assert outcome.exit_code == 0 and outcome.stopped is None
+    result = outcome(job, execution)
+    assert [(node.rank, node.node.instance_id, node.status, node.exit_code) for node in result.results] == [
+        (rank, instance, "Success", 0) for rank, instance in enumerate(sent["InstanceIds"])]
+    assert result.exit_code == 0 and result.stopped is None
     record = json.loads(aws.client("s3").get_object(
         Bucket=BUCKET, Key="runs/vision-train/jobs/trainers-20261125190000-ab12/job.json")["Body"].read())
-    assert record["command"] == COMMAND and [attempt["attempt"] for attempt in record["attempts"]] == [0]
+    assert record["command"] == COMMAND
+    attempt = json.loads(aws.client("s3").get_object(
+        Bucket=BUCKET, Key="runs/vision-train/jobs/trainers-20261125190000-ab12/attempts/0.json")["Body"].read())
+    assert attempt["attempt"] == 0 and attempt["instanceIds"] == sent["InstanceIds"]
 
 
-def test_a_node_exit_status_is_reported_and_becomes_the_exit_code(aws):
+def test_a_node_exit_status_is_reported_and_becomes_the_exit_code(aws, agents):
     failing: dict[str, str] = {}
 
     def status(command, instance, calls):
         failing.setdefault("instance", instance)
         return ("Failed", 3) if instance == failing["instance"] else ("Success", 0)
 
-    outcome = run(clients_with(aws, status), SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=2),
-                  say=lambda line: None, clock=FakeClock())
+    agents.status = status
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=2)
 
-    assert sorted((result.status, result.exit_code) for result in outcome.results) == [("Failed", 3), ("Success", 0)]
-    assert outcome.exit_code == 3
+    result = outcome(job, finished(aws, job))
+
+    assert sorted((node.status, node.exit_code) for node in result.results) == [("Failed", 3), ("Success", 0)]
+    assert result.exit_code == 3
+
+
+@pytest.mark.parametrize("status", [("Cancelled", -1), ("TimedOut", -1)])
+def test_a_node_whose_command_ended_without_an_exit_status_has_none_and_the_job_exits_1(aws, agents, status):
+    failing: dict[str, str] = {}
+    agents.status = lambda command, instance, calls: status if failing.setdefault("i", instance) == instance else ("Success", 0)
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=2)
+
+    execution = finished(aws, job)
+
+    assert execution.status == "FAILED" and execution.error == "failed"
+    result = outcome(job, execution)
+    assert sorted(node.exit_code for node in result.results if node.exit_code is not None) == [0]
+    assert result.exit_code == 1
+
+
+def test_a_job_that_succeeded_everywhere_ends_though_a_node_left_service_since(aws, agents):
+    """A node whose command succeeded and that the group let go before the next poll (a scale-in
+    once the job was done) is no lost node: the job is not sent again."""
+    gone: dict[str, str] = {}
+
+    def status(command, instance, calls):
+        if calls == 1:
+            if not gone:  # its command ends, and the node leaves, before the supervisor's next poll
+                gone["instance"] = instance
+                aws.client("autoscaling").terminate_instance_in_auto_scaling_group(
+                    InstanceId=instance, ShouldDecrementDesiredCapacity=False)
+            return "InProgress", -1
+        return "Success", 0
+
+    agents.status = status
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=2)
+
+    execution = finished(aws, job)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert len(launches(aws)) == 1 and outcome(job, execution).exit_code == 0
 
 
 def large_group(session, nodes: int):
@@ -155,58 +161,55 @@ def large_group(session, nodes: int):
     return SETTINGS.model_copy(update={"config": SETTINGS.config.model_copy(update={"groups": groups})})
 
 
-def test_a_job_on_more_than_50_nodes_goes_out_50_instances_a_command_and_stops_the_same_way(aws):
+def test_stop_of_a_job_on_more_than_50_nodes_stops_each_of_its_commands_50_instances_a_command(aws, agents):
     settings = large_group(aws, 60)
-    clients = clients_with(aws, lambda command, instance, calls: ("InProgress", -1) if calls <= 60 else ("Success", 0))
-    service_model.install(clients.ssm.client)  # AWS's model: SendCommand takes at most 50 InstanceIds
+    agents.status = lambda command, instance, calls: ("InProgress", -1)
     job = new_job(settings, "trainers", COMMAND, nodes=60, job_id="trainers-20261125190000-0060")
+    arn = started(aws, job, settings)
+    deadline = time.monotonic() + 30
+    while len(launches(aws)) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # past the attempt's record
 
-    outcome = run(clients, settings, job, say=lambda line: None, clock=FakeClock())
+    stop(Clients.of(aws), settings, job.job_id, say=lambda line: None)
 
-    ordered = sorted(private_ips(aws).items(), key=lambda item: ipaddress.IPv4Address(item[1]))
-    assert [len(request["InstanceIds"]) for request in clients.ssm.sent] == [50, 10]
-    assert [instance for request in clients.ssm.sent for instance in request["InstanceIds"]] == [iid for iid, _ in ordered]
-    assert {request["Parameters"]["nodes"][0] for request in clients.ssm.sent} == {",".join(ip for _, ip in ordered)}
-    assert outcome.exit_code == 0 and len(outcome.results) == 60
-    [attempt] = job.attempts
-    assert [len(instances) for instances in attempt.commands.values()] == [50, 10]
+    first, second = launches(aws)
+    assert sorted(agents.cancelled) == sorted([first["CommandId"], second["CommandId"]])
+    stops = [command for command in aws.client("ssm").list_commands()["Commands"]
+             if command["Parameters"].get("action") == ["launch-stop"]]
+    assert sorted(len(command["InstanceIds"]) for command in stops) == [10, 50]
+    ended(Clients.of(aws), arn)
 
-    clients.ssm.status = lambda command, instance, calls: ("InProgress", -1)
-    stop(clients, settings, job.job_id, say=lambda line: None)
 
-    assert clients.ssm.cancelled == list(attempt.commands)
-    assert [len(request["InstanceIds"]) for request in clients.ssm.sent[2:]] == [50, 10]
-    assert all(request["Parameters"]["action"] == ["launch-stop"] for request in clients.ssm.sent[2:])
+def sent_as_the_supervisor_sends(session, job: Job, instance_ids: list[str]) -> dict[str, list[str]]:
+    """An attempt's commands as the supervisor sends them (one per 50 nodes, its comment), without
+    a record: what `stop` finds on a stack without a write prefix."""
+    commands = {}
+    for start_at in range(0, len(instance_ids), 50):
+        batch = instance_ids[start_at:start_at + 50]
+        sent = session.client("ssm").send_command(
+            InstanceIds=batch, DocumentName="gpu-cloud-vision-train-run", Comment=f"gpucloud job {job.job_id} attempt 0",
+            Parameters=job.parameters(0, ordered_nodes(session.client("ec2"), instance_ids)))
+        commands[sent["Command"]["CommandId"]] = batch
+    return commands
 
 
 @pytest.mark.access_calls("person:jobRunner", "stop")
-def test_without_a_record_a_job_on_more_than_50_nodes_is_found_again_from_both_its_commands(aws):
+def test_without_a_record_a_job_on_more_than_50_nodes_is_found_again_from_both_its_commands(aws, agents):
     grown = large_group(aws, 60)
     settings = grown.model_copy(update={"config": grown.config.model_copy(update={"data": None})})
-    clients = clients_with(aws, lambda command, instance, calls: ("InProgress", -1) if calls <= 60 else ("Success", 0))
+    agents.status = lambda command, instance, calls: ("InProgress", -1)
     job = new_job(settings, "trainers", COMMAND, nodes=60, job_id="trainers-20261125190000-0061")
-    run(clients, settings, job, say=lambda line: None, clock=FakeClock())
-    clients.ssm.status = lambda command, instance, calls: ("InProgress", -1)
-    sent_to = {request["CommandId"]: request["InstanceIds"] for request in clients.ssm.sent}
+    group = aws.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
+    instance_ids = [instance["InstanceId"] for instance in group["Instances"]]
+    commands = sent_as_the_supervisor_sends(aws, job, instance_ids)
 
-    class Pages:
-        """moto's ListCommands, each command with the instances it was sent to: moto adds every
-        instance of the region to a command sent without Targets (moto/ssm/models.py, Command)."""
-
-        stands_in_for_aws = True
-
-        def paginate(self):
-            for page in clients.ssm.client.get_paginator("list_commands").paginate():
-                yield {**page, "Commands": [{**command, "InstanceIds": sent_to[command["CommandId"]]}
-                                            for command in page["Commands"]]}
-
-    clients.ssm.get_paginator = lambda name: Pages()
-    found = stop(clients, settings, job.job_id, say=lambda line: None)
+    found = stop(Clients.of(aws), settings, job.job_id, say=lambda line: None)
 
     assert found.nodes == 60 and [attempt.attempt for attempt in found.attempts] == [0]
-    assert found.attempts[0].commands == job.attempts[0].commands
-    assert [node.instance_id for node in found.attempts[0].nodes] == [node.instance_id for node in job.attempts[0].nodes]
-    assert sorted(clients.ssm.cancelled) == sorted(job.attempts[0].commands)
+    assert found.attempts[0].commands == commands
+    assert sorted(agents.cancelled) == sorted(commands)
 
 
 def test_a_record_written_before_batches_still_reads():
@@ -215,52 +218,6 @@ def test_a_record_written_before_batches_still_reads():
                                                   "nodes": [{"instance_id": "i-1", "private_ip": "10.0.0.1"}]}]}
     [attempt] = Job.from_json(json.dumps(record)).attempts
     assert attempt.commands == {"c-1": ["i-1"]} and attempt.command_of("i-1") == "c-1"
-
-
-def test_a_send_that_fails_stops_what_was_sent_and_lowers_the_group_back(aws):
-    settings = large_group(aws, 60)
-    aws.client("autoscaling").set_desired_capacity(AutoScalingGroupName=GROUP, DesiredCapacity=2)
-    clients = clients_with(aws)
-    sent = clients.ssm.send_command
-
-    def second_batch_refused(**request):
-        if clients.ssm.sent:
-            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "SendCommand")
-        return sent(**request)
-
-    clients.ssm.send_command = second_batch_refused
-    said: list[str] = []
-    with pytest.raises(ClientError, match="Rate exceeded"):
-        run(clients, settings, new_job(settings, "trainers", COMMAND, nodes=60), say=said.append, clock=FakeClock())
-
-    group = aws.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
-    assert group["DesiredCapacity"] == 2
-    assert "lowering gpu-cloud-vision-train-trainers back from 60 to 2 nodes: the job did not start" in said
-    assert clients.ssm.cancelled == [clients.ssm.sent[0]["CommandId"]]
-
-
-def test_a_group_that_never_reaches_n_nodes_is_lowered_back(aws):
-    class NeverInService:
-        def __init__(self, client):
-            self.client = client
-
-        def describe_auto_scaling_groups(self, **request):
-            answer = self.client.describe_auto_scaling_groups(**request)
-            for group in answer["AutoScalingGroups"]:
-                group["Instances"] = [dict(instance, LifecycleState="Pending") for instance in group["Instances"]]
-            return answer
-
-        def __getattr__(self, name):
-            return getattr(self.client, name)
-
-    clients = clients_with(aws)
-    clients.autoscaling = NeverInService(clients.autoscaling)
-    with pytest.raises(JobError, match="did not reach 3 nodes in service within 60 s"):
-        run(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=3), say=lambda line: None,
-            clock=FakeClock(), node_timeout=60)
-
-    group = aws.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"][0]
-    assert group["DesiredCapacity"] == 1 and clients.ssm.sent == []
 
 
 def test_nodes_beyond_the_group_are_refused_before_any_call():
@@ -275,124 +232,115 @@ def test_nodes_beyond_the_group_are_refused_before_any_call():
         new_job(SETTINGS, "trainers", [], nodes=1)
 
 
-def replace_one_node(session, during: dict) -> Callable[[str, str, int], tuple[str, int]]:
-    """Statuses for a job whose first attempt loses a node (Auto Scaling replaces it) at the
-    first poll and whose later attempts succeed."""
-
-    def status(command, instance, calls):
-        if "first" not in during:
-            during["first"] = command
-        if command == during["first"]:
-            if calls == 1:
-                during["lost"] = instance
-                session.client("autoscaling").terminate_instance_in_auto_scaling_group(
-                    InstanceId=instance, ShouldDecrementDesiredCapacity=during.get("decrement", False))
-            return "InProgress", -1
-        return "Success", 0
-
-    return status
-
-
 @pytest.mark.access_calls("person:jobRunner", "run")
-def test_a_replaced_node_resumes_the_job_on_the_new_set_with_the_next_attempt(aws):
+def test_a_replaced_node_resumes_the_job_on_the_new_set_with_the_next_attempt(aws, agents):
     during: dict = {}
-    clients = clients_with(aws, replace_one_node(aws, during))
-    said: list[str] = []
+    agents.status = replace_first_node(aws, during)
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=2, job_id="trainers-20261125190000-0001")
 
-    outcome = run(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=2, job_id="trainers-20261125190000-0001"),
-                  say=said.append, clock=FakeClock())
+    execution = finished(aws, job)
 
-    launches = [request for request in clients.ssm.sent if request["Parameters"]["action"] == ["launch"]]
-    assert [request["Parameters"]["attempt"] for request in launches] == [["0"], ["1"]]
-    assert launches[0]["Parameters"]["checkpointUri"] == launches[1]["Parameters"]["checkpointUri"] == [
+    first, second = launches(aws)
+    assert [first["Parameters"]["attempt"], second["Parameters"]["attempt"]] == [["0"], ["1"]]
+    assert first["Parameters"]["checkpointUri"] == second["Parameters"]["checkpointUri"] == [
         "s3://example-vision-data/runs/vision-train/jobs/trainers-20261125190000-0001/"]
-    assert during["lost"] not in launches[1]["InstanceIds"] and len(launches[1]["InstanceIds"]) == 2
-    assert clients.ssm.cancelled == [during["first"]]
-    [stopping] = [request for request in clients.ssm.sent if request["Parameters"]["action"] == ["launch-stop"]]
-    assert stopping["InstanceIds"] == [instance for instance in launches[0]["InstanceIds"] if instance != during["lost"]]
-    assert outcome.exit_code == 0 and outcome.stopped is None
-    assert any(f"node {during['lost']}" in line and "left service during attempt 0" in line for line in said)
+    assert during["lost"] not in second["InstanceIds"] and len(second["InstanceIds"]) == 2
+    assert agents.cancelled == [first["CommandId"]]
+    [stopping] = [command for command in aws.client("ssm").list_commands()["Commands"]
+                  if command["Parameters"].get("action") == ["launch-stop"]]
+    assert stopping["InstanceIds"] == [instance for instance in first["InstanceIds"] if instance != during["lost"]]
+    assert outcome(job, execution).exit_code == 0
 
 
-def test_a_node_whose_drain_stopped_the_job_resumes_it_even_when_every_command_ended_between_polls(aws):
+def test_a_node_whose_drain_stopped_the_job_resumes_it_even_when_every_command_ended_between_polls(aws, agents):
     drained: dict[str, str] = {}
 
     def status(command, instance, calls):
-        first = drained.setdefault("command", command) == command
-        if not first:
+        if drained.setdefault("command", command) != command:
             return ("Success", 0)
         # The drain stopped the job on one node (its launcher exits 75 after saving the checkpoint);
-        # the other rank then failed on the broken rendezvous, all before `run` polled once.
+        # the other rank then failed on the broken rendezvous, all before the supervisor polled once.
         return ("Failed", 75) if drained.setdefault("instance", instance) == instance else ("Failed", 1)
 
-    clients = clients_with(aws, status)
-    outcome = run(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=2), say=lambda line: None, clock=FakeClock())
+    agents.status = status
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=2)
 
-    launches = [request for request in clients.ssm.sent if request["Parameters"]["action"] == ["launch"]]
-    assert [request["Parameters"]["attempt"] for request in launches] == [["0"], ["1"]]
-    assert outcome.exit_code == 0 and outcome.stopped is None
+    execution = finished(aws, job)
+
+    assert [command["Parameters"]["attempt"] for command in launches(aws)] == [["0"], ["1"]]
+    assert execution.status == "SUCCEEDED" and outcome(job, execution).exit_code == 0
 
 
-def test_a_replaced_node_stops_the_job_without_a_write_prefix(aws):
+def test_a_replaced_node_stops_the_job_without_a_write_prefix(aws, agents):
     settings = SETTINGS.model_copy(update={"config": SETTINGS.config.model_copy(update={"data": None})})
+    agents.status = replace_first_node(aws, {})
+    job = new_job(settings, "trainers", COMMAND, nodes=2)
+
+    execution = finished(aws, job, settings)
+
+    assert execution.status == "FAILED" and execution.error == "no-checkpoint"
+    result = outcome(job, execution)
+    assert result.exit_code == 1 and "no data.writePrefixes, so there is no checkpoint to resume from" in result.stopped
+    assert [command["Parameters"]["action"] for command in aws.client("ssm").list_commands()["Commands"]] == [
+        ["launch"], ["launch-stop"]]
+
+
+def test_a_group_that_does_not_get_back_to_n_nodes_stops_the_job(aws, agents):
     during: dict = {}
-    clients = clients_with(aws, replace_one_node(aws, during))
+    lose = replace_first_node(aws, during)
 
-    outcome = run(clients, settings, new_job(settings, "trainers", COMMAND, nodes=2), say=lambda line: None,
-                  clock=FakeClock())
-
-    assert outcome.exit_code == 1 and "no data.writePrefixes, so there is no checkpoint to resume from" in outcome.stopped
-    assert [request["Parameters"]["action"] for request in clients.ssm.sent] == [["launch"], ["launch-stop"]]
-
-
-def test_a_group_that_does_not_get_back_to_n_nodes_stops_the_job(aws):
-    during: dict = {"decrement": True}  # the group shrinks instead of replacing the node
-    clients = clients_with(aws, replace_one_node(aws, during))
-
-    outcome = run(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=2), say=lambda line: None,
-                  clock=FakeClock(), node_timeout=600)
-
-    assert outcome.exit_code == 1
-    assert "did not get back to 2 nodes in service within 600 s" in outcome.stopped
-    assert [request["Parameters"]["attempt"] for request in clients.ssm.sent if "attempt" in request["Parameters"]] == [["0"]]
-
-
-def test_resumes_end_at_max_restarts(aws):
-    def always_lose(command, instance, calls):
-        if calls == 1:
+    def shrink(command, instance, calls):
+        if "lost" not in during:  # the group shrinks instead of replacing the node
+            during["lost"] = instance
             aws.client("autoscaling").terminate_instance_in_auto_scaling_group(
-                InstanceId=instance, ShouldDecrementDesiredCapacity=False)
-        return "InProgress", -1
+                InstanceId=instance, ShouldDecrementDesiredCapacity=True)
+        return lose(command, instance, calls)
 
-    clients = clients_with(aws, always_lose)
-    outcome = run(clients, SETTINGS, new_job(SETTINGS, "trainers", COMMAND, nodes=1), say=lambda line: None,
-                  clock=FakeClock(), max_restarts=2)
+    agents.status = shrink
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=2)
 
-    assert [request["Parameters"]["attempt"] for request in clients.ssm.sent if "attempt" in request["Parameters"]] == [
-        ["0"], ["1"], ["2"]]
-    assert "after 2 resumes (--max-restarts)" in outcome.stopped
+    execution = finished(aws, job, node_timeout=0)
+
+    assert execution.status == "FAILED" and execution.error == "no-nodes"
+    assert "did not reach 2 nodes in service within 0 s (attempt 1)" in outcome(job, execution).stopped
+    assert [command["Parameters"]["attempt"] for command in launches(aws)] == [["0"]]
+
+
+class CommandsListedAs:
+    """The SSM client, with ListCommands answered by `list_commands` (the job's command status
+    scripted); the calls it answers itself are still the job commands' (access_recording.stood_in)."""
+
+    stands_in_for_aws = True
+
+    def __init__(self, client, list_commands):
+        self.client = client
+        self.list_commands = list_commands
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
 
 
 @pytest.mark.access_calls("person:jobRunner", "logs")
-def test_logs_print_each_node_s_output_labelled_and_follow_until_the_end(aws):
-    clients = clients_with(aws)
+def test_logs_print_each_node_s_output_labelled_and_follow_until_the_end(aws, agents):
+    clients = Clients.of(aws)
     job = new_job(SETTINGS, "trainers", COMMAND, nodes=2, job_id="trainers-20261125190000-beef")
-    run(clients, SETTINGS, job, say=lambda line: None, clock=FakeClock())
-    attempt = job.attempts[0]
+    ended(clients, started(aws, job))
+    [sent] = launches(aws)
+    nodes = private_ips(aws, sent["InstanceIds"])
     log = aws.client("logs")
     group = job_log_group_name(SETTINGS.name_base)
 
-    def write(node, text, at):
-        stream = f"{attempt.command_of(node.instance_id)}/{node.instance_id}/launch/stdout"
+    def write(rank, text, at):
+        stream = f"{sent['CommandId']}/{sent['InstanceIds'][rank]}/launch/stdout"
         if stream not in {item["logStreamName"] for item in log.describe_log_streams(logGroupName=group)["logStreams"]}:
             log.create_log_stream(logGroupName=group, logStreamName=stream)
         log.put_log_events(logGroupName=group, logStreamName=stream, logEvents=[{"timestamp": at, "message": text}])
 
     now = int(time.time() * 1000)  # CloudWatch Logs refuses events older than 14 days
-    write(attempt.nodes[0], "step 1 loss 2.31", now)
+    write(0, "step 1 loss 2.31", now)
     states = iter(["InProgress", "Success"])  # the command runs on for one more poll after the second line
     running = {"status": "InProgress"}
-    list_commands = clients.ssm.client.list_commands
+    list_commands = clients.ssm.list_commands
 
     def scripted_list_commands(**request):
         stood_in("ssm", "ListCommands", request)
@@ -400,43 +348,49 @@ def test_logs_print_each_node_s_output_labelled_and_follow_until_the_end(aws):
         answer["Commands"][0]["Status"] = running["status"]
         return answer
 
-    clients.ssm.list_commands = scripted_list_commands
+    clients.ssm = CommandsListedAs(clients.ssm, scripted_list_commands)
 
-    def later():
+    def later(seconds):
         if not running.get("written"):
-            write(attempt.nodes[1], "step 1 loss 2.29", now + 1000)
+            write(1, "step 1 loss 2.29", now + 1000)
             running["written"] = True
         running["status"] = next(states)
 
     printed: list[str] = []
-    logs(clients, SETTINGS, job.job_id, follow=True, say=printed.append, clock=FakeClock(on_sleep=later))
+    logs(clients, SETTINGS, job.job_id, follow=True, say=printed.append, clock=Clock(now=time.monotonic, sleep=later))
 
-    first, second = attempt.nodes
-    assert printed == [f"[attempt 0 node 0 {first.private_ip} stdout] step 1 loss 2.31",
-                       f"[attempt 0 node 1 {second.private_ip} stdout] step 1 loss 2.29"]
+    assert printed == [f"[attempt 0 node 0 {nodes[0]} stdout] step 1 loss 2.31",
+                       f"[attempt 0 node 1 {nodes[1]} stdout] step 1 loss 2.29"]
 
 
 @pytest.mark.access_calls("person:jobRunner", "stop")
-def test_stop_cancels_the_last_attempt_and_stops_its_processes(aws):
-    clients = clients_with(aws, lambda command, instance, calls: ("InProgress", -1) if calls == 1 else ("Success", 0))
+def test_stop_cancels_the_last_attempt_and_stops_its_processes(aws, agents):
+    agents.status = lambda command, instance, calls: ("InProgress", -1)
     job = new_job(SETTINGS, "trainers", COMMAND, nodes=1, job_id="trainers-20261125190000-cafe")
-    run(clients, SETTINGS, job, say=lambda line: None, clock=FakeClock())
-    clients.ssm.status = lambda command, instance, calls: ("InProgress", -1)
+    arn = started(aws, job)
+    deadline = time.monotonic() + 30
+    while not launches(aws):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(0.3)  # past the attempt's record
     said: list[str] = []
 
-    stop(clients, SETTINGS, job.job_id, say=said.append)
+    stop(Clients.of(aws), SETTINGS, job.job_id, say=said.append)
 
-    assert clients.ssm.cancelled == list(job.attempts[0].commands)
-    stopping = clients.ssm.sent[-1]
+    [sent] = launches(aws)
+    assert agents.cancelled == [sent["CommandId"]]
+    [stopping] = [command for command in aws.client("ssm").list_commands()["Commands"]
+                  if command["Parameters"].get("action") == ["launch-stop"]]
     assert stopping["Parameters"] == {"action": ["launch-stop"], "job": [job.job_id]}
-    assert stopping["InstanceIds"] == [job.attempts[0].nodes[0].instance_id]
-    assert said and "launch-stop sent to" in said[0]
+    assert stopping["InstanceIds"] == sent["InstanceIds"]
+    assert said and "launch-stop sent to" in said[-1]
+    ended(Clients.of(aws), arn)
 
 
 @pytest.mark.parametrize("command", [stop, logs])
 def test_an_unknown_job_is_one_clear_error(aws, command):
     with pytest.raises(JobError, match=r"^no job trainers-x in stack vision-train \(nothing at s3://"):
-        command(clients_with(aws), SETTINGS, "trainers-x")
+        command(Clients.of(aws), SETTINGS, "trainers-x")
 
 
 @pytest.mark.parametrize("command", [stop, logs])
@@ -449,12 +403,11 @@ def test_on_an_undeployed_stack_logs_and_stop_name_the_bucket_and_say_to_deploy_
 
 
 def test_logs_of_a_job_with_no_output_yet_say_so(aws):
-    clients = clients_with(aws)
     job = new_job(SETTINGS, "trainers", COMMAND, nodes=1, job_id="trainers-20261125190000-d00d")
-    run(clients, SETTINGS, job, say=lambda line: None, clock=FakeClock())
+    finished(aws, job)
     printed: list[str] = []
 
-    logs(clients, SETTINGS, job.job_id, say=printed.append)
+    logs(Clients.of(aws), SETTINGS, job.job_id, say=printed.append)
 
     assert printed == [f"job {job.job_id}: no output yet in log group {job_log_group_name(SETTINGS.name_base)}"]
 
@@ -466,7 +419,7 @@ def test_a_record_s3_refuses_to_show_says_it_may_be_missing_or_unreadable(aws):
         def get_object(self, **request):
             raise ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "GetObject")
 
-    clients = clients_with(aws)
+    clients = Clients.of(aws)
     clients.s3 = Refusing()
     with pytest.raises(JobError, match=r"^no job trainers-x in stack vision-train, or your credentials may not read "
                                        r"s3://example-vision-data/runs/vision-train/jobs/trainers-x/job.json"):
