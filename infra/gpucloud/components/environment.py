@@ -1,46 +1,50 @@
-"""ProjectEnvironment: one project's whole GPU environment, built from the resolved stack config."""
+"""ProjectEnvironment: one project's whole GPU environment, built from the resolved stack config.
+
+It reads as its steps: the resources every group shares (key, network, node role, file system,
+agent bundle), the observability (Prometheus, alarms, Grafana), the node services, each group
+(`environment_group`), the jobs, the backup and the budget. Each child is built in a method of its
+own from what it needs, in the order they depend on each other.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
-from gpucloud.components import _environment_parts as parts
-from gpucloud.components.agent_artifacts import AgentArtifacts
-from gpucloud.components.autoscaling import GpuAutoscaling, GpuAutoscalingArgs
-from gpucloud.components.cost_budget import CostBudget
-from gpucloud.components.encrypted_volume import EncryptedVolume, EncryptedVolumeArgs
-from gpucloud.components.encryption_key import EncryptionKey
-from gpucloud.components.gpu_group import GpuInstanceGroup, GpuInstanceGroupArgs
-from gpucloud.components.grafana_workspace import GrafanaWorkspace
-from gpucloud.components.inference_endpoint import InferenceEndpoint, InferenceEndpointArgs, endpoint_placement
+from gpucloud.components.agent_artifacts import AgentArtifacts, AgentArtifactsArgs
+from gpucloud.components.cost_budget import CostBudget, CostBudgetArgs
+from gpucloud.components.encryption_key import EncryptionKey, EncryptionKeyArgs
+from gpucloud.components.environment_group import SharedResources, project_group
+from gpucloud.components.gpu_group import GpuInstanceGroup
+from gpucloud.components.grafana_workspace import GrafanaWorkspace, GrafanaWorkspaceArgs
 from gpucloud.components.job_runner import job_runner
 from gpucloud.components.job_supervisor import job_supervisor
-from gpucloud.components.monitoring import GpuMonitoring
-from gpucloud.components.network import GpuNetwork
-from gpucloud.components.notebook_user import notebook_user
-from gpucloud.components.node_services import node_services, node_services_document
-from gpucloud.components.prometheus_workspace import PrometheusWorkspace
-from gpucloud.components.instances_distribution import allocation_args
-from gpucloud.components.s3_access import S3PrefixAccess
-from gpucloud.components.security_group import GpuSecurityGroup, GpuSecurityGroupArgs
+from gpucloud.components.monitoring import GpuMonitoring, GpuMonitoringArgs
+from gpucloud.components.network import GpuNetwork, GpuNetworkArgs
+from gpucloud.components.node_services import node_services
+from gpucloud.components.prometheus_workspace import PrometheusWorkspace, PrometheusWorkspaceArgs
+from gpucloud.components.s3_access import S3PrefixAccess, S3PrefixAccessArgs
 from gpucloud.components.shared_file_system import project_file_system
-from gpucloud.components.volume_backup import VolumeBackup
-from gpucloud.config.cold_start_estimate import grace_period_seconds
-from gpucloud.config.storage import s3_mount_entries
-from gpucloud.lookups import ResolvedGroup, ResolvedStack
-from gpucloud.lookups.requirements import aws_instance_requirements
+from gpucloud.components.volume_backup import VolumeBackup, VolumeBackupArgs
+from gpucloud.config.node_role import node_services_grants
+from gpucloud.documents import mountpoint_release_buckets
+from gpucloud.lookups import ResolvedStack
 from gpucloud.naming import (
     AUTOSCALING_SERVICE,
-    GROUP_TAG,
+    access_logs_bucket_name,
+    artifacts_bucket_name,
     autoscaling_group_name,
-    elb_name,
-    endpoint_logs_bucket_name,
-    target_group_name,
+    backup_role_name,
+    flow_log_group_prefix,
+    instance_role_name,
+    job_log_group_name,
+    job_supervisor_role_name,
+    prometheus_log_group_prefix,
 )
+from gpucloud.userdata.bundle import build_agent_bundle
 
 
 @dataclass(frozen=True)
@@ -61,6 +65,15 @@ def _check_args(args: ProjectEnvironmentArgs) -> None:
         raise ValueError("monitoring.prometheus is on: pass prometheus_rules (gpucloud.observability.rule_file)")
     if monitoring.grafana.enabled and not args.grafana_dashboards:
         raise ValueError("monitoring.grafana is on: pass grafana_dashboards (gpucloud.observability.dashboards)")
+
+
+def _backs_up(stack: ResolvedStack) -> bool:
+    """Whether any group keeps a persistent volume, which the backup plan protects."""
+    return any(group.persistent_volume_gib for group in stack.settings.config.groups)
+
+
+def _group_names(stack: ResolvedStack) -> list[str]:
+    return [autoscaling_group_name(stack.settings.name_base, group.config.name) for group in stack.groups]
 
 
 class ProjectEnvironment(pulumi.ComponentResource):
@@ -90,62 +103,221 @@ class ProjectEnvironment(pulumi.ComponentResource):
         super().__init__("gpu-cloud:index:ProjectEnvironment", name, None, opts)
         stack = args.stack
         child = pulumi.ResourceOptions(parent=self)
-        self._shared_resources(name, stack, child)
-        self._observability(name, args, child)
-        self.services = node_services(name, stack, self.access.role_name, self.key.key_arn, child)
-        self.instance_groups: dict[str, GpuInstanceGroup] = {}
-        group_outputs = {group.config.name: self._group(name, stack, group, child) for group in stack.groups}
-        self.jobs = job_runner(name, stack, self.key.key_arn, child)
-        self.job_supervisor = job_supervisor(name, stack, self.key.key_arn, self.monitoring.topic_arn, child)
-        self.backup = None
-        if parts.backs_up(stack):
-            self.backup = VolumeBackup(f"{name}-backup", parts.backup_args(stack, self.key.key_arn), opts=child)
-        self.budget = CostBudget(f"{name}-budget", parts.budget_args(stack, self.monitoring.topic_arn), opts=child)
-        self._register(group_outputs)
-
-    def _shared_resources(self, name: str, stack: ResolvedStack, child: pulumi.ResourceOptions) -> None:
-        """What every group uses: the service-linked role where it is created, the key, the network
-        where the stack makes its own, the node role, the shared file system and the agent's bucket."""
-        self.service_linked_role = None
-        if stack.create_service_linked_role:
-            self.service_linked_role = aws.iam.ServiceLinkedRole(
-                f"{name}-autoscaling-service-role",
-                aws_service_name=AUTOSCALING_SERVICE,
-                description="Auto Scaling's service-linked role (created by gpu-cloud; shared by the account)",
-                tags=stack.settings.tags,
-                opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
-            )
-        waits_for = [self.service_linked_role] if self.service_linked_role else []
-        self.key = EncryptionKey(f"{name}-key", parts.key_args(stack, waits_for), opts=child)
-        self.network = None
-        self.vpc_id: pulumi.Input[str] | None = stack.vpc_id
-        if stack.network_zones:
-            self.network = GpuNetwork(f"{name}-network", parts.network_args(stack, self.key.key_arn), opts=child)
-            self.vpc_id = self.network.vpc_id
-        self.access = S3PrefixAccess(f"{name}-access", parts.access_args(stack, self.key.key_arn), opts=child)
+        self.service_linked_role = self._service_linked_role(name, stack)
+        self.key = self._key(name, stack, [self.service_linked_role] if self.service_linked_role else [], child)
+        self.network = self._network(name, stack, self.key.key_arn, child)
+        self.vpc_id: pulumi.Input[str] | None = self.network.vpc_id if self.network else stack.vpc_id
+        self.access = self._node_role(name, stack, self.key.key_arn, child)
         self.shared_file_system = project_file_system(
             name, stack, self.vpc_id, self.network.private_subnet_ids if self.network else None, self.key.key_arn, child)
-        self.artifacts = AgentArtifacts(
-            f"{name}-artifacts", parts.artifacts_args(stack, self.key.key_arn, self.access.role_arn), opts=child)
+        self.artifacts = self._artifacts(name, stack, self.key.key_arn, self.access.role_arn, child)
+        self.prometheus = self._prometheus(name, stack, self.key.key_arn, self.access.role_name, args.prometheus_rules,
+                                           child)
+        self.monitoring = self._monitoring(name, stack, self.key.key_arn, self.prometheus, child)
+        self.grafana = self._grafana(name, stack, self.prometheus, args.grafana_dashboards, child)
+        self.services = node_services(name, stack, self.access.role_name, self.key.key_arn, child)
+        shared = SharedResources(
+            key_arn=self.key.key_arn, vpc_id=self.vpc_id, network=self.network, node_role=self.access,
+            artifacts=self.artifacts, file_system=self.shared_file_system, prometheus=self.prometheus,
+            services=self.services)
+        built = {group.config.name: project_group(name, stack, group, shared, self) for group in stack.groups}
+        self.instance_groups: dict[str, GpuInstanceGroup] = {group: part.instances for group, part in built.items()}
+        self.jobs = job_runner(name, stack, self.key.key_arn, child)
+        self.job_supervisor = job_supervisor(name, stack, self.key.key_arn, self.monitoring.topic_arn, child)
+        self.backup = self._backup(name, stack, self.key.key_arn, child) if _backs_up(stack) else None
+        self.budget = self._budget(name, stack, self.monitoring.topic_arn, child)
+        self._register({group: part.outputs for group, part in built.items()})
 
-    def _observability(self, name: str, args: ProjectEnvironmentArgs, child: pulumi.ResourceOptions) -> None:
-        """The Prometheus workspace (with `monitoring.prometheus`), the alarms and their topic, and
-        the Grafana workspace (with `monitoring.grafana`)."""
-        stack = args.stack
-        monitoring = stack.settings.config.monitoring
-        self.prometheus = None
-        if monitoring.prometheus.enabled:
-            self.prometheus = PrometheusWorkspace(
-                f"{name}-prometheus",
-                parts.prometheus_args(stack, self.key.key_arn, self.access.role_name, args.prometheus_rules),
-                opts=child,
-            )
-        self.monitoring = GpuMonitoring(
-            f"{name}-monitoring", parts.monitoring_args(stack, self.key.key_arn, self.prometheus), opts=child)
-        self.grafana = None
-        if monitoring.grafana.enabled:
-            self.grafana = GrafanaWorkspace(
-                f"{name}-grafana", parts.grafana_args(stack, self.prometheus, args.grafana_dashboards), opts=child)
+    def _service_linked_role(self, name: str, stack: ResolvedStack) -> aws.iam.ServiceLinkedRole | None:
+        """Auto Scaling's service-linked role, where the stack creates it (kept on destroy)."""
+        if not stack.create_service_linked_role:
+            return None
+        return aws.iam.ServiceLinkedRole(
+            f"{name}-autoscaling-service-role",
+            aws_service_name=AUTOSCALING_SERVICE,
+            description="Auto Scaling's service-linked role (created by gpu-cloud; shared by the account)",
+            tags=stack.settings.tags,
+            opts=pulumi.ResourceOptions(parent=self, retain_on_delete=True),
+        )
+
+    @staticmethod
+    def _key(name: str, stack: ResolvedStack, waits_for: Sequence[pulumi.Resource],
+             opts: pulumi.ResourceOptions) -> EncryptionKey:
+        config, base = stack.settings.config, stack.settings.name_base
+        prometheus = config.monitoring.prometheus
+        log_groups = [job_log_group_name(base), *([flow_log_group_prefix(base)] if stack.network_zones else [])]
+        if prometheus.enabled and not prometheus.workspace_id:
+            log_groups.append(prometheus_log_group_prefix(base))
+        grants = node_services_grants(config, stack.partition, stack.settings.region, stack.account_id, base)
+        return EncryptionKey(f"{name}-key", EncryptionKeyArgs(
+            project=base,
+            account_id=stack.account_id,
+            region=stack.settings.region,
+            partition=stack.partition,
+            # Only roles this stack creates: a role made later under a name the policy lists could
+            # decrypt with the key.
+            user_role_names=[instance_role_name(base), *([backup_role_name(base)] if _backs_up(stack) else [])],
+            tags=stack.settings.tags,
+            log_groups=log_groups,
+            prometheus=prometheus.enabled,
+            file_system=bool(config.storage.lustre and config.storage.lustre.deployment_type == "PERSISTENT_2"),
+            parameter_arns=grants["token_parameter_arns"],
+            topic_publisher_role_names=[job_supervisor_role_name(base)],
+            waits_for=list(waits_for),
+        ), opts=opts)
+
+    @staticmethod
+    def _network(name: str, stack: ResolvedStack, kms_key_arn: pulumi.Input[str],
+                 opts: pulumi.ResourceOptions) -> GpuNetwork | None:
+        """The VPC the stack creates (with `network.zones`), or None in subnets of your own."""
+        if not stack.network_zones:
+            return None
+        config, base = stack.settings.config, stack.settings.name_base
+        network = config.network
+        downloads_mount_s3 = bool(config.storage.s3_mount and config.storage.s3_mount.install == "download")
+        return GpuNetwork(f"{name}-network", GpuNetworkArgs(
+            name_base=base,
+            zones=stack.network_zones,
+            region=stack.settings.region,
+            account_id=stack.account_id,
+            kms_key_arn=kms_key_arn,
+            cidr=network.cidr,
+            nat_gateways=network.nat_gateways,
+            egress=network.egress,
+            interface_endpoints=network.interface_endpoints,
+            flow_logs_retention_days=network.flow_logs_retention_days,
+            s3_buckets=[artifacts_bucket_name(base, stack.account_id), *([config.data.bucket] if config.data else [])],
+            package_buckets=mountpoint_release_buckets(stack.partition, stack.settings.region) if downloads_mount_s3 else [],
+            partition=stack.partition,
+            public_subnets_in_every_zone=any(g.endpoint and g.endpoint.internet_facing for g in config.groups),
+            tags=stack.settings.tags,
+        ), opts=opts)
+
+    @staticmethod
+    def _node_role(name: str, stack: ResolvedStack, kms_key_arn: pulumi.Input[str],
+                   opts: pulumi.ResourceOptions) -> S3PrefixAccess:
+        """The role every node runs as, with the data prefixes it may read and write."""
+        config = stack.settings.config
+        data = config.data
+        return S3PrefixAccess(f"{name}-access", S3PrefixAccessArgs(
+            project=stack.settings.name_base,
+            account_id=stack.account_id,
+            region=stack.settings.region,
+            partition=stack.partition,
+            kms_key_arn=kms_key_arn,
+            bucket=data.bucket if data else None,
+            read_prefixes=data.read_prefixes if data else (),
+            write_prefixes=data.write_prefixes if data else (),
+            session_manager=config.access.ssm,
+            group_names=_group_names(stack),
+            tags=stack.settings.tags,
+        ), opts=opts)
+
+    @staticmethod
+    def _artifacts(name: str, stack: ResolvedStack, kms_key_arn: pulumi.Input[str], reader_role_arn: pulumi.Input[str],
+                   opts: pulumi.ResourceOptions) -> AgentArtifacts:
+        """The bucket with the node agent bundle, which only the node role reads."""
+        base = stack.settings.name_base
+        return AgentArtifacts(f"{name}-artifacts", AgentArtifactsArgs(
+            bucket_name=artifacts_bucket_name(base, stack.account_id),
+            kms_key_arn=kms_key_arn,
+            reader_role_arns=[reader_role_arn],
+            bundle=build_agent_bundle(),
+            log_bucket_name=access_logs_bucket_name(base, stack.account_id),
+            account_id=stack.account_id,
+            partition=stack.partition,
+            tags=stack.settings.tags,
+        ), opts=opts)
+
+    @staticmethod
+    def _prometheus(name: str, stack: ResolvedStack, kms_key_arn: pulumi.Input[str], node_role_name: pulumi.Input[str],
+                    rules: str | None, opts: pulumi.ResourceOptions) -> PrometheusWorkspace | None:
+        """With `monitoring.prometheus`: the workspace the nodes write to, with the stack's rules."""
+        prometheus = stack.settings.config.monitoring.prometheus
+        if not prometheus.enabled:
+            return None
+        existing = stack.prometheus_workspace
+        return PrometheusWorkspace(f"{name}-prometheus", PrometheusWorkspaceArgs(
+            name_base=stack.settings.name_base,
+            region=stack.settings.region,
+            kms_key_arn=kms_key_arn,
+            node_role_name=node_role_name,
+            rules=rules,
+            existing_workspace_id=existing.id if existing else None,
+            existing_workspace_arn=existing.arn if existing else None,
+            log_retention_days=prometheus.log_retention_days,
+            tags=stack.settings.tags,
+        ), opts=opts)
+
+    @staticmethod
+    def _monitoring(name: str, stack: ResolvedStack, kms_key_arn: pulumi.Input[str],
+                    prometheus: PrometheusWorkspace | None, opts: pulumi.ResourceOptions) -> GpuMonitoring:
+        """The alerts topic and the alarms on every group."""
+        config = stack.settings.config
+        monitoring = config.monitoring
+        return GpuMonitoring(f"{name}-monitoring", GpuMonitoringArgs(
+            project=stack.settings.name_base,
+            account_id=stack.account_id,
+            region=stack.settings.region,
+            owner_email=config.owner,
+            kms_key_arn=kms_key_arn,
+            group_names=_group_names(stack),
+            temperature_threshold_c=monitoring.temperature_threshold_c,
+            memory_saturation_percent=monitoring.memory_saturation_percent,
+            idle_utilization_percent=monitoring.idle_utilization_percent,
+            idle_minutes=monitoring.idle_minutes,
+            dashboard=monitoring.dashboard,
+            prometheus_workspace_id=prometheus.workspace_id if prometheus else None,
+            prometheus_workspace_arn=prometheus.workspace_arn if prometheus else None,
+            manage_alert_manager=monitoring.prometheus.manage_alert_manager,
+            tags=stack.settings.tags,
+        ), opts=opts)
+
+    @staticmethod
+    def _grafana(name: str, stack: ResolvedStack, prometheus: PrometheusWorkspace | None,
+                 dashboards: Mapping[str, str], opts: pulumi.ResourceOptions) -> GrafanaWorkspace | None:
+        """With `monitoring.grafana`: the workspace that shows the Prometheus workspace's dashboards."""
+        grafana = stack.settings.config.monitoring.grafana
+        if not grafana.enabled:
+            return None
+        assert prometheus is not None, "the config refuses grafana without prometheus"
+        return GrafanaWorkspace(f"{name}-grafana", GrafanaWorkspaceArgs(
+            name_base=stack.settings.name_base,
+            account_id=stack.account_id,
+            region=stack.settings.region,
+            prometheus_workspace_arn=prometheus.workspace_arn,
+            prometheus_endpoint=prometheus.query_url,
+            dashboards=dashboards,
+            authentication=grafana.authentication,
+            saml=grafana.saml.model_dump() if grafana.saml else None,
+            partition=stack.partition,
+            tags=stack.settings.tags,
+        ), opts=opts)
+
+    @staticmethod
+    def _backup(name: str, stack: ResolvedStack, kms_key_arn: pulumi.Input[str],
+                opts: pulumi.ResourceOptions) -> VolumeBackup:
+        """The backup plan over the groups' persistent volumes."""
+        return VolumeBackup(f"{name}-backup", VolumeBackupArgs(
+            project=stack.settings.name_base,
+            kms_key_arn=kms_key_arn,
+            retention_days=stack.settings.config.backup.retention_days,
+            partition=stack.partition,
+            tags=stack.settings.tags,
+        ), opts=opts)
+
+    @staticmethod
+    def _budget(name: str, stack: ResolvedStack, topic_arn: pulumi.Input[str],
+                opts: pulumi.ResourceOptions) -> CostBudget:
+        config = stack.settings.config
+        return CostBudget(f"{name}-budget", CostBudgetArgs(
+            project=config.project,
+            monthly_usd=config.budget.monthly_usd,
+            owner_email=config.owner,
+            topic_arn=topic_arn,
+            tags=stack.settings.tags,
+            name_base=stack.settings.name_base,
+        ), opts=opts)
 
     def _register(self, group_outputs: dict[str, dict]) -> None:
         self.kms_key_arn = self.key.key_arn
@@ -172,156 +344,3 @@ class ProjectEnvironment(pulumi.ComponentResource):
                 "groups": self.groups,
             }
         )
-
-    def _group(self, name: str, stack: ResolvedStack, group: ResolvedGroup, child: pulumi.ResourceOptions) -> dict:
-        config = stack.settings.config
-        settings = group.config
-        prefix = f"{name}-{settings.name}"
-        base = stack.settings.name_base
-        asg_name = autoscaling_group_name(base, settings.name)
-        tags = {**stack.settings.tags, GROUP_TAG: settings.name}
-        access = config.access
-        security_group = GpuSecurityGroup(
-            f"{prefix}-net",
-            GpuSecurityGroupArgs(
-                vpc_id=self.vpc_id,
-                description=f"gpu-cloud {config.project}/{settings.name}: GPU nodes",
-                ssh_cidrs=access.ssh_cidrs,
-                jupyter_cidrs=access.jupyter_cidrs,
-                tensorboard_cidrs=access.tensorboard_cidrs,
-                allow_within_group=settings.multi_node,
-                lustre_servers_security_group_id=(
-                    self.shared_file_system.security_group_id if self.shared_file_system else None),
-                tags=tags,
-            ),
-            opts=child,
-        )
-        outputs: dict = {"securityGroupId": security_group.security_group_id}
-        if self.shared_file_system:
-            self.shared_file_system.admit_clients(settings.name, security_group.security_group_id)
-        if settings.persistent_volume_gib:
-            volume = EncryptedVolume(
-                f"{prefix}-persist",
-                EncryptedVolumeArgs(
-                    availability_zone=group.availability_zone,
-                    size_gib=settings.persistent_volume_gib,
-                    kms_key_arn=self.key.key_arn,
-                    attach_to=asg_name,
-                    backup_selection=base,
-                    tags=tags,
-                ),
-                opts=child,
-            )
-            outputs["persistentVolumeId"] = volume.volume_id
-        # The program never buys a Capacity Block (an offering in the stack file is a failure that
-        # stops `pulumi up`): `gpucloud capacity buy` does, once, and the group runs in the block held.
-        block_id = group.capacity_block.id if group.capacity_block else None
-        if block_id:
-            outputs["capacityBlockId"] = block_id
-        instances = GpuInstanceGroup(
-            f"{prefix}-nodes",
-            self._instance_group_args(stack, group, security_group.security_group_id, block_id, tags),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=[self.access, self.artifacts, *(self.network.egress_dependencies if self.network else []),
-                            *([self.services] if self.services else [])],
-            ),
-        )
-        self.instance_groups[settings.name] = instances
-        GpuAutoscaling(
-            f"{prefix}-scaling",
-            GpuAutoscalingArgs(
-                group_name=instances.group_name,
-                scaling=settings.scaling,
-                idle_shutdown=settings.idle_shutdown,
-                tags=tags,
-            ),
-            opts=child,
-        )
-        if settings.services.jupyter and settings.services.jupyter.user_policy:
-            outputs["notebookUserPolicyArn"] = notebook_user(
-                f"{prefix}-notebook-user", stack, settings.name, self.key.key_arn, tags, child).policy_arn
-        if settings.endpoint:
-            subnet_ids, routing = endpoint_placement(settings.endpoint, self.network, [s.id for s in group.subnets])
-            outputs["endpointUrl"] = InferenceEndpoint(f"{prefix}-endpoint", InferenceEndpointArgs(
-                endpoint=settings.endpoint, load_balancer_name=elb_name(base, settings.name, "lb"),
-                target_group_name=target_group_name(base, settings.name, settings.endpoint.port), vpc_id=self.vpc_id,
-                subnet_ids=subnet_ids, routing=routing,
-                node_security_group_id=security_group.security_group_id, autoscaling_group_name=instances.group_name,
-                logs_bucket_name=endpoint_logs_bucket_name(base, settings.name, stack.account_id),
-                account_id=stack.account_id, region=stack.settings.region, partition=stack.partition,
-                instance_warmup_seconds=_grace_period(stack, group), tags=tags), opts=child).url
-        outputs.update(autoScalingGroupName=instances.group_name, autoScalingGroupArn=instances.group_arn,
-                       instanceTypes=[facts.name for facts in group.instance_types])
-        return outputs
-
-    def _instance_group_args(self, stack: ResolvedStack, group: ResolvedGroup, security_group_id: pulumi.Input[str],
-                             block_id: str | None, tags: dict[str, str]) -> GpuInstanceGroupArgs:
-        """The group's nodes as the stack's settings and the shared resources describe them."""
-        config = stack.settings.config
-        settings = group.config
-        base = stack.settings.name_base
-        asg_name = autoscaling_group_name(base, settings.name)
-        capacity = settings.capacity
-        return GpuInstanceGroupArgs(
-            group_name=asg_name,
-            instance_types=group.instance_types,
-            subnet_ids=(
-                [self.network.private_subnet_ids[zone] for zone in group.zones]
-                if self.network
-                else [subnet.id for subnet in group.subnets]
-            ),
-            ami_id=group.ami.id,
-            root_device_name=group.ami.root_device_name,
-            instance_profile_arn=self.access.instance_profile_arn,
-            kms_key_arn=self.key.key_arn,
-            security_group_id=security_group_id,
-            min_size=settings.min_size,
-            max_size=settings.max_size,
-            desired_capacity=settings.initial_capacity,
-            on_demand_base_capacity=settings.on_demand_base_capacity,
-            spot_percent=settings.spot_percent,
-            multi_node=settings.multi_node,
-            root_volume_gib=settings.root_volume_gib,
-            data_volume_gib=settings.data_volume_gib,
-            health_check_grace_period_seconds=_grace_period(stack, group),
-            project=config.project,
-            region=stack.settings.region,
-            max_temperature_c=config.monitoring.temperature_threshold_c,
-            persistent_volume_attach_to=asg_name if settings.persistent_volume_gib else None,
-            checkpoint_bucket=config.data.bucket if config.data and config.data.write_prefixes else None,
-            checkpoint_prefix=config.data.write_prefixes[0] if config.data and config.data.write_prefixes else None,
-            checkpoint_command=settings.checkpoint.command,
-            checkpoint_directory=settings.checkpoint.directory,
-            checkpoint_timeout_seconds=settings.checkpoint.timeout_seconds,
-            agent_bucket=self.artifacts.args.bucket_name,
-            agent_key=self.artifacts.args.bundle.key,
-            agent_sha256=self.artifacts.args.bundle.sha256,
-            health_interval_seconds=settings.health.interval_seconds,
-            throttle_minutes=settings.health.throttle_minutes,
-            max_replacements_per_hour=settings.health.max_replacements_per_hour,
-            replace_faulty_nodes=settings.health.replace,
-            prometheus_remote_write_url=self.prometheus.remote_write_url if self.prometheus else None,
-            prometheus_scrape_interval_seconds=config.monitoring.prometheus.scrape_interval_seconds,
-            capacity_reservation_ids=capacity.reservations.ids if capacity.reservations else (),
-            capacity_reservation_group_arns=capacity.reservations.resource_group_arns if capacity.reservations else (),
-            capacity_reservation_preference=capacity.reservations.preference if capacity.reservations else None,
-            **allocation_args(settings),
-            capacity_block_id=block_id,
-            capacity_block_window=group.block_window,
-            warm_pool=settings.warm_pool.model_dump() if settings.warm_pool else None,
-            services=node_services_document(config, settings, base, stack.settings.region),
-            shared_file_system=self.shared_file_system.mount if self.shared_file_system else None,
-            s3_mounts=s3_mount_entries(config.storage, config.data),
-            s3_mount_install=config.storage.s3_mount.install if config.storage.s3_mount else "ami",
-            instance_requirements=(
-                aws_instance_requirements(settings.instance_requirements, []) if settings.instance_requirements else None
-            ),
-            tags=tags,
-        )
-
-
-def _grace_period(stack: ResolvedStack, group: ResolvedGroup) -> int:
-    """The stack file's grace period, else the default that follows the group's cold-start estimate."""
-    instance_store = all(facts.instance_store_disks for facts in group.instance_types)
-    return grace_period_seconds(stack.settings.config, group.config, instance_store)
