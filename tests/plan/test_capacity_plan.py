@@ -109,6 +109,8 @@ def test_spot_is_priced_at_the_recorded_price_where_the_facts_have_one(planned):
     assert sparse.unit_price.desired == pytest.approx(1.0115), "the dearest of the group's zones"
     assert sparse.note == "g6e.xlarge: recorded spot price, 2026-11-28 19:20 UTC"
     assert lines["steady/instances (spot)"].note == "on-demand price less the family's conservative spot discount"
+    [sparse_estimate] = [group for group in planned.cost_estimate.groups if group.name == "sparse"]
+    assert "spot priced at g6e.xlarge: recorded spot price, 2026-11-28 19:20 UTC" in sparse_estimate.notes
 
 
 def resolved(settings, index):

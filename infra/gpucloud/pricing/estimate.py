@@ -157,6 +157,7 @@ def _estimate_group(
                     f"in {region}")
             if note not in notes:
                 notes.append(note)
+    notes.extend(f"spot priced at {label}" for label in spot_labels)
     for name in approximated_schedules(group):
         notes.append(f"schedule {name!r} is restricted by day-of-month or month; the weekly simulation approximates it")
 
