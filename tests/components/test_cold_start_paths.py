@@ -71,3 +71,12 @@ def test_the_group_keeps_a_warm_pool_and_a_grace_period_that_follows_the_estimat
     [group] = autoscaling.describe_auto_scaling_groups()["AutoScalingGroups"]
     assert group["HealthCheckGracePeriod"] == grace_period_seconds(settings.config, settings.config.groups[0], True)
     assert autoscaling.describe_warm_pool(AutoScalingGroupName=group["AutoScalingGroupName"])["WarmPoolConfiguration"]["MinSize"] == 1
+
+
+def test_the_estimate_holds_the_launch_hook_s_own_timers():
+    from gpucloud.components.gpu_group import LAUNCH_HOOK_TIMEOUT_SECONDS
+    from gpucloud.config import cold_start_estimate
+    from gpucloud.userdata.layout import LAUNCH_HEARTBEAT_LIMIT_SECONDS
+
+    assert cold_start_estimate.LAUNCH_HOOK_TIMEOUT_SECONDS == LAUNCH_HOOK_TIMEOUT_SECONDS
+    assert cold_start_estimate.LAUNCH_HEARTBEAT_LIMIT_SECONDS == LAUNCH_HEARTBEAT_LIMIT_SECONDS
