@@ -87,12 +87,21 @@ def spot_capacity_findings(resources: list[AppliedResource], subnet_zones: Mappi
                     message=(
                         f"{resource.inputs.get('name', resource.name)} uses spot with {len(types)} instance type(s) "
                         f"in {len(zones)} availability zone(s): when that spot pool runs short the group cannot "
-                        "launch (capacity shortage); list at least two instance types and subnets in two zones"
-                        + (" (a multi-node group stays in the one zone of its cluster placement group)" if resource.inputs.get("placementGroup") else "")
+                        f"launch (capacity shortage); {_single_pool_fix(len(types), bool(resource.inputs.get('placementGroup')))}"
                     ),
                 )
             )
     return findings
+
+
+def _single_pool_fix(types: int, multi_node: bool) -> str:
+    """A multi-node group's cluster placement group keeps it in one zone, so more zones is no fix there."""
+    if not multi_node:
+        return "list at least two instance types and subnets in two zones"
+    more_types = "list at least two instance types, or " if types < 2 else ""
+    return (f"a multi-node group stays in the one zone of its cluster placement group: {more_types}keep nodes off spot "
+            "with onDemandBaseCapacity, capacity.reservations or capacity.capacityBlock (with capacity facts the "
+            "plan's Capacity section prices each)")
 
 
 def reserved_capacity(
