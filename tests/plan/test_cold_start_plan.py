@@ -99,3 +99,12 @@ def test_weights_read_in_place_must_fit_the_start_period():
     timer = next(timer for timer in entry["timers"] if timer["name"] == "server start period")
     assert timer["key"] == "gpu-cloud:groups[0].services.containers[0].healthCheck.startPeriodSeconds"
     assert not timer["fits"] and timer["neededSeconds"] == pytest.approx(700 * 1073.741824 / 298, abs=0.1)
+
+
+def test_a_pool_without_a_minimum_still_holds_what_max_leaves_beside_desired():
+    settings = settings_for(_with_group(warmPool={"prepullImages": True}), stack="cold-serving")
+    [entry] = cold_start(settings.config, {"servers": True})
+    assert entry["path"] == "warm pool" and entry["verdict"] == "fits"
+    full = settings_for(_with_group(warmPool={"prepullImages": True}, minSize=4, maxSize=4), stack="cold-serving")
+    [entry] = cold_start(full.config, {"servers": True})
+    assert entry["path"] == "launch" and entry["verdict"] == "replaced before ready", "a pool of 4 - 4 holds none"

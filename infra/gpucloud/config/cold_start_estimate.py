@@ -224,8 +224,15 @@ def default_grace_period(after_in_service: float) -> int:
 
 
 def pool_path(group: GroupConfig) -> bool:
-    """Scale-outs come from a warm pool whose instances pulled the images while they waited."""
-    return bool(group.warm_pool and group.warm_pool.prepull_images and group.warm_pool.min_size)
+    """Scale-outs come from a warm pool whose instances pulled the images while they waited. The
+    pool holds at least its minSize, and without maxGroupPreparedCapacity the difference between
+    the group's maximum and desired capacity ("Warm pools for Amazon EC2 Auto Scaling", EC2 Auto
+    Scaling user guide, read 2026-11-28): an empty pool sends scale-outs straight into the group."""
+    pool = group.warm_pool
+    if pool is None or not pool.prepull_images:
+        return False
+    prepared = pool.max_group_prepared_capacity if pool.max_group_prepared_capacity is not None else group.max_size
+    return pool.min_size > 0 or prepared > group.initial_capacity
 
 
 def grace_period_seconds(config: StackConfig, group: GroupConfig, instance_store: bool) -> int:
