@@ -236,10 +236,11 @@ def pool_path(group: GroupConfig) -> bool:
 
 
 def grace_period_seconds(config: StackConfig, group: GroupConfig, instance_store: bool) -> int:
-    """The group's grace period: the stack file's, else the default that follows the estimate."""
+    """The group's grace period: the stack file's, else the default that follows the estimate of a
+    launch straight into the group (the longer path: a pool can run empty)."""
     if "health_check_grace_period_seconds" in group.model_fields_set:
         return group.health_check_grace_period_seconds
-    found, _ = phases(config, group, instance_store, from_pool=pool_path(group))
+    found, _ = phases(config, group, instance_store, from_pool=False)
     return default_grace_period(_serving_after_in_service(found))
 
 
