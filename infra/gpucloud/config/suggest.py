@@ -70,7 +70,42 @@ def did_you_mean(root: type[BaseModel], location: tuple[Any, ...]) -> str:
     if model is None or not location:
         return ""
     provided = PROVIDED_BY_ANOTHER_KEY.get(model.__name__, {}).get(str(location[-1]).lower())
-    return f" ({provided})" if provided else closest(str(location[-1]), _aliases(model))
+    if provided:
+        return f" ({provided})"
+    return closest(str(location[-1]), _aliases(model)) or _deeper(str(location[-1]), model)
+
+
+NESTED_CUTOFF = 0.7
+"""How alike a key must be to one deeper in the model to be named as its place: `notebookUserPolicy`
+is 0.71 like `userPolicy`; `colour` is like none."""
+
+
+def _paths(model: type[BaseModel], prefix: str = "", depth: int = 3) -> dict[str, str]:
+    """Every key below the model's own, as its dotted path (a list of models as `name[]`) to its name."""
+    found: dict[str, str] = {}
+    if depth == 0:
+        return found
+    for name, field in model.model_fields.items():
+        alias = field.alias or name
+        inner = _model_of(field.annotation)
+        if inner is None:
+            continue
+        listed = typing.get_origin(field.annotation) is list or any(
+            typing.get_origin(argument) is list for argument in typing.get_args(field.annotation))
+        here = f"{prefix}{alias}{'[]' if listed else ''}."
+        found |= {here + key: key for key in _aliases(inner)}
+        found |= _paths(inner, here, depth - 1)
+    return found
+
+
+def _deeper(word: str, model: type[BaseModel]) -> str:
+    """A key that belongs under one of this model's sections, as " (did you mean 'a.b.key'?)"."""
+    paths = _paths(model)
+    matches = difflib.get_close_matches(word.lower(), [key.lower() for key in paths.values()], n=1, cutoff=NESTED_CUTOFF)
+    if not matches:
+        return ""
+    place = min((path for path, key in paths.items() if key.lower() == matches[0]), key=lambda path: (path.count("."), path))
+    return f" (did you mean '{place}'?)"
 
 
 def closest(word: str, known: Iterable[str]) -> str:
