@@ -26,7 +26,7 @@ from gpucloud.userdata.render import (
 if TYPE_CHECKING:
     import pulumi_aws as aws
 
-    from gpucloud.components.gpu_group import GpuInstanceGroupArgs
+    from gpucloud.components.gpu_group_args import GpuInstanceGroupArgs
 
 
 DATA_DEVICE_NAME = "/dev/sdf"
