@@ -1,9 +1,11 @@
-"""The config package reads top-down: its modules import each other in one direction only.
+"""Each folder of the package reads top-down: its modules import each other in one direction only.
 
-The section models (plain data) are imported by `stack.py`; the cross-field rules (`rules/`) and
-what is derived from the whole stack (`node_role.py`, `node_endpoints.py`) import the models, and
-the loader imports the rules. A model module that imports `StackConfig` back, even only for a type
-annotation under TYPE_CHECKING, closes a circle; this test names it.
+In `config`, the section models (plain data) are imported by `stack.py`; the cross-field rules
+(`rules/`) and what is derived from the whole stack (`node_role.py`, `node_endpoints.py`) import the
+models, and the loader imports the rules. A model module that imports `StackConfig` back, even only
+for a type annotation under TYPE_CHECKING, closes a circle; in `components`, a parts module that
+imports its component back does. These tests name the circle. (`testing` and `policy` are left out:
+their handlers and rules import the package's front door, which imports them.)
 """
 
 from __future__ import annotations
@@ -11,21 +13,25 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from support import ROOT
 
-CONFIG = ROOT / "infra" / "gpucloud" / "config"
+PACKAGE = ROOT / "infra" / "gpucloud"
+CONFIG = PACKAGE / "config"
+FOLDERS = ("config", "components", "lookups", "documents", "userdata", "pricing", "observability", "backend",
+           "plan", "ops", "cli", "node")
 
 
-def module_of(path: Path, root: Path) -> str:
-    """`gpucloud.config.rules.image` for config/rules/image.py under `root` (the config folder)."""
-    parts = ("gpucloud", *path.relative_to(root.parent).with_suffix("").parts)
+def module_of(path: Path, root: Path, package: str) -> str:
+    """`gpucloud.config.rules.image` for rules/image.py under `root`, the folder of `gpucloud.config`."""
+    parts = (*package.split("."), *path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def config_imports(root: Path) -> dict[str, set[str]]:
-    """module -> the config modules it imports (at the top, in a function or under TYPE_CHECKING)."""
-    package = f"gpucloud.{root.name}"
-    modules = {module_of(path, root): path for path in root.rglob("*.py")}
+def import_graph(root: Path, package: str) -> dict[str, set[str]]:
+    """module -> the modules of `package` it imports (at the top, in a function or under TYPE_CHECKING)."""
+    modules = {module_of(path, root, package): path for path in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         anchor = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -78,17 +84,19 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
-def test_the_config_package_has_no_import_circle():
-    found = circles(config_imports(CONFIG))
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_no_folder_has_an_import_circle(folder):
+    found = circles(import_graph(PACKAGE / folder, f"gpucloud.{folder}"))
     assert not found, (
-        "config modules import each other in a circle (a model module importing StackConfig or a rule back?): "
+        f"modules of gpucloud/{folder} import each other in a circle: "
         + "; ".join(" <-> ".join(component) for component in found)
-        + ". Put cross-field rules in config/rules/ and keep the models free of the stack.")
+        + (". Put cross-field rules in config/rules/ and keep the models free of the stack." if folder == "config"
+           else ". Move what both need below them (a module of plain data or pure functions)."))
 
 
 def test_the_models_import_no_rule():
     """What stack.py reaches is data: no section model imports a rule, the loader or the derived modules."""
-    graph = config_imports(CONFIG)
+    graph = import_graph(CONFIG, "gpucloud.config")
     reached: set[str] = set()
     todo = ["gpucloud.config.stack"]
     while todo:
@@ -109,4 +117,4 @@ def test_a_circle_is_named_with_its_modules(tmp_path):
     (package / "stack.py").write_text("from gpucloud.config.access import AccessConfig\n")
     (package / "access.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from gpucloud.config.stack import StackConfig\n")
-    assert circles(config_imports(package)) == [["gpucloud.config.access", "gpucloud.config.stack"]]
+    assert circles(import_graph(package, "gpucloud.config")) == [["gpucloud.config.access", "gpucloud.config.stack"]]
