@@ -21,7 +21,8 @@ from gpucloud.node.launcher import decode_command
 from gpucloud.node.preflight import RESULT_MARKER
 from gpucloud.node.preflight_command import decision
 from gpucloud.node.preflight_search import EXIT_BELOW_FLOOR
-from gpucloud.ops.supervised_jobs import outcome
+from gpucloud.ops.job_records import Clock
+from gpucloud.ops.supervised_jobs import follow, outcome
 from test_job_supervisor import (  # noqa: F401 (aws and agents are fixtures)
     BUCKET,
     SETTINGS,
@@ -108,6 +109,7 @@ def test_a_passing_fabric_starts_the_job_without_a_search(aws, agents):
         ["preflight"], ["launch"]]
 
 
+@pytest.mark.access_calls("person:jobRunner", "run")
 @SUPERVISOR
 def test_one_slow_node_is_named_replaced_and_the_job_runs_on_the_new_set(aws, agents):
     chosen: dict[str, str] = {}
@@ -143,6 +145,10 @@ def test_one_slow_node_is_named_replaced_and_the_job_runs_on_the_new_set(aws, ag
     assert f"runs/vision-train/jobs/{job.job_id}/preflight/attempt-0/try-0/round-0/{slow}.txt" in keys
     figures = aws.client("s3").get_object(Bucket=BUCKET, Key=keys[0])["Body"].read().decode()
     assert RESULT_MARKER in figures and "busbw_gbps" in figures
+    printed: list[str] = []
+    assert follow(clients, job, arn, say=printed.append, clock=Clock(sleep=lambda seconds: None)).exit_code == 0
+    shown = [line for line in printed if line.startswith("preflight attempt-0/try-0/round-0: ")]
+    assert len(shown) == 4 and all(f"busbw {SLOW_GBPS} GB/s" in line for line in shown), "run prints every figure"
     assert denied_to_the_supervisor_role(aws, agents.made) == []
 
 

@@ -186,19 +186,21 @@ def preflight(clients: Clients, settings: StackSettings, job: Job, nodes: list[N
 
 def figures(tried: Mapping[str, Any]) -> list[str]:
     """One line per round set: its nodes, bus bandwidth and any problem; then the verdict."""
-    lines = []
-    for number, node_results in enumerate(tried["rounds"]):
-        for result in node_results:
-            gpus = ", ".join(f"{gpu['matmul_tflops']:g} TFLOP/s {gpu['copy_gbps']:g} GB/s" for gpu in result["gpus"]
-                             if gpu.get("matmul_tflops") is not None)
-            problems = [*result["problems"], *result.get("set_problems", []), *result.get("fabric_problems", [])]
-            lines.append(f"preflight round {number + 1}: {result['node']} in {'+'.join(result['set'])}: busbw "
-                         f"{result['busbw_gbps']} GB/s, network {result['network']}"
-                         + (f", GPUs {gpus}" if gpus else "") + (f"; {'; '.join(problems)}" if problems else ""))
+    lines = [f"preflight round {number + 1}: {figure_line(result)}"
+             for number, node_results in enumerate(tried["rounds"]) for result in node_results]
     verdict = tried["verdict"]
     lines.append(f"preflight verdict: {verdict['action']}" + (f" ({verdict['reason']})" if verdict["reason"] else "")
                  + "".join(f"; {name}: {why}" for name, why in verdict["culprits"].items()))
     return lines
+
+
+def figure_line(result: Mapping[str, Any]) -> str:
+    """One node's result: its set, bus bandwidth, network, each GPU's figures and any problem."""
+    gpus = ", ".join(f"{gpu['matmul_tflops']:g} TFLOP/s {gpu['copy_gbps']:g} GB/s" for gpu in result.get("gpus", [])
+                     if gpu.get("matmul_tflops") is not None)
+    problems = [*result.get("problems", []), *result.get("set_problems", []), *result.get("fabric_problems", [])]
+    return (f"{result['node']} in {'+'.join(result['set'])}: busbw {result.get('busbw_gbps')} GB/s, network "
+            f"{result.get('network')}" + (f", GPUs {gpus}" if gpus else "") + (f"; {'; '.join(problems)}" if problems else ""))
 
 
 def require_pass(outcome: PreflightOutcome) -> list[Node]:

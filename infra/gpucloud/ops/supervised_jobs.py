@@ -5,7 +5,8 @@ follower that dies, with the laptop that ran it, changes nothing); `jobs` lists 
 executions; `stop` (ops/job_control.py) stops the execution before it stops the commands.
 
 Each attempt's record is `<checkpoint URI>attempts/<n>.json`, written by the supervisor; the job's
-own record `<checkpoint URI>job.json` is written here, before the execution starts.
+own record `<checkpoint URI>job.json` is written here, before the execution starts. The preflight's
+figures of a round that did not pass are under `<checkpoint URI>preflight/`, one object per node.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from gpucloud.naming import autoscaling_group_name, job_supervisor_name
 from gpucloud.ops.job_records import Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record, record_location
 from gpucloud.ops.jobs import NodeResult, Outcome
 from gpucloud.ops.nodes import Node
+from gpucloud.ops.preflight_run import figure_line, node_result
 
 PREFLIGHTS = {"off": "off", "quick": "preflight", "full": "preflight-full", "fabric": "preflight-fabric"}
 """`run --preflight` -> the job document's action the supervisor's Preflight step sends
@@ -141,11 +143,14 @@ def follow(clients: Clients, job: Job, arn: str, say: Callable[[str], None] = pr
     continuation it hands the job to); the job's outcome."""
     clock = clock or Clock()
     shown = 0
+    figures: set[str] = set()
     while True:
         execution = describe(clients, arn)
         if execution.output and "continuedAs" in execution.output:
             arn = execution.output["continuedAs"]
             continue
+        for line in preflight_figures(clients, job.checkpoint_uri, figures):
+            say(line)
         job.attempts = attempts(clients, job.checkpoint_uri)
         for attempt in job.attempts[shown:]:
             say(f"job {job.job_id} attempt {attempt.attempt}: command {', '.join(attempt.commands)} on " + ", ".join(
@@ -154,6 +159,27 @@ def follow(clients: Clients, job: Job, arn: str, say: Callable[[str], None] = pr
         if execution.status != RUNNING:
             return outcome(job, execution)
         clock.sleep(poll)
+
+
+def preflight_figures(clients: Clients, uri: str | None, seen: set[str]) -> list[str]:
+    """One line per node result of the preflight the supervisor kept since `seen` (which grows),
+    labelled `attempt-<a>/try-<t>/round-<r>`."""
+    if not uri:
+        return []
+    bucket, key = record_location(uri)
+    prefix = key.removesuffix("job.json") + "preflight/"
+    lines = []
+    for page in clients.s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            if item["Key"] in seen:
+                continue
+            seen.add(item["Key"])
+            text = clients.s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read().decode("utf-8", "replace")
+            result = node_result({"StandardOutputContent": text})
+            where = item["Key"][len(prefix):].rsplit("/", 1)[0]
+            lines.append(f"preflight {where}: " + (figure_line(result) if result else
+                                                     f"{item['Key'].rsplit('/', 1)[1][:-4]}: no result in its output"))
+    return lines
 
 
 def _results(job: Job, nodes: list[dict[str, Any]]) -> list[NodeResult]:
