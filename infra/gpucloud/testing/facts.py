@@ -29,6 +29,7 @@ from pydantic.alias_generators import to_camel
 from gpucloud.lookups.facts import Bucket, Certificate, PrometheusWorkspaceContents
 from gpucloud.lookups.pulumi_aws import PulumiAwsLookups
 from gpucloud.testing.capacity_facts import CapacityFacts
+from gpucloud.testing.facts_keys import reason
 from gpucloud.naming import AUTOSCALING_SERVICE
 from gpucloud.testing.external_seed import seed_bucket, seed_repository, seed_security_group
 from gpucloud.testing.named_facts import NamedFacts, facts_certificate, seed_named
@@ -224,9 +225,8 @@ def load_facts(path: str | Path) -> AccountFacts:
     except (yaml.YAMLError, json.JSONDecodeError) as error:
         raise FactsError(f"account facts {path} are not valid YAML/JSON: {error}") from None
     except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in item['loc'])}: {item['msg']}" for item in error.errors(include_url=False)
-        )
+        problems = "; ".join(f"{'.'.join(str(part) for part in item['loc'])}: {reason(AccountFacts, item)}"
+                             for item in error.errors(include_url=False))
         raise FactsError(f"account facts {path}: {problems}") from None
 
 
