@@ -10,9 +10,10 @@ characters of a command's stdout; SSM API reference, GetCommandInvocation; read 
 parsed with `States.StringToJson`:
 
 - `pass`: the job starts; `test`: a Map state sends `preflight-fabric` to each set of the next
-  round at once (each set its own command; Step Functions developer guide, "Map state" in inline
-  mode: one iteration per item of `ItemsPath`, the results an array in order; read 2026-11-28),
-  and the round's statuses go to `preflight-decide` again;
+  round at once (each set its own command; Step Functions developer guide, "Map state": one
+  iteration per item of `ItemsPath`, the results an array in the items' order, and an iteration
+  that fails fails the Map state, whose Catch then ends the job; read 2026-11-28), and the round's
+  statuses go to `preflight-decide` again;
 - `replace`: each named node gets `preflight-replace` (it marks itself Unhealthy through Auto
   Scaling's SetInstanceHealth, within its group's `maxReplacementsPerHour` breaker: node/replace.py);
   once every one has left service the job waits for N nodes again and tests the new set, at most
@@ -22,7 +23,10 @@ parsed with `States.StringToJson`:
 
 The decide step's input is `States.Base64Encode` of a JSON argv (its `commandB64`), whose input may
 be 10,000 characters (Step Functions developer guide, "Intrinsic functions", States.Base64Encode;
-read 2026-11-28): a round costs some 25 characters a node tested, so five rounds of 64 nodes fit.
+moto 5.2.5 enforces the same, `Base64Encode.MAX_INPUT_CHAR_LEN`; read 2026-11-28): a round costs
+some 25 characters a node tested, so five rounds of 64 nodes fit. Intrinsics are used only where
+that guide allows them (Pass `Parameters`, Task `Parameters` and `ResultSelector`, Map
+`ResultSelector`), nested at most 10 deep.
 """
 
 from __future__ import annotations
