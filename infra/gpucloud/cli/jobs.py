@@ -130,7 +130,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                             "per state transition)")
     run_parser.add_argument("--preflight", choices=("off", "quick", "full", "fabric"), default=None,
                             help="run the job document's preflight of that level on the job's nodes before each "
-                            "attempt; a node that fails it fails the job (default: quick on a multiNode group, else off)")
+                            "attempt; a node that fails it is found, replaced and the new set tested (at most twice), "
+                            "else the job stops (default: quick on a multiNode group, else off)")
     run_parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command and its arguments")
     run_parser.set_defaults(handler=run_job)
 

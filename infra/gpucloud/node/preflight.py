@@ -1,5 +1,5 @@
 """`gpucloud-node preflight`: one node's share of the fabric preflight `gpucloud run` sends before
-a job's ranks start (ops/preflight.py decides what the figures mean across nodes).
+a job's ranks start (node/preflight_search.py decides what the results mean across nodes).
 
 On this node: the GPU gate's checks (`run_node_check`, the same as `gpucloud-node check`); on an
 EFA type, the EFA devices libfabric lists (`fi_info -p efa`) against the count the type has; then

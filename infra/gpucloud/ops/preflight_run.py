@@ -1,8 +1,9 @@
 """The fabric preflight over SSM Run Command: rounds of the job document's preflight actions on sets
 of a group's in-service nodes, the search of ops/preflight.py between rounds, the culprit marked
-Unhealthy, and a new set of nodes tested again. `gpucloud preflight` runs it on its own (acceptance
-of new capacity); the job supervisor's Preflight step runs one round of it and stops the job when a
-node fails (each node judges the set's bus bandwidth against its type's floor itself).
+Unhealthy, and a new set of nodes tested again, from the user's machine: `gpucloud preflight`
+(acceptance of new capacity). The job supervisor runs the same search in AWS before a job's ranks
+start (documents/job_supervisor_preflight.py), from the nodes' exit statuses (each node judges
+the set's bus bandwidth against its type's floor itself).
 
 A culprit is replaced by sending it `preflight-replace`: the node marks itself Unhealthy through the
 watch's own path (node/replace.py), within the group's `maxReplacementsPerHour` breaker, so the
