@@ -75,7 +75,7 @@ def quota_needs(groups: list[tuple[GroupConfig, tuple[InstanceTypeFacts, ...]]])
                 for quotas, count in ((ON_DEMAND_QUOTAS, on_demand), (SPOT_QUOTAS, spot)):
                     key = quotas[family]
                     table[key] += count * per_instance
-                    if group.name not in names[key]:
+                    if count and group.name not in names[key]:
                         names[key].append(group.name)
     return [
         QuotaNeed(code=code, name=name, groups=tuple(names[(code, name)]), vcpus_at_min=at_min[(code, name)],
