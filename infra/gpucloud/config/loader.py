@@ -10,9 +10,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from gpucloud.config.rules.allocation import allocation_problems
 from gpucloud.config.errors import NAMESPACE, ConfigError
 from gpucloud.config.regions import region_problem
+from gpucloud.config.rules.allocation import allocation_problems
 from gpucloud.config.rules.cold_start import cold_start_problems
 from gpucloud.config.rules.endpoint import endpoint_problems
 from gpucloud.config.rules.image import image_problems
@@ -68,8 +68,17 @@ def parse_stack_config(values: Mapping[str, Any], *, stack: str, source: str, re
     if unknown_region:
         raise ConfigError(f"stack {stack!r} ({source})", [("aws:region", unknown_region)])
     _check_stack_name(stack, config.project, source)
-    problems = network_problems(config) + service_problems(config, region) + job_problems(config, region) + storage_problems(config) + endpoint_problems(config) + image_problems(config) + cold_start_problems(config) + node_role_policy_problems(config, name_base(config.project, stack), region)
-    problems += allocation_problems(config)
+    problems = [
+        *network_problems(config),
+        *service_problems(config, region),
+        *job_problems(config, region),
+        *storage_problems(config),
+        *endpoint_problems(config),
+        *image_problems(config),
+        *cold_start_problems(config),
+        *node_role_policy_problems(config, name_base(config.project, stack), region),
+        *allocation_problems(config),
+    ]
     if problems:
         raise ConfigError(f"stack {stack!r} ({source})", problems)
     return StackSettings(stack=stack, source=source, region=region, config=config)
