@@ -104,6 +104,19 @@ def gp3_volume_month(price: StoragePrice, size_gib: float, iops: int = 3000, thr
     )
 
 
+def warm_pool_instances(group: GroupConfig, capacity: int) -> int:
+    """Instances Auto Scaling keeps in the group's warm pool while the group runs `capacity`: what
+    MaxGroupPreparedCapacity (else the group's maximum) leaves beside the desired capacity, and at
+    least the pool's MinSize (Auto Scaling API reference, PutWarmPool, MaxGroupPreparedCapacity and
+    MinSize, read 2026-11-28). They wait stopped or hibernated, which bills their EBS volumes and not
+    the instance (EC2 API reference, StopInstances, read 2026-11-28)."""
+    pool = group.warm_pool
+    if pool is None:
+        return 0
+    prepared = pool.max_group_prepared_capacity if pool.max_group_prepared_capacity is not None else group.max_size
+    return max(pool.min_size, prepared - capacity, 0)
+
+
 def _estimate_group(
     group: GroupConfig, region: str, catalog: Catalog, reserved: ReservedCapacity | None = None,
     recorded_spot: Mapping[str, tuple[float, str]] | None = None,
@@ -203,6 +216,13 @@ def _estimate_group(
          "exists while its instance runs; baseline 3000 IOPS / 125 MiB/s included")
         for label, size in (("root volume", group.root_volume_gib), ("data volume", group.data_volume_gib)) if size
     ]
+    if group.warm_pool is not None and group.root_volume_gib + group.data_volume_gib:
+        size = group.root_volume_gib + group.data_volume_gib
+        pool = {s: sum(fraction * warm_pool_instances(group, capacity) for capacity, fraction in profiles[s].fractions.items())
+                for s in SCENARIOS}
+        volumes.append((f"{group.name}/warm pool volumes (gp3, {size} GiB per pool instance)",
+                        {s: size * pool[s] for s in SCENARIOS},
+                        "stopped or hibernated pool instances bill their EBS volumes only, all month"))
     if group.persistent_volume_gib:
         size = group.persistent_volume_gib
         volumes.append((f"{group.name}/persistent volume (gp3, {size} GiB)", {s: float(size) for s in SCENARIOS},
