@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 
 import boto3
+import pytest
 from botocore.stub import Stubber
 
 from gpucloud.config import parse_stack_config
@@ -155,3 +156,115 @@ def test_a_p_type_group_gets_the_price_of_a_one_day_block_of_its_size():
     assert (quote.group, quote.instance_count, quote.zone, quote.upfront_usd, quote.start) == (
         "train", 4, "us-east-1b", 3342.72, start)
     assert document["spotScores"] == [], "an on-demand group is not scored"
+
+
+L4_REQUIREMENTS = {"gpuCount": {"min": 1, "max": 1}, "totalGpuMemoryMiB": {"min": 22000}, "vcpus": {"max": 16},
+                   "allowedInstanceTypes": ["g6.*"]}
+L4_ASKED = {"InstanceRequirements": {
+    "VCpuCount": {"Min": 0, "Max": 16}, "MemoryMiB": {"Min": 0}, "AcceleratorTypes": ["gpu"],
+    "AcceleratorCount": {"Min": 1, "Max": 1}, "AcceleratorManufacturers": ["nvidia"],
+    "AcceleratorTotalMemoryMiB": {"Min": 22000}, "AllowedInstanceTypes": ["g6.*"]}}
+
+
+def answer_requirement_scores(stubber, asked, capacity, region_score, zone_scores):
+    request = {"InstanceRequirementsWithMetadata": asked, "TargetCapacity": capacity, "TargetCapacityUnitType": "units",
+               "RegionNames": ["us-east-1"]}
+    stubber.add_response("get_spot_placement_scores", {"SpotPlacementScores": [
+        {"Region": "us-east-1", "Score": region_score}]}, {**request, "SingleAvailabilityZone": False})
+    stubber.add_response("get_spot_placement_scores", {"SpotPlacementScores": [
+        {"Region": "us-east-1", "AvailabilityZoneId": zone_id, "Score": score} for zone_id, score in zone_scores.items()]},
+        {**request, "SingleAvailabilityZone": True})
+
+
+def test_a_group_of_instance_requirements_is_scored_from_its_requirements():
+    """GetSpotPlacementScores takes InstanceRequirementsWithMetadata in place of InstanceTypes (the
+    Stubber holds the request to botocore's shape: VCpuCount and MemoryMiB with a Min, EC2's names);
+    two groups asking the same share one answer; prices and offerings are read for listed types only."""
+    settings = settings_of({"name": "l4", "instanceRequirements": L4_REQUIREMENTS, "maxSize": 4},
+                           {"name": "l4b", "instanceRequirements": L4_REQUIREMENTS, "maxSize": 4})
+    ec2, stubber = ec2_stubbed()
+    answer_zones(stubber)
+    answer_requirement_scores(stubber, L4_ASKED, 4, 7, {"use1-az6": 8, "use1-az1": 5})
+
+    with stubber:
+        document = read_capacity(settings, ec2, NOW)
+    stubber.assert_no_pending_responses()
+
+    first, second = AccountFacts.model_validate({"capacity": document}).capacity.spot_scores
+    assert (first.group, first.instance_types, first.instance_requirements) == ("l4", [], L4_ASKED)
+    assert (first.region_score, first.zone_scores) == (7, {"us-east-1a": 8, "us-east-1b": 5})
+    assert (second.group, second.zone_scores) == ("l4b", first.zone_scores)
+    assert set(document) == {"spotScores"}, "no listed type: no prices, offerings, reservations or blocks to read"
+
+
+def test_a_refused_requirements_score_request_is_recorded_not_fatal():
+    settings = settings_of({"name": "l4", "instanceRequirements": L4_REQUIREMENTS, "maxSize": 2},
+                           {"name": "one", "instanceTypes": ["g5.xlarge"], "maxSize": 2})
+    ec2, stubber = ec2_stubbed()
+    answer_zones(stubber)
+    stubber.add_client_error("get_spot_placement_scores", "MaxConfigLimitExceeded",
+                             "You have exceeded your maximum allowed spot placement configurations.")
+    answer_scores(stubber, ["g5.xlarge"], 2, 4, {"use1-az6": 4})
+    answer_the_rest(stubber, ["g5.xlarge"])
+
+    with stubber:
+        document = read_capacity(settings, ec2, NOW)
+    stubber.assert_no_pending_responses()
+
+    refused, scored = AccountFacts.model_validate({"capacity": document}).capacity.spot_scores
+    assert refused.not_scored.startswith("MaxConfigLimitExceeded: You have exceeded")
+    assert refused.instance_requirements == L4_ASKED
+    assert (scored.group, scored.region_score, scored.not_scored) == ("one", 4, None)
+
+
+@pytest.mark.parametrize(("group", "asked"), [
+    ({"name": "l4", "instanceRequirements": L4_REQUIREMENTS, "maxSize": 2}, L4_ASKED),
+    ({"name": "l4", "instanceTypes": ["g6.xlarge", "g6.2xlarge", "g6.4xlarge"], "maxSize": 2}, None),
+])
+def test_the_snapshot_command_saves_a_refused_score_request_as_not_scored_and_warns(group, asked, monkeypatch, tmp_path,
+                                                                                     capsys):
+    """The whole command on moto, for a group of requirements and one of types. moto has neither
+    Spot placement scores nor reservations: EC2's refusal, and an account without reservations,
+    are answered for it before the call goes out."""
+    from moto import mock_aws
+
+    from gpucloud.cli import main
+    from gpucloud.testing.facts import load_facts
+    from test_account_snapshot import QuotaStubbedSession
+
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    settings = settings_of(group)
+    monkeypatch.setattr("gpucloud.cli.account.load_stack_file", lambda *args, **kwargs: settings)
+    out = tmp_path / "demo.yaml"
+    answers = {
+        "GetSpotPlacementScores": (400, {"Error": {"Code": "MaxConfigLimitExceeded", "Message":
+                                                   "You have exceeded your maximum allowed spot placement configurations."}}),
+        "DescribeCapacityReservations": (200, {"CapacityReservations": []}),
+    }
+
+    def answered(model, **_kwargs):
+        status, parsed = answers[model.name]
+        return type("Http", (), {"status_code": status})(), parsed
+
+    with mock_aws():
+        session = QuotaStubbedSession(boto3.Session(region_name="us-east-1"), {"L-3819A6DF": 64.0})
+        original = session.client
+
+        def client(service, **kwargs):
+            made = original(service, **kwargs)
+            for operation in answers if service == "ec2" else ():
+                made.meta.events.register(f"before-call.ec2.{operation}", answered)
+            return made
+
+        session.client = client
+        monkeypatch.setattr(boto3, "Session", lambda *args, **kwargs: session)
+        assert main(["account", "snapshot", "--stack", "demo", "--out", str(out)]) == 0
+
+    stdout, stderr = capsys.readouterr()
+    assert "spot scores of 1 group(s)" in stdout
+    assert ("warning: EC2 gave group l4 no Spot placement score (MaxConfigLimitExceeded: You have exceeded your "
+            "maximum allowed spot placement configurations.); the plan will report its capacity not checked") in stderr
+    [scores] = load_facts(out).capacity.spot_scores
+    assert scores.not_scored.startswith("MaxConfigLimitExceeded") and scores.instance_requirements == asked

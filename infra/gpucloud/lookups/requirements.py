@@ -119,3 +119,33 @@ def aws_instance_requirements(requirements: InstanceRequirementsConfig, allowed:
         "allowed_instance_types": allowed,
     }
     return {key: value for key, value in result.items() if value}
+
+
+def ec2_instance_requirements(requirements: InstanceRequirementsConfig) -> dict:
+    """EC2's InstanceRequirementsWithMetadata for the group's requirements, as GetSpotPlacementScores
+    takes them in place of InstanceTypes (botocore's ec2 model, InstanceRequirementsWithMetadataRequest
+    and InstanceRequirementsRequest; EC2 API reference, GetSpotPlacementScores; read 2026-11-28).
+
+    VCpuCount and MemoryMiB are required there, each with a Min, where 0 means no minimum (EC2 API
+    reference, VCpuCountRangeRequest and MemoryMiBRequest). No architecture is named: the group's
+    launch template, not its requirements, fixes it, as for the Auto Scaling group."""
+    def bounds(value, floor: int | None = None) -> dict | None:
+        if value is None:
+            return {"Min": floor} if floor is not None else None
+        found = {key.title(): getattr(value, key) for key in ("min", "max") if getattr(value, key) is not None}
+        if floor is not None:
+            found.setdefault("Min", floor)
+        return found
+
+    result = {
+        "VCpuCount": bounds(requirements.vcpus, 0),
+        "MemoryMiB": bounds(requirements.memory_mib, 0),
+        "AcceleratorTypes": ["gpu"],
+        "AcceleratorCount": bounds(requirements.gpu_count),
+        "AcceleratorManufacturers": list(requirements.gpu_manufacturers) or None,
+        "AcceleratorNames": list(requirements.gpu_names) or None,
+        "AcceleratorTotalMemoryMiB": bounds(requirements.total_gpu_memory_mib),
+        "AllowedInstanceTypes": list(requirements.allowed_instance_types) or None,
+        "ExcludedInstanceTypes": list(requirements.excluded_instance_types) or None,
+    }
+    return {"InstanceRequirements": {key: value for key, value in result.items() if value is not None}}

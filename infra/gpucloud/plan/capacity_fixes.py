@@ -95,10 +95,15 @@ def _more_types(group: ResolvedGroup, prices: Prices) -> dict[str, str] | None:
     alternatives = same_gpu_types(group, prices)
     if not alternatives:
         return None
+    named = ", ".join(f"{name} ({gpus})" for name, gpus, _price in alternatives)
+    if group.config.instance_requirements is not None:
+        return {"fix": f"widen instanceRequirements (allowedInstanceTypes, totalGpuMemoryMiB, vcpus) to match more types "
+                       f"of the same GPU: {named}",
+                "cost": "each at its own price, on-demand "
+                        + ", ".join(f"{name} {_money(price)}" for name, _gpus, price in alternatives)}
     few = len(group.instance_types) < SCORED_TYPES_MINIMUM
     return {
-        "fix": "list more instance types of the same GPU in instanceTypes: "
-               + ", ".join(f"{name} ({gpus})" for name, gpus, _price in alternatives)
+        "fix": "list more instance types of the same GPU in instanceTypes: " + named
                + (" (EC2 scores one or two types always low)" if few else ""),
         "cost": "each at its own price, on-demand " + ", ".join(f"{name} {_money(price)}" for name, _gpus, price in alternatives),
     }
@@ -129,6 +134,9 @@ def _more_zones(group: ResolvedGroup, scores: SpotScoreFacts, candidates: list[d
 
 def _prioritized(group: ResolvedGroup, allocation: dict[str, Any], prices: Prices) -> dict[str, str] | None:
     if allocation.get("spot") in ("capacity-optimized", "capacity-optimized-prioritized"):
+        return None
+    if group.config.instance_requirements is not None:
+        # Auto Scaling refuses a prioritized strategy with instanceRequirements (config/rules/allocation.py)
         return None
     zones = list(group.zones)
     spots = [(kind.name, *prices.spot(kind.name, zones)) for kind in group.instance_types]

@@ -18,6 +18,7 @@ from gpucloud.config.groups import GroupConfig
 from gpucloud.config.rules.allocation import on_demand_strategy, rebalances, spot_strategy
 from gpucloud.lookups import ResolvedGroup
 from gpucloud.plan.capacity_fixes import Prices, capacity_fixes
+from gpucloud.plan.capacity_snapshot import score_selection
 from gpucloud.policy import PackConfig, PlannedResource, PolicyConfig, Violation, evaluate
 from gpucloud.policy.resource_types import SPOT_CAPACITY
 from gpucloud.testing.capacity_facts import (
@@ -71,9 +72,9 @@ def _entry(group: ResolvedGroup, facts: CapacityFacts | None, region: str, now: 
                 "reason": f"capacity facts are {hours:.0f} h old (more than {SCORES_STALE_AFTER.total_seconds() / 3600:.0f})"}
     if scores.not_scored:
         return {**entry, "verdict": NOT_CHECKED, "reason": f"EC2 gave no score ({scores.not_scored})", "fixes": []}
-    if sorted(scores.instance_types) != sorted(types):
-        return {**entry, "verdict": NOT_CHECKED, "fixes": [],
-                "reason": f"the facts scored {', '.join(scores.instance_types)}: take the snapshot again"}
+    changed = _scored_otherwise(config, scores, types)
+    if changed:
+        return {**entry, "verdict": NOT_CHECKED, "fixes": [], "reason": f"{changed}: take the snapshot again"}
     candidates = _candidates(group, scores, facts, now)
     entry.update(regionScore=scores.region_score, targetCapacity=scores.target_capacity, candidates=candidates)
     scored = [candidate["score"] for candidate in candidates if candidate["score"] is not None]
@@ -83,6 +84,16 @@ def _entry(group: ResolvedGroup, facts: CapacityFacts | None, region: str, now: 
     entry["fixes"] = [] if entry["verdict"] == "good" else capacity_fixes(
         group, scores, facts, Prices(region, facts, now), candidates, entry["allocation"], now)
     return entry
+
+
+def _scored_otherwise(config: GroupConfig, scores: SpotScoreFacts, types: list[str]) -> str | None:
+    """Why the facts' scores are not of the group as the stack file has it now, or None."""
+    if config.instance_requirements is not None:
+        asked = score_selection(config)["InstanceRequirementsWithMetadata"]
+        return None if scores.instance_requirements == asked else "the facts scored other instanceRequirements"
+    if scores.instance_requirements is not None or sorted(scores.instance_types) != sorted(types):
+        return f"the facts scored {', '.join(scores.instance_types) or 'instanceRequirements'}"
+    return None
 
 
 def _held_capacity(group: ResolvedGroup) -> str | None:
@@ -98,12 +109,13 @@ def _held_capacity(group: ResolvedGroup) -> str | None:
 def _candidates(group: ResolvedGroup, scores: SpotScoreFacts, facts: CapacityFacts,
                 now: datetime.datetime) -> list[dict[str, Any]]:
     """The group's zones that offer one of its types (per the facts' zone offerings, where fresh),
-    each with its single-zone score (None: EC2 did not list the zone)."""
-    offering = {kind: zones for kind in scores.instance_types
-                if (zones := _fresh_offering(facts, kind, now)) is not None}
+    each with its single-zone score (None: EC2 did not list the zone); a group scored by its
+    requirements offers the types the plan resolved them to."""
+    kinds = scores.instance_types or [kind.name for kind in group.instance_types]
+    offering = {kind: zones for kind in kinds if (zones := _fresh_offering(facts, kind, now)) is not None}
     candidates = []
     for zone in group.zones:
-        offered = [kind for kind in scores.instance_types if kind not in offering or zone in offering[kind]]
+        offered = [kind for kind in kinds if kind not in offering or zone in offering[kind]]
         if offered:
             candidates.append({"zone": zone, "score": scores.zone_scores.get(zone), "instanceTypes": offered})
     return candidates

@@ -12,6 +12,7 @@ the group's capacity was not checked.
 from __future__ import annotations
 
 import datetime
+import json
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -20,6 +21,7 @@ from gpucloud.config import GroupConfig, StackSettings
 from gpucloud.config.capacity import CAPACITY_BLOCK_SIZES
 from gpucloud.config.groups import purchase_split
 from gpucloud.lookups.quotas import quota_family
+from gpucloud.lookups.requirements import ec2_instance_requirements
 
 PRICE_WINDOW = datetime.timedelta(hours=6)
 """How far back spot prices are read. DescribeSpotPriceHistory also returns the last change before
@@ -40,44 +42,60 @@ def spot_capacity(group: GroupConfig) -> int:
 
 
 def read_capacity(settings: StackSettings, ec2, now: datetime.datetime) -> dict[str, Any]:
-    """The capacity facts of every group with listed instance types (a group of instanceRequirements
-    is left out: its types are only known once resolved)."""
-    groups = [group for group in settings.config.groups if group.instance_types]
+    """The capacity facts of every group: spot scores for its listed types or its instanceRequirements;
+    prices, zone offerings, free reservations and block quotes for listed types only (the types a
+    group's requirements match are only known once the plan resolves them)."""
+    groups = list(settings.config.groups)
     types = sorted({name for group in groups for name in group.instance_types})
     stamp = now.isoformat()
-    if not types:
+    if not groups:
         return {}
     zone_names = {zone["ZoneId"]: zone["ZoneName"] for zone in ec2.describe_availability_zones()["AvailabilityZones"]}
-    return {
-        "spotScores": _scores(ec2, [group for group in groups if group.uses_spot], settings.region, zone_names, stamp),
-        "spotPrices": _prices(ec2, types, now, stamp),
-        "zoneOfferings": _offerings(ec2, types, stamp),
-        "freeReservations": _free_reservations(ec2, types, stamp),
-        "blockQuotes": _block_quotes(ec2, groups, now, stamp),
-    }
+    facts: dict[str, Any] = {
+        "spotScores": _scores(ec2, [group for group in groups if group.uses_spot], settings.region, zone_names, stamp)}
+    if types:
+        facts |= {
+            "spotPrices": _prices(ec2, types, now, stamp),
+            "zoneOfferings": _offerings(ec2, types, stamp),
+            "freeReservations": _free_reservations(ec2, types, stamp),
+            "blockQuotes": _block_quotes(ec2, [group for group in groups if group.instance_types], now, stamp),
+        }
+    return facts
+
+
+def score_selection(group: GroupConfig) -> dict[str, Any]:
+    """What a score request asks of the group: its InstanceTypes, or, for a group of
+    instanceRequirements, InstanceRequirementsWithMetadata (EC2 takes one or the other: API
+    reference, GetSpotPlacementScores, read 2026-11-28)."""
+    if group.instance_requirements is not None:
+        return {"InstanceRequirementsWithMetadata": ec2_instance_requirements(group.instance_requirements)}
+    return {"InstanceTypes": list(group.instance_types)}
 
 
 def _scores(ec2, groups: list[GroupConfig], region: str, zone_names: dict[str, str], stamp: str) -> list[dict[str, Any]]:
-    """One request configuration per distinct (types, capacity), per region and per zone: EC2 may
-    refuse new configurations for 24 hours once an account asks for many (EC2 user guide, "Spot
-    placement score", Limitations, read 2026-11-28), so groups that ask the same share the answer."""
-    answers: dict[tuple[tuple[str, ...], int], dict[str, Any]] = {}
+    """One request configuration per distinct (types or requirements, capacity), per region and per
+    zone: EC2 may refuse new configurations for 24 hours once an account asks for many (EC2 user
+    guide, "Spot placement score", Limitations, read 2026-11-28), so groups that ask the same share
+    the answer."""
+    answers: dict[tuple[str, int], dict[str, Any]] = {}
     found = []
     for group in groups:
-        key = (tuple(group.instance_types), spot_capacity(group))
+        selection = score_selection(group)
+        key = (json.dumps(selection, sort_keys=True), spot_capacity(group))
         if key not in answers:
-            answers[key] = _score(ec2, list(key[0]), key[1], region, zone_names)
-        found.append({"group": group.name, "instanceTypes": list(key[0]), "targetCapacity": key[1],
+            answers[key] = _score(ec2, selection, key[1], region, zone_names)
+        asked = selection.get("InstanceRequirementsWithMetadata")
+        found.append({"group": group.name, "instanceTypes": list(selection.get("InstanceTypes", [])),
+                      **({"instanceRequirements": asked} if asked else {}), "targetCapacity": key[1],
                       "takenAt": stamp, **answers[key]})
     return found
 
 
-def _score(ec2, types: list[str], capacity: int, region: str, zone_names: dict[str, str]) -> dict[str, Any]:
+def _score(ec2, selection: dict[str, Any], capacity: int, region: str, zone_names: dict[str, str]) -> dict[str, Any]:
     """The region's score and each zone's. EC2 scores one to ten how likely the request is to
     succeed, ten highly likely (API reference, GetSpotPlacementScores, SpotPlacementScore `Score`);
     with one or two types the score is always low, and the user guide says three are required."""
-    request = {"InstanceTypes": types, "TargetCapacity": capacity, "TargetCapacityUnitType": "units",
-               "RegionNames": [region]}
+    request = {**selection, "TargetCapacity": capacity, "TargetCapacityUnitType": "units", "RegionNames": [region]}
     try:
         regional = _paged(ec2, "get_spot_placement_scores", "SpotPlacementScores", SingleAvailabilityZone=False, **request)
         zonal = _paged(ec2, "get_spot_placement_scores", "SpotPlacementScores", SingleAvailabilityZone=True, **request)

@@ -12,7 +12,7 @@ the capacity policy and the spot estimate read them.
 from __future__ import annotations
 
 import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -37,6 +37,9 @@ class SpotScoreFacts(_Facts):
 
     group: str
     instance_types: list[str]
+    """The types scored; empty for a group scored by its requirements."""
+    instance_requirements: dict[str, Any] | None = None
+    """The InstanceRequirementsWithMetadata scored in place of types, for a group of instanceRequirements."""
     target_capacity: int = Field(ge=1)
     """Spot instances at maxSize (TargetCapacityUnitType `units`: instances)."""
     taken_at: datetime.datetime
