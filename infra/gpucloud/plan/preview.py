@@ -123,7 +123,7 @@ def plan_stack(
 def _facts_finding(facts: AccountFacts) -> PlanFinding:
     stale = facts.age_warning()
     taken = (f"account facts of {facts.snapshot.account_id} taken {facts.snapshot.taken_on}" if facts.snapshot
-             else "account facts without a snapshot date")
+             else "account facts without a snapshot date (snapshot.takenOn)")
     return PlanFinding(source="facts", severity="warning" if stale else "info", rule="account-facts",
                        message=stale or f"planned against {taken}")
 
