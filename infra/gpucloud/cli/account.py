@@ -11,6 +11,7 @@ from gpucloud.cli.common import (
     PLAN_FAILED,
     add_command_group,
     add_stack_source,
+    aws_failure,
     facts_path,
     stack_file_of,
 )
@@ -32,7 +33,7 @@ def account_snapshot(arguments: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return PLAN_BAD_INPUT
     except (BotoCoreError, ClientError) as error:
-        print(f"error: reading the account failed: {error}", file=sys.stderr)
+        print(f"error: reading the account failed: {aws_failure(error)}", file=sys.stderr)
         return PLAN_FAILED
     out = Path(arguments.out) if arguments.out else facts_path(stack_file, settings.stack)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpucloud.cli.common import PLAN_BAD_INPUT, PLAN_FAILED, add_command_group, add_stack_source, stack_file_of
+from gpucloud.cli.common import PLAN_BAD_INPUT, PLAN_FAILED, add_command_group, add_stack_source, aws_failure, stack_file_of
 from gpucloud.config import ConfigError, load_stack_file
 
 
@@ -25,7 +25,7 @@ def capacity_buy(arguments: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return PLAN_BAD_INPUT
     except (BotoCoreError, ClientError) as error:
-        print(f"error: an AWS call failed: {error}", file=sys.stderr)
+        print(f"error: an AWS call failed: {aws_failure(error)}", file=sys.stderr)
         return PLAN_FAILED
     return 0
 

@@ -46,3 +46,20 @@ def add_stack_source(parser: argparse.ArgumentParser) -> None:
     which.add_argument("--stack", help="stack name: reads stacks/Pulumi.<stack>.yaml")
     which.add_argument("--config", help="any stack config file")
     parser.add_argument("--region", help="override aws:region from the stack file")
+
+
+EXPIRED_CODES = ("ExpiredToken", "ExpiredTokenException", "RequestExpired")
+"""AWS's error codes for credentials past their time (STS and service APIs)."""
+
+
+def aws_failure(error: Exception) -> str:
+    """AWS's or botocore's words for a failed call, and, where the credentials are the cause, what
+    to do about them."""
+    from botocore.exceptions import ClientError, NoCredentialsError, PartialCredentialsError
+
+    if isinstance(error, (NoCredentialsError, PartialCredentialsError)):
+        return (f"{error}: give the command credentials for the stack's account (AWS_PROFILE, "
+                "`aws sso login` or `aws configure`)")
+    if isinstance(error, ClientError) and error.response.get("Error", {}).get("Code") in EXPIRED_CODES:
+        return f"{error}: the credentials have expired; sign in again (`aws sso login`)"
+    return str(error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpucloud.cli.common import PLAN_BAD_INPUT, PLAN_FAILED, add_stack_source, stack_file_of
+from gpucloud.cli.common import PLAN_BAD_INPUT, PLAN_FAILED, add_stack_source, aws_failure, stack_file_of
 from gpucloud.config import ConfigError, load_stack_file
 from gpucloud.connect import PORTS
 
@@ -29,12 +29,13 @@ def connect(arguments: argparse.Namespace) -> int:
         connection = find_connection(
             settings, session.client("autoscaling"), arguments.group, arguments.port, arguments.local_port,
             start=arguments.start, wait_seconds=START_WAIT_SECONDS, progress=lambda line: print(line, file=sys.stderr),
+            logs=session.client("logs") if arguments.start else None,
         )
     except (ConfigError, ConnectError) as error:
         print(f"error: {error}", file=sys.stderr)
         return PLAN_BAD_INPUT
     except (BotoCoreError, ClientError) as error:
-        print(f"error: finding a node failed: {error}", file=sys.stderr)
+        print(f"error: finding a node failed: {aws_failure(error)}", file=sys.stderr)
         return PLAN_FAILED
     hint = service_hint(settings, connection.group, connection.remote_port, connection.local_port)
     if hint:

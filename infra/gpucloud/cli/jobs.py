@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpucloud.cli.common import PLAN_BAD_INPUT, PLAN_FAILED, add_stack_source, stack_file_of
+from gpucloud.cli.common import PLAN_BAD_INPUT, PLAN_FAILED, add_stack_source, aws_failure, stack_file_of
 from gpucloud.config import ConfigError, load_stack_file
 
 JOB_STOPPED = 1
@@ -34,7 +34,7 @@ def _guarded(action):
         print(f"error: {error}", file=sys.stderr)
         return PLAN_BAD_INPUT
     except (BotoCoreError, ClientError) as error:
-        print(f"error: an AWS call failed: {error}", file=sys.stderr)
+        print(f"error: an AWS call failed: {aws_failure(error)}", file=sys.stderr)
         return PLAN_FAILED
 
 
