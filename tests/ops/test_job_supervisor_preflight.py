@@ -107,6 +107,8 @@ def test_a_passing_fabric_starts_the_job_without_a_search(aws, agents):
     assert ended(clients, arn).status == "SUCCEEDED"
     assert [command["Parameters"]["action"] for command in aws.client("ssm").list_commands()["Commands"]] == [
         ["preflight"], ["launch"]]
+    kept = aws.client("s3").list_objects_v2(Bucket=BUCKET, Prefix=f"runs/vision-train/jobs/{job.job_id}/preflight/")
+    assert sorted(item["Key"].rsplit("/", 2)[1] for item in kept["Contents"]) == ["round-0"] * 4, "every figure kept"
 
 
 @pytest.mark.access_calls("person:jobRunner", "run")
@@ -149,6 +151,8 @@ def test_one_slow_node_is_named_replaced_and_the_job_runs_on_the_new_set(aws, ag
     assert follow(clients, job, arn, say=printed.append, clock=Clock(sleep=lambda seconds: None)).exit_code == 0
     shown = [line for line in printed if line.startswith("preflight attempt-0/try-0/round-0: ")]
     assert len(shown) == 4 and all(f"busbw {SLOW_GBPS} GB/s" in line for line in shown), "run prints every figure"
+    passed = [line for line in printed if line.startswith("preflight attempt-0/try-1/round-0: ")]
+    assert len(passed) == 4 and all(f"busbw {FAST_GBPS} GB/s" in line for line in passed), "the new set's too"
     assert denied_to_the_supervisor_role(aws, agents.made) == []
 
 

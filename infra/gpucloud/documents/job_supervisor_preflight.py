@@ -1,9 +1,10 @@
 """The job supervisor's preflight: a first round of the input's level on every node of the job, and
 when a node fails it, the search for the culprit, in the same states the rest of a job uses.
 
-After a round that did not pass everywhere, each node's output is kept in the job record (with a
-write prefix: `<jobs prefix><job id>/preflight/attempt-<a>/try-<t>/round-<r>/<instance id>.txt`,
-the node's JSON result after its RESULT_MARKER), and the round's exit statuses go to the job's
+After each round, each node's output is kept in the job record (with a write prefix:
+`<jobs prefix><job id>/preflight/attempt-<a>/try-<t>/round-<r>/<instance id>.txt`, the node's JSON
+result after its RESULT_MARKER, which `run` prints). After a round that did not pass everywhere,
+the round's exit statuses go to the job's
 first node as `preflight-decide` (node/preflight_search.py `decide`). Its stdout is the verdict
 JSON, read back through GetCommandInvocation's `StandardOutputContent` (the first 24,000
 characters of a command's stdout; SSM API reference, GetCommandInvocation; read 2026-11-28) and
@@ -83,11 +84,11 @@ def _await_command(prefix: str, command: str, instance: str, result_path: str, o
     }
 
 
-def _figures(bucket: str | None, jobs_prefix: str | None, next_state: str) -> dict[str, Document]:
+def _figures(name: str, bucket: str | None, jobs_prefix: str | None, next_state: str) -> dict[str, Document]:
     """Each node's output of the round, kept in the job record (best effort: a failed write is no
     reason to stop the job)."""
     if not (bucket and jobs_prefix):
-        return {"PreflightFigures": {"Type": "Pass", "Next": next_state}}
+        return {name: {"Type": "Pass", "Next": next_state}}
     key = (f"States.Format('{jobs_prefix}{{}}/preflight/attempt-{{}}/try-{{}}/round-{{}}/{{}}.txt', $.jobId, "
            "$.attempt, $.try, $.round, $.instanceId)")
     node = {"StartAt": "Output", "States": {
@@ -101,7 +102,7 @@ def _figures(bucket: str | None, jobs_prefix: str | None, next_state: str) -> di
              "ItemSelector": {"commandId.$": "$.commandId", "instanceId.$": "$$.Map.Item.Value", "jobId.$": "$.jobId",
                               "attempt.$": "$.attempt", "try.$": "$.try", "round.$": "$.round"},
              "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, **node}}
-    return {"PreflightFigures": {
+    return {name: {
         "Type": "Map", "ItemsPath": "$.sent", "ResultPath": None, "Next": next_state,
         "ItemSelector": {"commandId.$": "$$.Map.Item.Value.commandId", "instanceIds.$": "$$.Map.Item.Value.instanceIds",
                          "jobId.$": "$.job.jobId", "attempt.$": "$.attempt", "try.$": "$.preflightTry",
@@ -260,8 +261,9 @@ def preflight_states(document_name: str, log_group_name: str, bucket: str | None
         "PreflightBegin": {"Type": "Pass", "ResultPath": "$.search", "Result": {"rounds": "", "round": 0},
                            "Next": "PreflightParameters"},
         **send_states("Preflight", document_name, log_group_name, "preflight", "PreflightReadGroup"),
-        **watch_states("Preflight", on_ok="PreflightPassed", on_failed="PreflightFigures"),
-        **_figures(bucket, jobs_prefix, "PreflightDigest"),
+        **watch_states("Preflight", on_ok="PreflightPassedFigures", on_failed="PreflightFigures"),
+        **_figures("PreflightPassedFigures", bucket, jobs_prefix, "PreflightPassed"),
+        **_figures("PreflightFigures", bucket, jobs_prefix, "PreflightDigest"),
         **_decide_states(document_name, log_group_name),
         **_round_states(document_name, log_group_name),
         **_replace_states(document_name, log_group_name),
