@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from gpucloud.config.cold_start import WeightsConfig, weights_tier
+from gpucloud.config.cold_start import weights_tier
 from gpucloud.config.groups import GroupConfig
 from gpucloud.config.storage import LUSTRE_MOUNT_PATH, S3_MOUNT_ROOT, lustre_path
 from gpucloud.config.stack import StackConfig
 from gpucloud.config.node_role import ecr_repository_arns, secret_references
 from gpucloud.config.services import tensorboard_log_dir, token_parameter_arn
+from gpucloud.config.weights import WeightsConfig
 from gpucloud.documents.node_services import container_secret_statements, node_services_policy
 from gpucloud.lookups import ResolvedStack
 from gpucloud.naming import jupyter_token_parameter_name

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpucloud.config.weights import WeightsConfig, WeightsTier
-
 if TYPE_CHECKING:
     from gpucloud.config.stack import StackConfig
+    from gpucloud.config.weights import WeightsConfig, WeightsTier
 
 
 def linked_prefix(config: StackConfig, key: str) -> str | None:
