@@ -65,8 +65,9 @@ def _send(parameters: str, instance_ids: str, comment: str, result_path: str, ne
 
 
 def _await_command(prefix: str, command: str, instance: str, result_path: str, on_end: str,
-                   catch_to: str) -> dict[str, Document]:
-    """Poll one invocation until it ended; its status, code and stdout at `result_path`."""
+                   catch_to: str, error_path: str = "$.error") -> dict[str, Document]:
+    """Poll one invocation until it ended; its status, code and stdout at `result_path`; another
+    error than a missing invocation goes to `catch_to` at `error_path`."""
     return {
         f"{prefix}Read": {
             "Type": "Task", "Resource": f"{SDK}ssm:getCommandInvocation", "Next": f"{prefix}Ended",
@@ -75,7 +76,7 @@ def _await_command(prefix: str, command: str, instance: str, result_path: str, o
             "ResultPath": result_path,
             # InvocationDoesNotExist until the node's agent has the command
             "Catch": [{"ErrorEquals": ["States.TaskFailed"], "ResultPath": f"{result_path}Missing",
-                       "Next": f"{prefix}Wait"}, {"ErrorEquals": ["States.ALL"], "ResultPath": "$.error",
+                       "Next": f"{prefix}Wait"}, {"ErrorEquals": ["States.ALL"], "ResultPath": error_path,
                                                   "Next": catch_to}]},
         f"{prefix}Ended": {"Type": "Choice", "Default": f"{prefix}Wait", "Choices": [
             {"Or": [{"Variable": f"{result_path}.status", "StringEquals": status} for status in TERMINAL],
@@ -187,12 +188,12 @@ def _replace_states(document_name: str, log_group_name: str) -> dict[str, Docume
         "Send": _send("$.parameters", "States.Array($.culprit.instanceId)",
                       "States.Format('gpucloud job {} preflight-replace', $.jobId)", "$.command",
                       "ReplaceRead", document_name, log_group_name, catch=False),
-        **_await_command("Replace", "$.command.commandId", "$.culprit.instanceId", "$.replaced", "Replaced", "Held"),
+        **_await_command("Replace", "$.command.commandId", "$.culprit.instanceId", "$.replaced", "Replaced", "Held",
+                         "$.replaceError"),
         "Replaced": {"Type": "Choice", "Default": "Held", "Choices": [
             {"Variable": "$.replaced.status", "StringEquals": "Success", "Next": "Gone"}]},
         "Gone": {"Type": "Pass", "End": True, "Parameters": {"tag": "replaced", "instanceId.$": "$.culprit.instanceId"}},
         "Held": {"Type": "Pass", "End": True, "Parameters": {"tag": "held", "instanceId.$": "$.culprit.instanceId"}}}}
-    replace_one["States"]["ReplaceRead"]["Catch"][1]["ResultPath"] = "$.replaceError"
     leaving = {"Type": "Map", "ItemsPath": "$.verdict.value.replace", "ResultPath": "$.leaving",
                "Next": "PreflightStillLeaving",
                "ItemSelector": {"instanceId.$": "$$.Map.Item.Value.instanceId", "inService.$": "$.inService.ids"},
