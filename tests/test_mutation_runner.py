@@ -73,24 +73,28 @@ def test_the_runner_as_documented_kills_a_mutant_of_a_small_module():
 
 def test_a_mutant_runs_only_the_tests_that_ran_its_line_and_one_on_a_line_no_test_runs_runs_none(
         tmp_path, monkeypatch):
-    """The baseline runs under coverage, per test: a mutant of `due` runs the two tests that call it
-    (and dies), a mutant of `unused` survives as uncovered without starting pytest."""
-    module = tmp_path / "gpucloud" / "ops" / "tiny.py"
+    """The baseline runs under coverage, per test: a mutant of `due` runs the three tests that call it
+    (and dies), a mutant of `unused` survives as uncovered without starting pytest; with
+    --every-test each mutant runs the whole file, and those of `unused` survive it."""
+    module = tmp_path / "src" / "gpucloud" / "ops" / "tiny.py"
     module.parent.mkdir(parents=True)
     for package in (module.parent, module.parents[1]):
         (package / "__init__.py").write_text("", encoding="utf-8")
     module.write_text("def due(now, deadline):\n    return now >= deadline\n\n\n"
                       "def unused(count):\n    return count + 1\n", encoding="utf-8")
-    tests = tmp_path / "test_tiny.py"
+    tests = tmp_path / "tests" / "test_tiny.py"
+    tests.parent.mkdir()
     tests.write_text("from gpucloud.ops.tiny import due\n\n\n"
                      "def test_late():\n    assert due(2, 1)\n\n\n"
                      "def test_early():\n    assert not due(0, 1)\n\n\n"
+                     "def test_on_time():\n    assert due(1, 1)\n\n\n"
                      "def test_nothing_of_the_module():\n    assert True\n", encoding="utf-8")
     runs = []
     real = mutation.run_tests
 
     def recorded(chosen, timeout, mutant=None, package=mutation.PACKAGE):
-        runs.append((mutant.line, [test.rsplit("::", 1)[-1] for test in chosen]))
+        if mutant is not None:
+            runs.append((mutant.line, [test.rsplit("::", 1)[-1] for test in chosen]))
         return real(chosen, timeout, mutant, package)
 
     monkeypatch.setattr(mutation, "run_tests", recorded)
@@ -100,9 +104,16 @@ def test_a_mutant_runs_only_the_tests_that_ran_its_line_and_one_on_a_line_no_tes
     _, mutants, sampled, killed, survived, uncovered, timeout, _ = row
     assert (survived, timeout) == (0, 0), lived
     assert killed == len([run for run in runs if run[0] == 2]) >= 3
-    assert all(sorted(chosen) == ["test_early", "test_late"] for line, chosen in runs), runs
+    assert all(sorted(chosen) == ["test_early", "test_late", "test_on_time"] for line, chosen in runs), runs
     assert uncovered == len([mutant for mutant, outcome, _ in lived if mutant.line == 6 and outcome == "uncovered"]) >= 2
     assert killed + uncovered == sampled == mutants
+
+    runs.clear()
+    row, lived = mutation.run_module("ops/tiny.py", [str(tests)], module.parents[1],
+                                     argparse.Namespace(**{**vars(args), "every_test": True}))
+
+    assert row[3:7] == (killed, uncovered, 0, 0) and {outcome for _, outcome, _ in lived} == {"survived"}
+    assert [chosen for _, chosen in runs] == [[str(tests)]] * mutants
 
 
 def test_the_runner_takes_the_flags_the_readme_gives():

@@ -50,6 +50,7 @@ class TestMap:
     source: str
     cached: list[tuple[int, int]] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)
+    rootdir: str = ""
 
     @classmethod
     def read(cls, workdir: Path, module_file: Path) -> TestMap:
@@ -60,7 +61,8 @@ class TestMap:
         lines = {n: set(found) for n, found in data.contexts_by_lineno(name).items()} if name else {}
         tests = json.loads((workdir / "tests.json").read_text(encoding="utf-8"))
         source = module_file.read_text(encoding="utf-8")
-        return cls(lines, tests["order"], tests["fixtures"], source, _cached_functions(source), tests["seconds"])
+        return cls(lines, tests["order"], tests["fixtures"], source, _cached_functions(source), tests["seconds"],
+                   tests["rootdir"])
 
     def statement_lines(self, changed: set[int]) -> set[int]:
         """The changed lines and the first line of each statement that holds one (Python records either)."""
@@ -75,8 +77,9 @@ class TestMap:
         return found
 
     def tests_for(self, changed: set[int]) -> list[str] | None:
-        """The node ids that ran these lines, quickest first (pytest stops at the first failure, so a
-        killed mutant costs little); [] when none did; None when every test may."""
+        """The tests that ran these lines, quickest first (pytest stops at the first failure, so a
+        killed mutant costs little), as absolute node ids (whatever pytest's rootdir is next time);
+        [] when none did; None when every test may."""
         contexts = set().union(*(self.lines.get(n, set()) for n in self.statement_lines(changed)))
         if not contexts:
             return []
@@ -91,11 +94,11 @@ class TestMap:
             else:
                 return None
         ran = [test for test in self.order if test in chosen]
-        return sorted(ran, key=lambda test: self.seconds.get(test, 0.0))
+        return [f"{self.rootdir}/{test}" for test in sorted(ran, key=lambda test: self.seconds.get(test, 0.0))]
 
     def timeout(self, tests: list[str]) -> float:
         """Four times what these tests took in the measured baseline, and a minute to start."""
-        return 4 * sum(self.seconds.get(test, 0.0) for test in tests) + 60
+        return 4 * sum(self.seconds.get(test.removeprefix(f"{self.rootdir}/"), 0.0) for test in tests) + 60
 
 
 def combine(workdir: Path) -> None:

@@ -57,7 +57,8 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session):
-    """The tests in the order they ran with their seconds, and for each wider fixture the tests that use it."""
+    """The tests in the order they ran with their seconds (node ids, relative to the rootdir given), and
+    for each wider fixture the tests that use it."""
     users: dict[str, list[str]] = {}
     for item in session.items:
         info = getattr(item, "_fixtureinfo", None)
@@ -66,4 +67,5 @@ def pytest_sessionfinish(session):
                 if fixturedef.scope != "function":
                     users.setdefault(fixture_context(fixturedef), []).append(item.nodeid)
     with open(os.environ[TESTS], "w", encoding="utf-8") as out:
-        json.dump({"order": [item.nodeid for item in session.items], "fixtures": users, "seconds": SECONDS}, out)
+        json.dump({"rootdir": str(session.config.rootpath), "order": [item.nodeid for item in session.items],
+                   "fixtures": users, "seconds": SECONDS}, out)

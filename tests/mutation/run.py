@@ -175,7 +175,8 @@ def mutants(module: str, package: Path = PACKAGE) -> list[Mutant]:
 
 def run_tests(tests: list[str], timeout: float, mutant: Mutant | None = None,
               package: Path = PACKAGE) -> tuple[str, float, str]:
-    """'killed', 'survived' or 'timeout', the seconds the tests took, and the end of pytest's output.
+    """'killed', 'survived', 'timeout' or 'not run' (pytest found no such test), the seconds the tests took,
+    and the end of pytest's output.
 
     The tests run on a copy of `package` made of hard links, the mutated module written anew."""
     with tempfile.TemporaryDirectory(prefix="gpucloud-mutant-") as copy:
@@ -213,7 +214,8 @@ def _pytest(tests: list[str], timeout: float, paths: list[str], extra: dict[str,
     except subprocess.TimeoutExpired:
         return "timeout", time.monotonic() - started, ""
     tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
-    return ("survived" if result.returncode == 0 else "killed"), time.monotonic() - started, tail
+    outcome = {0: "survived", 4: "not run", 5: "not run"}.get(result.returncode, "killed")
+    return outcome, time.monotonic() - started, tail
 
 
 def _link_or_copy(source: str, target: str) -> None:
@@ -268,8 +270,14 @@ def run_module(module: str, tests: list[str], package: Path, args, baseline: flo
         if chosen_tests == []:
             outcome, seconds = "uncovered", 0.0
         else:
-            limit = timeout if not chosen_tests else min(timeout, found.timeout(chosen_tests))
-            outcome, seconds, _ = run_tests(chosen_tests or tests, limit, mutant, package)
+            limit = timeout if found is None or not chosen_tests else min(timeout, found.timeout(chosen_tests))
+            outcome, seconds, output = run_tests(chosen_tests or tests, limit, mutant, package)
+            if outcome == "not run" and chosen_tests:
+                print(f"  {module}: pytest found no tests in {chosen_tests}; every test instead", file=sys.stderr)
+                chosen_tests = None
+                outcome, seconds, output = run_tests(tests, timeout, mutant, package)
+            if outcome == "not run":
+                raise RuntimeError(f"{module} {mutant.id}: pytest ran no test of {' '.join(tests)}:\n{output}")
         shown = "every test" if chosen_tests in (None, tests) else f"{len(chosen_tests)} tests"
         print(f"  {module}:{mutant.line} {mutant.id}: {outcome} ({shown}, {seconds:.1f} s)", file=sys.stderr, flush=True)
         return outcome
