@@ -42,5 +42,6 @@ def test_a_live_command_without_credentials_says_how_to_give_them(tmp_path, monk
 
     assert main([*command, "--config", str(stack)]) == 3
 
-    error = capsys.readouterr().err
-    assert "Unable to locate credentials" in error and "AWS_PROFILE" in error, error
+    printed = capsys.readouterr()
+    assert "Unable to locate credentials" in printed.err and "AWS_PROFILE" in printed.err, printed.err
+    assert printed.out == "", "nothing on stdout (no table header) when the listing failed"

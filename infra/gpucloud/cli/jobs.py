@@ -71,8 +71,9 @@ def list_jobs(arguments: argparse.Namespace) -> int:
 
     def action() -> int:
         settings, clients = _session(arguments)
+        rows = jobs(clients, settings)
         print(f"{'JOB':<40} {'STATE':<10} {'ATTEMPTS':>8} {'NODES':>5}  STARTED")
-        for row in jobs(clients, settings):
+        for row in rows:
             print(f"{row['job']:<40} {row['state']:<10} {row['attempts']:>8} {row['nodes']:>5}  {row['started']:%Y-%m-%d %H:%M:%S}"
                   + (f"  {','.join(row['addresses'])}" if row["addresses"] else ""))
         return 0
