@@ -147,6 +147,16 @@ def job_log_group_name(base: str) -> str:
     return f"{log_group_prefix(base)}jobs"
 
 
+BOOT_PHASE_STREAM_PREFIX = "boot-phases/"
+"""In the job log group, each node's boot phases: stream `boot-phases/<instance id>`, written by the
+CloudWatch agent (userdata/render.py), read by `gpucloud connect --start` and `gpucloud logs`. Run
+Command's streams start with a command id, so none starts so."""
+
+
+def boot_phase_log_stream(instance_id: str) -> str:
+    return f"{BOOT_PHASE_STREAM_PREFIX}{instance_id}"
+
+
 def job_runner_policy_name(base: str) -> str:
     """The managed policy `access.jobRunnerPolicy` creates for the team that runs jobs."""
     return f"gpu-cloud-{base}-job-runner"

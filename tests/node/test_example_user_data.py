@@ -1,6 +1,8 @@
 """The user data of each example stack, as its launch templates carry it: the bootstrap stub and
 its one command are the fixed text of gpucloud.userdata, and the stack's own values appear only in
-the two data files (node.json, bootstrap.env), so no value can ever become code."""
+the two data files (node.json, bootstrap.env), so no value can ever become code. One exception,
+data too: the stack's job log group, a JSON value of the CloudWatch agent's config, where the
+agent sends the node's boot-phase lines."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from gpucloud.userdata import layout
 from gpucloud.userdata import render as render_module
 from gpucloud.userdata.bundle import BOOT_STEPS
 from gpucloud.components.autoscaling import GPU_METRICS_NAMESPACE
+from gpucloud.naming import job_log_group_name
 from gpucloud.userdata.render import NodeBootstrap, bootstrap_stub_source, cloudwatch_agent_config
 from support import moto_over_http, user_data_documents
 from userdata_samples import BUNDLE
@@ -23,11 +26,12 @@ from userdata_samples import BUNDLE
 DATA_FILES = {layout.NODE_CONFIG_PATH, layout.BOOTSTRAP_ENV_PATH, layout.SERVICES_CONFIG_PATH}
 
 
-def fixed_files() -> dict[str, str]:
-    """Every file but the data files, as the renderer writes it for any group."""
+def fixed_files(example) -> dict[str, str]:
+    """Every file but the data files, as the renderer writes it for any group of the stack."""
     any_group = NodeBootstrap(
         project="p", group_name="g", region="us-east-1", expected_gpu_count=1, expected_gpu_model="A10G",
-        cloudwatch_namespace=GPU_METRICS_NAMESPACE, **BUNDLE,
+        cloudwatch_namespace=GPU_METRICS_NAMESPACE, boot_phase_log_group=job_log_group_name(example.settings.name_base),
+        **BUNDLE,
     )
     return {
         layout.BOOTSTRAP_STUB_PATH: bootstrap_stub_source(),
@@ -48,7 +52,7 @@ def stack_values(example) -> set[str]:
 
 
 def test_scripts_units_and_commands_are_the_fixed_text(example):
-    fixed = fixed_files()
+    fixed = fixed_files(example)
 
     for document in user_data_documents(example):
         written = {entry["path"]: entry for entry in document["write_files"]}
@@ -68,7 +72,7 @@ def test_stack_values_appear_only_in_the_data_files(example):
         elsewhere = json.dumps(
             [document.get("runcmd"), document.get("packages")]
             + [entry for entry in document["write_files"] if entry["path"] not in DATA_FILES]
-        )
+        ).replace(job_log_group_name(example.settings.name_base), "")
         node = json.loads(data[layout.NODE_CONFIG_PATH])
         assert node["project"] == example.settings.config.project
         assert node["group_name"] in values

@@ -1,5 +1,6 @@
 """`gpucloud logs` of a job that has not started on a node says where the group's nodes are, in
-the words of their lifecycle states (`gpucloud-node phases` on a node names its boot phase)."""
+the words of their lifecycle states, where no node has sent a boot-phase line yet
+(tests/ops/test_where_nodes_boot.py: where one has)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,22 @@ class Booting:
             {"InstanceId": "i-0aaaaaaaaaaaaaaaa", "LifecycleState": "Pending:Wait"}]}]}
 
 
+class NothingSentYet:
+    """CloudWatch Logs where no node has sent a boot-phase line yet (no stream)."""
+
+    def get_log_events(self, **request):
+        from botocore.exceptions import ClientError
+
+        raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "The specified log stream does "
+                                     "not exist."}}, "GetLogEvents")
+
+
 def test_logs_of_a_job_not_yet_on_a_node_say_where_the_nodes_are(monkeypatch):
     job = new_job(SETTINGS, "trainers", ["python", "train.py"], nodes=2, job_id="trainers-20261128120000-beef")
     monkeypatch.setattr(job_control, "find_job", lambda clients, settings, job_id: job)
     printed: list[str] = []
 
-    job_control.logs(Clients(autoscaling=Booting(), ec2=None, ssm=None, logs=None, s3=None), SETTINGS, job.job_id,
+    job_control.logs(Clients(autoscaling=Booting(), ec2=None, ssm=None, logs=NothingSentYet(), s3=None), SETTINGS, job.job_id,
                      say=printed.append)
 
     assert printed == [

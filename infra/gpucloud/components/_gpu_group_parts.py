@@ -82,6 +82,7 @@ def node_bootstrap(
         checkpoint_dir=args.checkpoint_directory,
         checkpoint_timeout_s=args.checkpoint_timeout_seconds,
         cloudwatch_namespace=GPU_METRICS_NAMESPACE,
+        boot_phase_log_group=args.boot_phase_log_group,
         agent_bucket=args.agent_bucket,
         agent_key=args.agent_key,
         agent_sha256=args.agent_sha256,

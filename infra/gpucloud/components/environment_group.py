@@ -25,7 +25,14 @@ from gpucloud.config.cold_start_estimate import grace_period_seconds
 from gpucloud.config.storage import s3_mount_entries
 from gpucloud.lookups import ResolvedGroup, ResolvedStack
 from gpucloud.lookups.requirements import aws_instance_requirements
-from gpucloud.naming import GROUP_TAG, autoscaling_group_name, elb_name, endpoint_logs_bucket_name, target_group_name
+from gpucloud.naming import (
+    GROUP_TAG,
+    autoscaling_group_name,
+    elb_name,
+    endpoint_logs_bucket_name,
+    job_log_group_name,
+    target_group_name,
+)
 
 
 @dataclass(frozen=True)
@@ -184,6 +191,7 @@ def instance_group_args(stack: ResolvedStack, group: ResolvedGroup, shared: Shar
         data_volume_gib=settings.data_volume_gib,
         health_check_grace_period_seconds=grace_period(stack, group),
         project=config.project,
+        boot_phase_log_group=job_log_group_name(base),
         region=stack.settings.region,
         max_temperature_c=config.monitoring.temperature_threshold_c,
         persistent_volume_attach_to=asg_name if settings.persistent_volume_gib else None,

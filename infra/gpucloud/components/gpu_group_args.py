@@ -36,6 +36,9 @@ class GpuInstanceGroupArgs:
     data_volume_gib: int = 0
     health_check_grace_period_seconds: int = 900
     project: str = ""
+    boot_phase_log_group: str | None = None
+    """The log group the CloudWatch agent sends the node's boot-phase lines to (the stack's job log
+    group, stream `boot-phases/<instance id>`); None sends none."""
     region: str = "us-east-1"
     max_temperature_c: int = 85
     persistent_volume_attach_to: str | None = None

@@ -34,7 +34,9 @@ NODE_FEATURES = (*EVERY_NODE, "healthReplace", "dataVolume", "persistentVolume",
 """What node code does, each measured by the node tests marked with it."""
 
 AGENT_CALLS: Mapping[str, Mapping[str, tuple[str, ...]]] = {
-    "cloudWatchAgent": {"monitoring": ("PutMetricData",), "ec2": ("DescribeTags",)},
+    "cloudWatchAgent": {
+        "monitoring": ("PutMetricData",), "ec2": ("DescribeTags",), "logs": ("CreateLogStream", "PutLogEvents"),
+    },
     "sessionManager": {
         "ssm": ("UpdateInstanceInformation",),
         "ssmmessages": ("CreateControlChannel", "OpenControlChannel"),
@@ -49,7 +51,8 @@ its first put looks up the instance's aws:autoscaling:groupName tag with EC2 Des
 `${aws:AutoScalingGroupName}` dimension (aws/amazon-cloudwatch-agent, read 2026-11-25:
 translator/translate/metrics/append_dimensions/ruleAutoScalingGroupName.go turns that dimension
 into the ec2tagger's tag keys; plugins/processors/ec2tagger/ec2tagger.go drops every metric until
-DescribeTags answered, and its README asks for that permission). The SSM agent reaches ssm,
+DescribeTags answered, and its README asks for that permission); it also sends the node's
+boot-phase lines to the job log group (userdata/render.py: cloudwatch_agent_config). The SSM agent reaches ssm,
 ssmmessages and ec2messages (Systems Manager user guide, "Use VPC endpoints to improve the security
 of EC2 instances", read 2026-11-24). Docker pulls a private ECR image's manifest from the registry
 endpoint (ecr.dkr) and its layers from S3 (the gateway endpoint), after the node's own

@@ -1,6 +1,6 @@
 """The managed policy a group's notebook user needs (`groups[].services.jupyter.userPolicy`):
 `gpucloud connect --group <group> --start` and reading the group's JupyterLab token, on that
-group only.
+group only, and each of its nodes' boot phases while `--start` waits.
 
 Each action and condition key is the Service Authorization Reference's (read 2026-11-28):
 "Actions, resources, and condition keys for AWS Systems Manager": StartSession on `document` and
@@ -15,7 +15,13 @@ resource type. "... for AWS Key Management Service": Decrypt on `key*` with `kms
 from __future__ import annotations
 
 from gpucloud.documents.services import Document
-from gpucloud.naming import GROUP_TAG, STACK_TAG, autoscaling_group_arn_pattern
+from gpucloud.naming import (
+    BOOT_PHASE_STREAM_PREFIX,
+    GROUP_TAG,
+    STACK_TAG,
+    autoscaling_group_arn_pattern,
+    job_log_group_name,
+)
 
 PORT_FORWARDING_DOCUMENT = "AWS-StartPortForwardingSession"
 """The AWS-owned Session document `gpucloud connect` starts (no account in its ARN)."""
@@ -81,6 +87,17 @@ def notebook_user_policy(*, partition: str, region: str, account_id: str, name_b
                 "Action": "autoscaling:SetDesiredCapacity",
                 "Resource": autoscaling_group_arn_pattern(partition, region, account_id, autoscaling_group_name),
                 "Condition": {"StringEquals": {f"autoscaling:ResourceTag/{STACK_TAG}": name_base}},
+            },
+            {
+                # While --start waits: each node's latest boot phase, from its own stream of the job
+                # log group and no other stream there (GetLogEvents on `log-stream*`: Service
+                # Authorization Reference, "Actions, resources, and condition keys for Amazon
+                # CloudWatch Logs", read 2026-11-28; documents/jobs.log_group_read_resource).
+                "Sid": "ReadNodeBootPhases",
+                "Effect": "Allow",
+                "Action": "logs:GetLogEvents",
+                "Resource": f"arn:{partition}:logs:{region}:{account_id}:log-group:{job_log_group_name(name_base)}"
+                            f":log-stream:{BOOT_PHASE_STREAM_PREFIX}*",
             },
             {
                 "Sid": "ReadGroupToken",

@@ -55,6 +55,7 @@ def boot(run: CommandRunner, source: Path | None = None, root: Path | None = Non
     booted = boot_phases.kernel_start()
     if booted is not None:
         boot_phases.note("boot", booted, started)
+    boot_phases.begin("agent", started)
     source = source or bundle_dir()
     root = root or Path(os.environ.get(ROOT_ENV, "/"))
     manifest = json.loads((source / MANIFEST_MEMBER).read_text(encoding="utf-8"))
@@ -66,6 +67,8 @@ def boot(run: CommandRunner, source: Path | None = None, root: Path | None = Non
         if mount:
             boot_phases.note("agent", started, clock())
         step_started = clock()
+        if mount:
+            boot_phases.begin("mount", step_started)
         result = run(argv, STEP_TIMEOUT_S)
         if mount:
             boot_phases.note("mount", step_started, clock())

@@ -7,6 +7,11 @@ Phases: boot (the kernel's start to the agent's), agent (bundle install and boot
 (disks and shared tiers), gate (GPU checks and the launch hook), preload (the Lustre content one
 node loads), pull, weights and healthy (per container: image pull, weights copy, first healthy
 answer). Standard library only.
+
+Each phase's start (`begin`) and end (`record`) is also a JSON line in `boot-phases.log`, carrying
+the phases done and those still running, which the CloudWatch agent sends to the stack's job log
+group (stream `boot-phases/<instance id>`, userdata/render.py): the latest line alone says where
+the node is, to `gpucloud connect --start` and `gpucloud logs` (ops/node_phases.py).
 """
 
 from __future__ import annotations
@@ -25,8 +30,10 @@ from gpucloud.node.exporter import _labels, write_textfile
 PHASES = ("boot", "agent", "mount", "gate", "preload", "pull", "weights", "healthy")
 RECORD = Path("/var/lib/gpucloud/boot-phases.json")
 TEXTFILE = Path("/var/lib/node_exporter/textfile_collector/gpucloud_boot_phases.prom")
+LOG = Path("/var/log/gpucloud/boot-phases.log")
+"""The phase lines the CloudWatch agent sends on (userdata/layout.BOOT_PHASE_LOG_PATH)."""
 DIRECTORY_ENV = "GPUCLOUD_BOOT_PHASES_DIR"
-"""Where the record and the readings go instead (the boot-phase benchmark and tests set it)."""
+"""Where the record, the readings and the log go instead (the boot-phase benchmark and tests set it)."""
 PROC_STAT = Path("/proc/stat")
 
 log = logging.getLogger("gpucloud.node.boot_phases")
@@ -55,22 +62,62 @@ def paths() -> tuple[Path, Path]:
     return RECORD, TEXTFILE
 
 
-def record(phase: str, start: float, end: float, container: str | None = None,
-           path: Path | None = None, textfile: Path | None = None) -> dict:
-    """Add one phase to the record (under a lock: each container's unit writes its own), log it and
-    rewrite the readings; returns the whole record."""
-    default_path, default_textfile = paths()
-    path, textfile = path or default_path, textfile or default_textfile
+def log_path() -> Path:
+    directory = os.environ.get(DIRECTORY_ENV)
+    return Path(directory) / LOG.name if directory else LOG
+
+
+def _checked(phase: str) -> None:
     if phase not in PHASES:
         raise ValueError(f"{phase!r} is not a boot phase ({', '.join(PHASES)})")
+
+
+def _write_json(path: Path, document: Mapping) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    temporary.write_text(json.dumps(document, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def _update(path: Path, key: str, event: str, at: float, span: dict | None) -> dict:
+    """Under the record's lock (each container's unit writes its own): set the phase done (`span`)
+    or running, then append the line the CloudWatch agent sends on. Returns the phases done."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    running_path = path.with_name(f".{path.stem}-running.json")
     with open(path.with_name(f".{path.name}.lock"), "w", encoding="utf-8") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        phases = read(path)
-        phases[_key(phase, container)] = {"start": round(start, 3), "end": round(end, 3)}
-        temporary = path.with_name(f".{path.name}.{os.getpid()}")
-        temporary.write_text(json.dumps(phases, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(temporary, path)
+        phases, running = read(path), read(running_path)
+        if span is None:
+            running[key] = round(at, 3)
+        else:
+            phases[key] = span
+            running.pop(key, None)
+            _write_json(path, phases)
+        _write_json(running_path, running)
+        line = {"event": event, "phase": key, "at": round(at, 3), "done": phases, "running": running}
+        target = log_path()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "a", encoding="utf-8") as log_file:
+            log_file.write(json.dumps(line, sort_keys=True, separators=(",", ":")) + "\n")
+    return phases
+
+
+def begin(phase: str, start: float, container: str | None = None, path: Path | None = None) -> None:
+    """Say that a phase started, so that a node in a long pull says so before it ends; a line that
+    cannot be written only warns (a reading must never stop the boot)."""
+    _checked(phase)
+    try:
+        _update(path or paths()[0], _key(phase, container), "started", start, None)
+    except OSError as error:
+        log.warning("boot phase %s start not recorded: %s", phase, error)
+
+
+def record(phase: str, start: float, end: float, container: str | None = None,
+           path: Path | None = None, textfile: Path | None = None) -> dict:
+    """Add one phase to the record, log it and rewrite the readings; returns the whole record."""
+    default_path, default_textfile = paths()
+    path, textfile = path or default_path, textfile or default_textfile
+    _checked(phase)
+    phases = _update(path, _key(phase, container), "ended", end, {"start": round(start, 3), "end": round(end, 3)})
     where = f" ({container})" if container else ""
     log.info("boot phase %s%s: %.1f s, ended %s", phase, where, end - start,
              time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(end)))
@@ -99,6 +146,7 @@ def note(phase: str, start: float, end: float, container: str | None = None) -> 
 def timed(phase: str, container: str | None = None, clock: Callable[[], float] = time.time) -> Iterator[None]:
     """Record the phase around a block, whether or not it raised (a failed pull took its time too)."""
     start = clock()
+    begin(phase, start, container)
     try:
         yield
     finally:

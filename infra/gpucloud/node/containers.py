@@ -163,6 +163,7 @@ def supervise(process: Any, container: Mapping[str, Any], probe: Callable[[int, 
     if not health:
         return process.wait()
     started_at = time.time()
+    boot_phases.begin("healthy", started_at, container["name"])
     started = clock()
     failures = 0
     answered = False

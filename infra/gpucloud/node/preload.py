@@ -85,6 +85,7 @@ def preload(directories: Sequence[str], run: CommandRunner, state_dir: str = STA
         log.info("another node preloads %s", ", ".join(directories))
         return 0
     started = time.time()
+    boot_phases.begin("preload", started)
     try:
         files = _files(directories)
         total_bytes = sum(size for _, size in files)

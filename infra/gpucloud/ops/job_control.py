@@ -16,6 +16,7 @@ from typing import Any
 from gpucloud.config import StackSettings
 from gpucloud.naming import autoscaling_group_name, job_log_group_name
 from gpucloud.ops.jobs import DEPLOY_FIRST, TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record_location, stop_attempt
+from gpucloud.ops.node_phases import phase_reader
 from gpucloud.ops.nodes import Node, ordered_nodes, where_nodes_are
 from gpucloud.ops.supervised_jobs import attempts, stop_supervision
 
@@ -114,7 +115,7 @@ def logs(clients: Clients, settings: StackSettings, job_id: str, follow: bool = 
     if not printed:
         say(f"job {job_id}: no output yet " + (f"in log group {group}" if job.attempts else "(it has not started on a node)"))
         if not job.attempts:
-            for line in where_nodes_are(clients.autoscaling, job.group_name):
+            for line in where_nodes_are(clients.autoscaling, job.group_name, phase_reader(clients.logs, group)):
                 say(f"  {line}")
     return job
 

@@ -4,6 +4,7 @@ instances (past the launch hook, so past the health gate), and their private add
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -53,11 +54,17 @@ LIFECYCLE_WORDS = {
 launch hook; `gpucloud-node phases` on the node names the phase it is in)."""
 
 
-def where_nodes_are(autoscaling, group_name: str) -> list[str]:
-    """`i-0123... Pending:Wait (booting: ...)` for each instance of the group, sorted by id."""
+def where_nodes_are(autoscaling, group_name: str, phases: Callable[[str], str | None] | None = None) -> list[str]:
+    """`i-0123... Pending:Wait (booting: ...)` for each instance of the group, sorted by id; with
+    `phases` (ops/node_phases.phase_reader), followed by the node's own word on its boot:
+    `; boot phases: pull server (2m10s so far), after boot 2m58s, ...`."""
     found = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[group_name])["AutoScalingGroups"]
     instances = sorted((instance for record in found for instance in record.get("Instances", [])),
                        key=lambda instance: instance["InstanceId"])
-    return [f"{instance['InstanceId']} {instance.get('LifecycleState')}"
-            + (f" ({LIFECYCLE_WORDS[instance.get('LifecycleState')]})" if instance.get("LifecycleState") in LIFECYCLE_WORDS else "")
-            for instance in instances]
+    lines = []
+    for instance in instances:
+        state = instance.get("LifecycleState")
+        line = f"{instance['InstanceId']} {state}" + (f" ({LIFECYCLE_WORDS[state]})" if state in LIFECYCLE_WORDS else "")
+        where = phases(instance["InstanceId"]) if phases else None
+        lines.append(line + (f"; boot phases: {where}" if where else ""))
+    return lines

@@ -24,7 +24,9 @@ from typing import Any
 
 import yaml
 
+from gpucloud.naming import BOOT_PHASE_STREAM_PREFIX
 from gpucloud.userdata.layout import (
+    BOOT_PHASE_LOG_PATH,
     BOOTSTRAP_ENV_PATH,
     BOOTSTRAP_STUB_PATH,
     CLOUDWATCH_CONFIG_PATH,
@@ -81,6 +83,8 @@ class NodeBootstrap:
     """Runs instead of the agent's S3 sync when set; it reaches the node as JSON data, never as shell."""
     checkpoint_timeout_s: int = 90
     cloudwatch_namespace: str = "GpuCloud"
+    boot_phase_log_group: str | None = None
+    """Where the CloudWatch agent sends the boot-phase lines (the stack's job log group); None: nowhere."""
     agent_bucket: str = ""
     agent_key: str = ""
     agent_sha256: str = ""
@@ -261,9 +265,24 @@ def bootstrap_env(params: NodeBootstrap) -> str:
 
 def cloudwatch_agent_config(params: NodeBootstrap) -> dict[str, Any]:
     """CloudWatch agent config: GPU metrics from nvidia-smi plus CPU, memory and disk,
-    dimensioned by Auto Scaling group so a group's fleet can be graphed and alarmed as one."""
+    dimensioned by Auto Scaling group so a group's fleet can be graphed and alarmed as one; and the
+    node's boot-phase lines, the only file it sends, to the job log group (stream
+    `boot-phases/<instance id>`: `{instance_id}` is one of the variables log_stream_name takes;
+    CloudWatch user guide, "Manually create or edit the CloudWatch agent configuration file", logs
+    section, read 2026-11-28). A file the agent has no saved offset for is read from its start
+    (`from_beginning` defaults to true: aws/amazon-cloudwatch-agent translator/translate/logs/
+    logs_collected/files/collect_list/ruleFromBeginning.go and plugins/inputs/logfile/logfile.go,
+    read 2026-11-28), so the phases written before the agent started reach the group too. No
+    retention is set: the group's is the stack's."""
+    logs = {"logs": {"logs_collected": {"files": {"collect_list": [{
+        "file_path": BOOT_PHASE_LOG_PATH,
+        "log_group_name": params.boot_phase_log_group,
+        "log_stream_name": f"{BOOT_PHASE_STREAM_PREFIX}{{instance_id}}",
+        "timezone": "UTC",
+    }]}}}} if params.boot_phase_log_group else {}
     return {
         "agent": {"metrics_collection_interval": 60, "run_as_user": "root"},
+        **logs,
         "metrics": {
             "namespace": params.cloudwatch_namespace,
             "append_dimensions": {

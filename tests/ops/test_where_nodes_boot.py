@@ -1,0 +1,127 @@
+"""Where a node is, from its own boot-phase records: the node writes a line per phase started or
+ended (gpucloud.node.boot_phases), its CloudWatch agent puts each line into the job log group's
+stream `boot-phases/<instance id>`, and `gpucloud connect --start` (while it waits) and `gpucloud
+logs` (of a job not yet on a node) read each instance's latest line. On the moto engine: the
+stack deployed, a node held at its launch hook, its lines put as the agent would, then the command."""
+
+from __future__ import annotations
+
+import time
+import types
+
+import pytest
+
+from gpucloud.connect import ConnectError, find_connection
+from gpucloud.naming import boot_phase_log_stream, job_log_group_name
+from gpucloud.node import boot_phases
+from gpucloud.ops import job_control, node_phases
+from gpucloud.ops.jobs import Clients, new_job
+from support import deploy, minimal_config, settings_for
+
+KERNEL = 1_796_000_000.0
+"""When the node's kernel started (2026-11-30), in seconds since the epoch."""
+PULL_STARTED = KERNEL + 178 + 41 + 12 + 55
+NOW = PULL_STARTED + 130
+GROUP = "gpu-cloud-demo-workers"
+
+
+def node_lines(directory, monkeypatch) -> list[str]:
+    """The lines a node writes from boot to two minutes into its image pull: boot 2m58s, agent 41s,
+    mount 12s, gate 55s, then the server's pull started."""
+    monkeypatch.setenv(boot_phases.DIRECTORY_ENV, str(directory))
+    boot_phases.record("boot", KERNEL, KERNEL + 178)
+    boot_phases.begin("agent", KERNEL + 178)
+    boot_phases.begin("mount", KERNEL + 219)
+    boot_phases.record("agent", KERNEL + 178, KERNEL + 219)
+    boot_phases.record("mount", KERNEL + 219, KERNEL + 231)
+    with boot_phases.timed("gate", clock=iter([KERNEL + 231, KERNEL + 286]).__next__):
+        pass
+    boot_phases.begin("pull", PULL_STARTED, container="server")
+    return boot_phases.log_path().read_text(encoding="utf-8").splitlines()
+
+
+class AtLaunchHook:
+    """moto's Auto Scaling, except that its instances show Pending:Wait: moto puts a launched
+    instance in service at once, where AWS holds it at the launch hook until the node's gate ends it."""
+
+    def __init__(self, autoscaling):
+        self.autoscaling = autoscaling
+
+    def __getattr__(self, name):
+        return getattr(self.autoscaling, name)
+
+    def describe_auto_scaling_groups(self, **request):
+        answer = self.autoscaling.describe_auto_scaling_groups(**request)
+        for group in answer["AutoScalingGroups"]:
+            for instance in group["Instances"]:
+                instance["LifecycleState"] = "Pending:Wait"
+        return answer
+
+
+def booting_node(account, settings, lines: list[str]) -> str:
+    """A node of the deployed group, its lines sent as its CloudWatch agent sends them (one event
+    each, in order, timestamped when read)."""
+    autoscaling = account.client("autoscaling")
+    autoscaling.set_desired_capacity(AutoScalingGroupName=GROUP, DesiredCapacity=1)
+    [group] = autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"]
+    [instance] = group["Instances"]
+    logs = account.client("logs")
+    sent = int(time.time() * 1000)  # CloudWatch Logs refuses events more than 2 hours ahead
+    stream = boot_phase_log_stream(instance["InstanceId"])
+    logs.create_log_stream(logGroupName=job_log_group_name(settings.name_base), logStreamName=stream)
+    logs.put_log_events(logGroupName=job_log_group_name(settings.name_base), logStreamName=stream, logEvents=[
+        {"timestamp": sent + index, "message": line} for index, line in enumerate(lines)])
+    return instance["InstanceId"]
+
+
+@pytest.fixture
+def now(monkeypatch):
+    monkeypatch.setattr(node_phases, "time", types.SimpleNamespace(time=lambda: NOW))
+
+
+WHERE = "pull server (2m10s so far), after boot 2m58s, agent 41s, mount 12s, gate 55s"
+
+
+def test_the_node_writes_a_line_per_phase_started_or_ended_each_saying_all_it_knows(tmp_path, monkeypatch):
+    lines = node_lines(tmp_path, monkeypatch)
+    assert len(lines) == 8
+    last = node_phases.json.loads(lines[-1])
+    assert (last["event"], last["phase"], last["running"]) == ("started", "pull:server", {"pull:server": PULL_STARTED})
+    assert list(last["done"]) == ["agent", "boot", "gate", "mount"]
+    assert node_phases.where_it_is(last, NOW) == WHERE
+    assert node_phases.where_it_is(node_phases.json.loads(lines[-2]), KERNEL + 300) == (
+        "gate ended 14s ago, after boot 2m58s, agent 41s, mount 12s, gate 55s")
+
+
+@pytest.mark.access_calls("person:notebookUser", "connect")
+def test_connect_start_says_where_each_node_is_from_its_own_records(account, tmp_path, monkeypatch, now):
+    settings = settings_for(minimal_config())
+    deploy(settings, account)
+    instance = booting_node(account, settings, node_lines(tmp_path, monkeypatch))
+    said: list[str] = []
+
+    with pytest.raises(ConnectError, match="has no node in service"):
+        find_connection(settings, AtLaunchHook(account.client("autoscaling")), "workers", start=True, wait_seconds=0.01,
+                        sleep=lambda _seconds: None, progress=said.append, logs=account.client("logs"))
+
+    assert said[0] == (f"waiting for a node of {GROUP} to pass its health gate: {instance} Pending:Wait (booting: "
+                       f"boot, agent, mount and gate, its launch hook pending); boot phases: {WHERE}; on a node, "
+                       "`gpucloud-node phases` names its boot phase")
+
+
+@pytest.mark.access_calls("person:jobRunner", "logs")
+def test_logs_of_a_job_not_yet_on_a_node_say_where_each_node_is_from_its_own_records(account, tmp_path, monkeypatch,
+                                                                                   now):
+    settings = settings_for(minimal_config())
+    deploy(settings, account)
+    instance = booting_node(account, settings, node_lines(tmp_path, monkeypatch))
+    job = new_job(settings, "workers", ["python", "train.py"], nodes=1, job_id="workers-20261130120000-beef")
+    monkeypatch.setattr(job_control, "find_job", lambda clients, settings, job_id: job)
+    printed: list[str] = []
+
+    job_control.logs(Clients(autoscaling=AtLaunchHook(account.client("autoscaling")), ec2=None, ssm=None, logs=account.client("logs"),
+                             s3=None), settings, job.job_id, say=printed.append)
+
+    assert printed == [f"job {job.job_id}: no output yet (it has not started on a node)",
+                       f"  {instance} Pending:Wait (booting: boot, agent, mount and gate, its launch hook pending); "
+                       f"boot phases: {WHERE}"]
