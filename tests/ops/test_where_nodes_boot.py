@@ -6,6 +6,7 @@ stack deployed, a node held at its launch hook, its lines put as the agent would
 
 from __future__ import annotations
 
+import json
 import time
 import types
 
@@ -16,7 +17,8 @@ from gpucloud.naming import boot_phase_log_stream, job_log_group_name
 from gpucloud.node import boot_phases
 from gpucloud.ops import job_control, node_phases
 from gpucloud.ops.jobs import Clients, new_job
-from support import deploy, minimal_config, settings_for
+from gpucloud.userdata import layout
+from support import deploy, minimal_config, settings_for, user_data_documents
 
 KERNEL = 1_796_000_000.0
 """When the node's kernel started (2026-11-30), in seconds since the epoch."""
@@ -85,12 +87,29 @@ WHERE = "pull server (2m10s so far), after boot 2m58s, agent 41s, mount 12s, gat
 def test_the_node_writes_a_line_per_phase_started_or_ended_each_saying_all_it_knows(tmp_path, monkeypatch):
     lines = node_lines(tmp_path, monkeypatch)
     assert len(lines) == 8
-    last = node_phases.json.loads(lines[-1])
+    last = json.loads(lines[-1])
     assert (last["event"], last["phase"], last["running"]) == ("started", "pull:server", {"pull:server": PULL_STARTED})
     assert list(last["done"]) == ["agent", "boot", "gate", "mount"]
     assert node_phases.where_it_is(last, NOW) == WHERE
-    assert node_phases.where_it_is(node_phases.json.loads(lines[-2]), KERNEL + 300) == (
+    assert node_phases.where_it_is(json.loads(lines[-2]), KERNEL + 300) == (
         "gate ended 14s ago, after boot 2m58s, agent 41s, mount 12s, gate 55s")
+
+
+def test_the_nodes_cloudwatch_agent_sends_the_phase_lines_to_the_job_log_group(account):
+    """The agent's config in each launch template's user data: the node's phase file, the stack's job
+    log group (the node role may write under its prefix), one stream per instance."""
+    settings = settings_for(minimal_config())
+    deploy(settings, account)
+    configs = [json.loads(entry["content"]) for document in user_data_documents(account)
+               for entry in document["write_files"] if entry["path"] == layout.CLOUDWATCH_CONFIG_PATH]
+
+    assert configs and all(config["logs"]["logs_collected"]["files"]["collect_list"] == [{
+        "file_path": str(boot_phases.LOG), "log_group_name": job_log_group_name(settings.name_base),
+        "log_stream_name": "boot-phases/{instance_id}", "timezone": "UTC"}] for config in configs)
+    assert layout.BOOT_PHASE_LOG_PATH == str(boot_phases.LOG)
+    groups = account.client("logs").describe_log_groups(logGroupNamePrefix=job_log_group_name(settings.name_base))
+    assert job_log_group_name(settings.name_base) in [group["logGroupName"] for group in groups["logGroups"]], \
+        "the stack creates the group the agent writes"
 
 
 @pytest.mark.access_calls("person:notebookUser", "connect")
