@@ -133,6 +133,16 @@ def await_launches(session, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def await_attempt_record(session, job, timeout: float = 30.0) -> None:
+    """Waits until the supervisor has recorded attempt 0 (after its launch), read with the test's
+    own client, so that what the job commands read next does not depend on the machine's speed."""
+    folder = job.checkpoint_uri.removeprefix(f"s3://{BUCKET}/") + "attempts/"
+    deadline = time.monotonic() + timeout
+    while not session.client("s3").list_objects_v2(Bucket=BUCKET, Prefix=folder).get("Contents"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
 def hold_the_first_command(agents) -> None:
     """The agents answer the first command sent as running for good, and every later one as done."""
     during: dict = {}
@@ -285,9 +295,9 @@ def test_the_job_goes_on_when_the_user_process_is_killed_after_it_started(aws, a
 def test_jobs_lists_the_stack_s_jobs_and_stop_stops_the_supervision_and_the_commands(aws, agents):
     agents.status = lambda command, instance, calls: ("InProgress", -1)
     clients, arn, job = detached(aws)
-    await_launches(aws)
+    await_attempt_record(aws, job)
     [row] = jobs(clients, SETTINGS)
-    assert (row["job"], row["state"], row["nodes"]) == (job.job_id, "RUNNING", 2)
+    assert (row["job"], row["state"], row["nodes"], row["attempts"]) == (job.job_id, "RUNNING", 2, 1)
 
     stop(clients, SETTINGS, job.job_id, say=lambda line: None)
 
