@@ -234,3 +234,29 @@ def test_two_nodes_slow_together_stop_on_the_fabric_without_replacing(aws, agent
     assert execution.status == "FAILED" and execution.error == "preflight-failed"
     assert "the fabric or NCCL's setup" in execution.cause
     assert commands(aws, "preflight-replace") == [] and launches(aws) == []
+
+
+def test_a_search_longer_than_the_decide_step_s_input_holds_stops_through_the_topic(aws, agents, monkeypatch):
+    """On many nodes the rounds' statuses outgrow States.Base64Encode's 10,000 characters; the
+    supervisor stops before that, through the topic (documents/job_supervisor_preflight.search_rounds)."""
+    import gpucloud.documents.job_supervisor as supervisor
+
+    monkeypatch.setattr(supervisor, "search_rounds", lambda nodes: 1)
+    chosen: dict[str, str] = {}
+    agents.status, agents.output = fabric(aws, slow=lambda instance: instance == chosen.get("slow"))
+    original_status = agents.status
+
+    def status(command, instance, calls):
+        chosen.setdefault("slow", commands(aws, "preflight")[0]["InstanceIds"][-1])
+        return original_status(command, instance, calls)
+
+    agents.status = status
+    clients, arn, job = detached(aws, nodes=4, preflight="quick")
+
+    execution = ended(clients, arn)
+
+    assert execution.status == "FAILED" and execution.error == "preflight-failed"
+    assert "a search on 4 nodes holds 1 rounds in the supervisor: run gpucloud preflight" in execution.cause
+    assert len(commands(aws, "preflight-decide")) == 1 and launches(aws) == []
+    [(subject, _)] = notifications(aws)
+    assert subject.endswith(": preflight-failed")

@@ -41,7 +41,7 @@ from gpucloud.documents.job_supervisor_continuation import (
     node_left_states,
     polls_per_execution,
 )
-from gpucloud.documents.job_supervisor_preflight import preflight_states
+from gpucloud.documents.job_supervisor_preflight import preflight_states, search_rounds
 from gpucloud.documents.job_supervisor_states import (
     Document,
     batches,
@@ -93,5 +93,6 @@ def supervisor_input(*, job_id: str, group_name: str, nodes: int, launch: dict[s
     before the next generation (default: what the history quota allows for the job's nodes)."""
     return {"job": {"jobId": job_id, "groupName": group_name, "nodes": nodes, "launch": launch},
             "attempt": 0, "maxRestarts": max_restarts, "nodeTimeout": node_timeout, "pollSeconds": poll_seconds,
-            "preflight": preflight, "preflightTry": 0, "generation": 0, "polls": 0,
+            "preflight": preflight, "preflightTry": 0, "preflightRounds": search_rounds(nodes),
+            "generation": 0, "polls": 0,
             "pollsPerExecution": polls_per_execution(nodes) if polls is None else polls}

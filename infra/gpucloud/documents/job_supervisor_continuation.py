@@ -23,7 +23,7 @@ from __future__ import annotations
 from gpucloud.documents.job_supervisor_states import SDK, Document, task
 
 CONTINUED = ("job", "attempt", "maxRestarts", "nodeTimeout", "pollSeconds", "preflight", "preflightTry",
-             "pollsPerExecution", "sent")
+             "preflightRounds", "pollsPerExecution", "sent")
 """What a continuation takes from the execution it continues (its input, with `generation` and `polls`)."""
 HISTORY_EVENTS_BUDGET = 20000
 """Events an execution's polls may use of the 25,000 its history keeps; the rest are its start and ends."""

@@ -45,10 +45,27 @@ from gpucloud.documents.job_supervisor_states import (
     watch_states,
 )
 
+BASE64_INPUT_LIMIT = 10000
+"""The most characters `States.Base64Encode` takes (see the module doc)."""
+INSTANCE_ID_CHARACTERS = 19
+"""`i-` and 17 hexadecimal digits (EC2 API reference, "Resource IDs"; read 2026-11-28)."""
+MAX_ROUNDS = 5
+"""node/preflight_search.py MAX_ROUNDS, which documents may not import (held equal by
+tests/node/test_preflight_decide.py)."""
 MAX_REPLACEMENT_ROUNDS = 2
 """New node sets tested after replacing culprits before the preflight gives up (as `gpucloud
 preflight`: ops/preflight_run.py MAX_REPLACEMENTS)."""
 ROUND_ACTION = "preflight-fabric"
+
+
+def search_rounds(nodes: int) -> int:
+    """How many rounds of `nodes` nodes the decide step's input holds within BASE64_INPUT_LIMIT, at
+    most MAX_ROUNDS: the argv JSON of every instance id once, and of every node tested in each
+    round as `<instance id>=<status>`, each quoted twice over (JsonToString of JSON text)."""
+    per_id = INSTANCE_ID_CHARACTERS + 5
+    per_status = INSTANCE_ID_CHARACTERS + 3 + 5  # `=-1` at worst
+    fixed = len('["--instance-ids","[]","--rounds","[]"]') + 4 * MAX_ROUNDS
+    return max(0, min(MAX_ROUNDS, (BASE64_INPUT_LIMIT - fixed - per_id * nodes) // (per_status * nodes)))
 
 
 def _send(parameters: str, instance_ids: str, comment: str, result_path: str, next_state: str,
@@ -120,13 +137,21 @@ def _decide_states(document_name: str, log_group_name: str) -> dict[str, Documen
     return {
         "PreflightDigest": {"Type": "Choice", "Default": "PreflightMoreRounds", "Choices": [
             {"Variable": "$.search.rounds", "StringEquals": "", "Next": "PreflightFirstRound"}]},
-        "PreflightFirstRound": {"Type": "Pass", "ResultPath": "$.search", "Next": "PreflightDecideParameters",
+        "PreflightFirstRound": {"Type": "Pass", "ResultPath": "$.search", "Next": "PreflightRoundsLeft",
                                 "Parameters": {"rounds.$": "States.JsonToString($.watch.digest)",
                                                "round.$": "States.MathAdd($.search.round, 1)"}},
-        "PreflightMoreRounds": {"Type": "Pass", "ResultPath": "$.search", "Next": "PreflightDecideParameters",
+        "PreflightMoreRounds": {"Type": "Pass", "ResultPath": "$.search", "Next": "PreflightRoundsLeft",
                                 "Parameters": {
                                     "rounds.$": "States.Format('{},{}', $.search.rounds, States.JsonToString($.watch.digest))",
                                     "round.$": "States.MathAdd($.search.round, 1)"}},
+        # A search that outgrows what the decide step's input holds would fail States.Base64Encode
+        # with States.Runtime, which no Catch takes: it ends here, through the topic.
+        "PreflightRoundsLeft": {"Type": "Choice", "Default": "PreflightDecideParameters", "Choices": [
+            {"Variable": "$.search.round", "NumericGreaterThanPath": "$.preflightRounds", "Next": "PreflightTooLarge"}]},
+        "PreflightTooLarge": end_state(
+            "preflight-failed", "job {}: the preflight failed on attempt {}, and a search on {} nodes holds {} rounds "
+            "in the supervisor: run gpucloud preflight on the group, which searches from your machine",
+            "$.job.jobId", "$.attempt", "$.job.nodes", "$.preflightRounds"),
         "PreflightDecideParameters": {"Type": "Pass", "ResultPath": "$.parameters", "Next": "PreflightDecide",
                                       "Parameters": {"action": ["preflight-decide"], "job.$": "States.Array($.job.jobId)",
                                                      "nodes.$": "States.Array($.join.text)",
