@@ -49,6 +49,14 @@ def mountpoint_release_buckets(partition: str, region: str) -> list[str]:
     return [MOUNTPOINT_RELEASE_BUCKET] if partition == "aws" and region == MOUNTPOINT_RELEASE_REGION else []
 
 
+def gateway_endpoint_reaches(partition: str, region: str, bucket: str) -> bool:
+    """Whether a node's request to the bucket passes the stack's S3 gateway endpoint: every bucket
+    the stack names is in its region (the plan refuses a data bucket of another), and so are AWS's package
+    buckets (`aws_owned_package_buckets`), but Mountpoint's release bucket is in us-east-1 alone, which
+    no gateway endpoint of another region carries (`mountpoint_release_buckets`)."""
+    return bucket != MOUNTPOINT_RELEASE_BUCKET or bool(mountpoint_release_buckets(partition, region))
+
+
 def s3_gateway_endpoint_policy(partition: str, account_id: str, region: str, buckets: Sequence[str],
                                package_buckets: Sequence[str] = ()) -> Document:
     """What may pass the stack's S3 gateway endpoint, instead of AWS's default full access (with

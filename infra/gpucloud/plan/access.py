@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucloud.config import StackSettings
+from gpucloud.documents.buckets import gateway_endpoint_reaches
 from gpucloud.naming import instance_role_name, job_runner_policy_name, notebook_user_policy_name, role_arn
 from gpucloud.plan.access_documents import collect_documents, named, plan_account
 from gpucloud.plan.access_report import findings, unused_grants
@@ -82,7 +83,7 @@ def check_access(settings: StackSettings, resources: Sequence[AppliedResource], 
         documents = dataclasses.replace(documents, resource=[*documents.resource, owned])
     calls, unfilled = _stack_calls(settings, resources, account, recorded)
     checked = [(entry, _call(entry, principal_of(entry["actor"], partition, account, settings, holders, entry.get("group")),
-                             deployer)) for entry in calls]
+                             deployer, settings.region)) for entry in calls]
     denied = [_listed_call(entry, call, decision.reason) for entry, call in checked
               if not (decision := evaluate(call, documents)).allowed]
     measured = {call["feature"] for call in recorded.get("calls", [])}
@@ -116,16 +117,27 @@ def _notebook_policy_arn(settings: StackSettings, partition: str, account: str, 
     return f"arn:{partition}:iam::{account}:policy/{notebook_user_policy_name(settings.name_base, group)}"
 
 
-def _call(entry: Mapping[str, Any], principal: str, deployer: str | None = None) -> Call:
+def _call(entry: Mapping[str, Any], principal: str, deployer: str | None = None, region: str | None = None) -> Call:
     """The call as the evaluator takes it; a call that says who AWS sees make it (a service's role,
     another account) is made by that principal, not the actor's. The deployer's calls carry the ARN
-    the plan ran as, unless they say otherwise."""
+    the plan ran as, unless they say otherwise. An S3 call on a bucket of another region than the
+    stack's (`region`) passes no gateway endpoint (`_endpoint`)."""
     principal = entry.get("principal") or principal
     context = dict(entry.get("context") or {})
     if principal == DEPLOYER and deployer and not any(key.lower() == "aws:principalarn" for key in context):
         context["aws:PrincipalArn"] = deployer
     return Call(actor=entry["actor"], principal=principal, action=entry["action"], resource=entry["resource"],
-                context=context, endpoint=entry.get("endpoint"))
+                context=context, endpoint=_endpoint(entry, region))
+
+
+def _endpoint(entry: Mapping[str, Any], region: str | None) -> str | None:
+    """The endpoint the call passes: a request to a bucket the S3 gateway endpoint cannot reach goes
+    out through the NAT gateway instead, and no endpoint policy sees it."""
+    endpoint = entry.get("endpoint")
+    bucket = str(entry["resource"]).partition(":::")[2].split("/", 1)[0]
+    if endpoint == "s3" and region and bucket and not gateway_endpoint_reaches(partition_of(region), region, bucket):
+        return None
+    return endpoint
 
 
 def _listed_call(entry: Mapping[str, Any], call: Call, reason: str) -> dict[str, Any]:
