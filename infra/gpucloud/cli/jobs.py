@@ -117,8 +117,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     run_parser.add_argument("--nodes", type=int, default=1, help="how many nodes (default 1; raises the group's "
                             "desired capacity when needed, within maxSize)")
     run_parser.add_argument("--gpus-per-node", type=int, help="NPROC_PER_NODE (default: every GPU of the node)")
-    run_parser.add_argument("--image", help="run the command in this container image (host network, all GPUs); a "
-                            "private ECR image must be in a repository the group's jobs.ecrRepositories lists")
+    run_parser.add_argument("--image", help="run the command in this container image (host network, all GPUs), pinned "
+                            "by a version tag or a digest (not latest); a private ECR image must be in a repository "
+                            "the group's jobs.ecrRepositories lists")
     run_parser.add_argument("--port", type=int, default=29500, help="MASTER_PORT (default 29500)")
     run_parser.add_argument("--max-restarts", type=int, default=3,
                             help="resume on new nodes at most this many times when a node is replaced (default 3)")
