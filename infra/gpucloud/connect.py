@@ -80,7 +80,7 @@ def find_connection(
     asg = autoscaling_group_name(settings.name_base, group)
     in_service = in_service_instance_ids(autoscaling, asg)
     if not in_service and start:
-        phases = phase_reader(logs, job_log_group_name(settings.name_base)) if logs is not None else None
+        phases = phase_reader(logs, job_log_group_name(settings.name_base), asg) if logs is not None else None
         in_service = _start_and_wait(autoscaling, asg, wait_seconds, progress or (lambda _line: None), sleep, phases)
     if not in_service:
         raise ConnectError(f"group {group} ({asg}) has no node in service: scale it up (--start, its schedule or "

@@ -148,13 +148,14 @@ def job_log_group_name(base: str) -> str:
 
 
 BOOT_PHASE_STREAM_PREFIX = "boot-phases/"
-"""In the job log group, each node's boot phases: stream `boot-phases/<instance id>`, written by the
-CloudWatch agent (userdata/render.py), read by `gpucloud connect --start` and `gpucloud logs`. Run
-Command's streams start with a command id, so none starts so."""
+"""In the job log group, each node's boot phases: stream `boot-phases/<Auto Scaling group>/<instance
+id>`, written by the CloudWatch agent (userdata/render.py), read by `gpucloud connect --start` and
+`gpucloud logs`; the group in the name lets a notebook user's policy reach its own group's streams
+only. Run Command's streams start with a command id, so none starts so."""
 
 
-def boot_phase_log_stream(instance_id: str) -> str:
-    return f"{BOOT_PHASE_STREAM_PREFIX}{instance_id}"
+def boot_phase_log_stream(autoscaling_group: str, instance_id: str) -> str:
+    return f"{BOOT_PHASE_STREAM_PREFIX}{autoscaling_group}/{instance_id}"
 
 
 def job_runner_policy_name(base: str) -> str:

@@ -159,8 +159,8 @@ def _node_agents() -> list[dict]:
             call("node", "cloudWatchAgent", CW_AGENT, "ec2:DescribeTags", "*", endpoint="ec2"),
             # the boot-phase lines, into the node's own stream of the job log group (userdata/render.py)
             call("node", "cloudWatchAgent", CW_AGENT, "logs:CreateLogStream", f"{jobs}:*", endpoint="logs"),
-            call("node", "cloudWatchAgent", CW_AGENT, "logs:PutLogEvents", f"{jobs}:log-stream:boot-phases/${{instanceId}}",
-                 endpoint="logs")],
+            call("node", "cloudWatchAgent", CW_AGENT, "logs:PutLogEvents",
+                 f"{jobs}:log-stream:boot-phases/gpu-cloud-${{nameBase}}-${{group}}/${{instanceId}}", endpoint="logs")],
         "sessionManager": [
             call("node", "sessionManager", SSM_AGENT, "ssm:UpdateInstanceInformation", instance,
                  {"aws:ResourceTag/gpu-cloud:stack": "${nameBase}", "ssm:resourceTag/gpu-cloud:stack": "${nameBase}"}, "ssm"),

@@ -1,8 +1,8 @@
 """The user data of each example stack, as its launch templates carry it: the bootstrap stub and
 its one command are the fixed text of gpucloud.userdata, and the stack's own values appear only in
 the two data files (node.json, bootstrap.env), so no value can ever become code. One exception,
-data too: the stack's job log group, a JSON value of the CloudWatch agent's config, where the
-agent sends the node's boot-phase lines."""
+data too: the stack's job log group and the group's stream prefix there, JSON values of the
+CloudWatch agent's config, where the agent sends the node's boot-phase lines."""
 
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ from userdata_samples import BUNDLE
 DATA_FILES = {layout.NODE_CONFIG_PATH, layout.BOOTSTRAP_ENV_PATH, layout.SERVICES_CONFIG_PATH}
 
 
-def fixed_files(example) -> dict[str, str]:
-    """Every file but the data files, as the renderer writes it for any group of the stack."""
+def fixed_files(example, group_name: str = "g") -> dict[str, str]:
+    """Every file but the data files, as the renderer writes it for any node of the stack's group."""
     any_group = NodeBootstrap(
-        project="p", group_name="g", region="us-east-1", expected_gpu_count=1, expected_gpu_model="A10G",
+        project="p", group_name=group_name, region="us-east-1", expected_gpu_count=1, expected_gpu_model="A10G",
         cloudwatch_namespace=GPU_METRICS_NAMESPACE, boot_phase_log_group=job_log_group_name(example.settings.name_base),
         **BUNDLE,
     )
@@ -52,10 +52,9 @@ def stack_values(example) -> set[str]:
 
 
 def test_scripts_units_and_commands_are_the_fixed_text(example):
-    fixed = fixed_files(example)
-
     for document in user_data_documents(example):
         written = {entry["path"]: entry for entry in document["write_files"]}
+        fixed = fixed_files(example, json.loads(written[layout.NODE_CONFIG_PATH]["content"])["group_name"])
         assert written.keys() - DATA_FILES == fixed.keys()
         for path, text in fixed.items():
             assert written[path]["content"] == text, path
@@ -72,8 +71,10 @@ def test_stack_values_appear_only_in_the_data_files(example):
         elsewhere = json.dumps(
             [document.get("runcmd"), document.get("packages")]
             + [entry for entry in document["write_files"] if entry["path"] not in DATA_FILES]
-        ).replace(job_log_group_name(example.settings.name_base), "")
+        )
         node = json.loads(data[layout.NODE_CONFIG_PATH])
+        for name in (job_log_group_name(example.settings.name_base), f"boot-phases/{node['group_name']}/"):
+            elsewhere = elsewhere.replace(name, "")
         assert node["project"] == example.settings.config.project
         assert node["group_name"] in values
         assert [value for value in values if value in elsewhere] == []

@@ -1,7 +1,7 @@
 """Where a node is, from its own boot-phase records: the node writes a line per phase started or
 ended (gpucloud.node.boot_phases), its CloudWatch agent puts each line into the job log group's
-stream `boot-phases/<instance id>`, and `gpucloud connect --start` (while it waits) and `gpucloud
-logs` (of a job not yet on a node) read each instance's latest line. On the moto engine: the
+stream `boot-phases/<Auto Scaling group>/<instance id>`, and `gpucloud connect --start` (while it
+waits) and `gpucloud logs` (of a job not yet on a node) read each instance's latest line. On the moto engine: the
 stack deployed, a node held at its launch hook, its lines put as the agent would, then the command."""
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def booting_node(account, settings, lines: list[str]) -> str:
     [instance] = group["Instances"]
     logs = account.client("logs")
     sent = int(time.time() * 1000)  # CloudWatch Logs refuses events more than 2 hours ahead
-    stream = boot_phase_log_stream(instance["InstanceId"])
+    stream = boot_phase_log_stream(GROUP, instance["InstanceId"])
     logs.create_log_stream(logGroupName=job_log_group_name(settings.name_base), logStreamName=stream)
     logs.put_log_events(logGroupName=job_log_group_name(settings.name_base), logStreamName=stream, logEvents=[
         {"timestamp": sent + index, "message": line} for index, line in enumerate(lines)])
@@ -105,7 +105,7 @@ def test_the_nodes_cloudwatch_agent_sends_the_phase_lines_to_the_job_log_group(a
 
     assert configs and all(config["logs"]["logs_collected"]["files"]["collect_list"] == [{
         "file_path": str(boot_phases.LOG), "log_group_name": job_log_group_name(settings.name_base),
-        "log_stream_name": "boot-phases/{instance_id}", "timezone": "UTC"}] for config in configs)
+        "log_stream_name": f"boot-phases/{GROUP}/{{instance_id}}", "timezone": "UTC"}] for config in configs)
     assert layout.BOOT_PHASE_LOG_PATH == str(boot_phases.LOG)
     groups = account.client("logs").describe_log_groups(logGroupNamePrefix=job_log_group_name(settings.name_base))
     assert job_log_group_name(settings.name_base) in [group["logGroupName"] for group in groups["logGroups"]], \

@@ -38,7 +38,7 @@ class GpuInstanceGroupArgs:
     project: str = ""
     boot_phase_log_group: str | None = None
     """The log group the CloudWatch agent sends the node's boot-phase lines to (the stack's job log
-    group, stream `boot-phases/<instance id>`); None sends none."""
+    group, stream `boot-phases/<Auto Scaling group>/<instance id>`); None sends none."""
     region: str = "us-east-1"
     max_temperature_c: int = 85
     persistent_volume_attach_to: str | None = None

@@ -89,15 +89,15 @@ def notebook_user_policy(*, partition: str, region: str, account_id: str, name_b
                 "Condition": {"StringEquals": {f"autoscaling:ResourceTag/{STACK_TAG}": name_base}},
             },
             {
-                # While --start waits: each node's latest boot phase, from its own stream of the job
-                # log group and no other stream there (GetLogEvents on `log-stream*`: Service
+                # While --start waits: each node's latest boot phase, from the group's nodes' streams
+                # of the job log group and no other stream there (GetLogEvents on `log-stream*`: Service
                 # Authorization Reference, "Actions, resources, and condition keys for Amazon
                 # CloudWatch Logs", read 2026-11-28; documents/jobs.log_group_read_resource).
                 "Sid": "ReadNodeBootPhases",
                 "Effect": "Allow",
                 "Action": "logs:GetLogEvents",
                 "Resource": f"arn:{partition}:logs:{region}:{account_id}:log-group:{job_log_group_name(name_base)}"
-                            f":log-stream:{BOOT_PHASE_STREAM_PREFIX}*",
+                            f":log-stream:{BOOT_PHASE_STREAM_PREFIX}{autoscaling_group_name}/*",
             },
             {
                 "Sid": "ReadGroupToken",

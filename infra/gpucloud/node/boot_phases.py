@@ -10,8 +10,9 @@ answer). Standard library only.
 
 Each phase's start (`begin`) and end (`record`) is also a JSON line in `boot-phases.log`, carrying
 the phases done and those still running, which the CloudWatch agent sends to the stack's job log
-group (stream `boot-phases/<instance id>`, userdata/render.py): the latest line alone says where
-the node is, to `gpucloud connect --start` and `gpucloud logs` (ops/node_phases.py).
+group (stream `boot-phases/<Auto Scaling group>/<instance id>`, userdata/render.py): the latest
+line alone says where the node is, to `gpucloud connect --start` and `gpucloud logs`
+(ops/node_phases.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where a node is in its boot, from its own records: the latest boot-phase line the node's
-CloudWatch agent sent to the job log group (stream `boot-phases/<instance id>`, written by
-gpucloud.node.boot_phases), read with one GetLogEvents per instance. `gpucloud connect --start`
+CloudWatch agent sent to the job log group (stream `boot-phases/<Auto Scaling group>/<instance
+id>`, written by gpucloud.node.boot_phases), read with one GetLogEvents per instance. `gpucloud connect --start`
 and `gpucloud logs` add it to each instance's lifecycle state:
 `pull server (2m10s so far), after boot 2m58s, agent 41s, mount 12s, gate 55s`.
 """
@@ -18,14 +18,14 @@ PHASE_ORDER = ("boot", "agent", "mount", "gate", "preload", "pull", "weights", "
 """The node's phases in boot order (gpucloud.node.boot_phases.PHASES)."""
 
 
-def latest_line(logs, log_group: str, instance_id: str) -> dict[str, Any] | None:
+def latest_line(logs, log_group: str, autoscaling_group: str, instance_id: str) -> dict[str, Any] | None:
     """The node's latest boot-phase line, or None where it has sent none yet (no stream). The newest
     event comes last when the read starts from the tail (CloudWatch Logs API reference, GetLogEvents,
     `startFromHead`, read 2026-11-28)."""
     from botocore.exceptions import ClientError
 
     try:
-        events = logs.get_log_events(logGroupName=log_group, logStreamName=boot_phase_log_stream(instance_id),
+        events = logs.get_log_events(logGroupName=log_group, logStreamName=boot_phase_log_stream(autoscaling_group, instance_id),
                                      startFromHead=False, limit=1)["events"]
     except ClientError as error:
         if error.response["Error"]["Code"] == "ResourceNotFoundException":
@@ -74,13 +74,15 @@ def where_it_is(line: Mapping[str, Any], now: float) -> str:
     return f"{_name(last)} ended {duration(now - done[last]['end'])} ago, after {spans}"
 
 
-def phase_reader(logs, log_group: str, clock: Callable[[], float] | None = None) -> Callable[[str], str | None]:
-    """instance id -> where its boot is, or None where it has sent no line (or the reader may not read it)."""
+def phase_reader(logs, log_group: str, autoscaling_group: str,
+                 clock: Callable[[], float] | None = None) -> Callable[[str], str | None]:
+    """instance id (of the Auto Scaling group) -> where its boot is, or None where it has sent no
+    line (or the reader may not read it)."""
     from botocore.exceptions import ClientError
 
     def read(instance_id: str) -> str | None:
         try:
-            line = latest_line(logs, log_group, instance_id)
+            line = latest_line(logs, log_group, autoscaling_group, instance_id)
         except ClientError:
             return None
         return where_it_is(line, (clock or time.time)()) if line else None

@@ -267,7 +267,7 @@ def cloudwatch_agent_config(params: NodeBootstrap) -> dict[str, Any]:
     """CloudWatch agent config: GPU metrics from nvidia-smi plus CPU, memory and disk,
     dimensioned by Auto Scaling group so a group's fleet can be graphed and alarmed as one; and the
     node's boot-phase lines, the only file it sends, to the job log group (stream
-    `boot-phases/<instance id>`: `{instance_id}` is one of the variables log_stream_name takes;
+    `boot-phases/<Auto Scaling group>/<instance id>`: `{instance_id}` is one of the variables log_stream_name takes;
     CloudWatch user guide, "Manually create or edit the CloudWatch agent configuration file", logs
     section, read 2026-11-28). A file the agent has no saved offset for is read from its start
     (`from_beginning` defaults to true: aws/amazon-cloudwatch-agent translator/translate/logs/
@@ -277,7 +277,7 @@ def cloudwatch_agent_config(params: NodeBootstrap) -> dict[str, Any]:
     logs = {"logs": {"logs_collected": {"files": {"collect_list": [{
         "file_path": BOOT_PHASE_LOG_PATH,
         "log_group_name": params.boot_phase_log_group,
-        "log_stream_name": f"{BOOT_PHASE_STREAM_PREFIX}{{instance_id}}",
+        "log_stream_name": f"{BOOT_PHASE_STREAM_PREFIX}{params.group_name}/{{instance_id}}",
         "timezone": "UTC",
     }]}}}} if params.boot_phase_log_group else {}
     return {
