@@ -23,11 +23,10 @@ class Booting:
 class NothingSentYet:
     """CloudWatch Logs where no node has sent a boot-phase line yet (no stream)."""
 
-    def get_log_events(self, **request):
-        from botocore.exceptions import ClientError
-
-        raise ClientError({"Error": {"Code": "ResourceNotFoundException", "Message": "The specified log stream does "
-                                     "not exist."}}, "GetLogEvents")
+    def filter_log_events(self, **request):
+        assert request == {"logGroupName": "/gpu-cloud/vision-train/jobs",
+                           "logStreamNamePrefix": "boot-phases/gpu-cloud-vision-train-trainers/"}
+        return {"events": []}
 
 
 def test_logs_of_a_job_not_yet_on_a_node_say_where_the_nodes_are(monkeypatch):

@@ -144,3 +144,13 @@ def test_logs_of_a_job_not_yet_on_a_node_say_where_each_node_is_from_its_own_rec
     assert printed == [f"job {job.job_id}: no output yet (it has not started on a node)",
                        f"  {instance} Pending:Wait (booting: boot, agent, mount and gate, its launch hook pending); "
                        f"boot phases: {WHERE}"]
+
+
+def test_the_latest_line_is_known_by_its_content_whatever_order_the_events_come_in(tmp_path, monkeypatch):
+    """Several lines share a time (boot ends as the agent starts; the mount starts, then the agent
+    ends, at one tick): the last written still wins, in any order."""
+    lines = [json.loads(line) for line in node_lines(tmp_path, monkeypatch)]
+    for order in (lines, lines[::-1], lines[3:] + lines[:3]):
+        assert node_phases._latest(order) == lines[-1]
+    assert node_phases._latest(lines[:4]) == lines[3], "mount started, then agent ended, at one time"
+    assert node_phases._latest([lines[1], lines[0]]) == lines[1], "boot ended, then agent started, at one time"

@@ -115,7 +115,8 @@ def logs(clients: Clients, settings: StackSettings, job_id: str, follow: bool = 
     if not printed:
         say(f"job {job_id}: no output yet " + (f"in log group {group}" if job.attempts else "(it has not started on a node)"))
         if not job.attempts:
-            for line in where_nodes_are(clients.autoscaling, job.group_name, phase_reader(clients.logs, group, job.group_name)):
+            phases = phase_reader(clients.logs, group, job.group_name, whole_group=True)
+            for line in where_nodes_are(clients.autoscaling, job.group_name, phases):
                 say(f"  {line}")
     return job
 

@@ -18,25 +18,67 @@ PHASE_ORDER = ("boot", "agent", "mount", "gate", "preload", "pull", "weights", "
 """The node's phases in boot order (gpucloud.node.boot_phases.PHASES)."""
 
 
+READ_LINES = 10
+"""How many of a stream's last events are read: the latest line is picked from them by its own
+content, as a node can write several lines within one timestamp."""
+
+
+def _lines(events) -> list[dict[str, Any]]:
+    found = []
+    for event in events:
+        try:
+            found.append(json.loads(event["message"]))
+        except ValueError:
+            continue
+    return found
+
+
+def _latest(lines: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The line written last: the latest `at`; at one time, the one that knows more phases done,
+    then more running (a phase ended, or another started, after the line before)."""
+    return max(lines, key=lambda line: (line.get("at", 0), len(line.get("done") or {}), len(line.get("running") or {})),
+               default=None)
+
+
 def latest_line(logs, log_group: str, autoscaling_group: str, instance_id: str) -> dict[str, Any] | None:
-    """The node's latest boot-phase line, or None where it has sent none yet (no stream). The newest
-    event comes last when the read starts from the tail (CloudWatch Logs API reference, GetLogEvents,
-    `startFromHead`, read 2026-11-28)."""
+    """The node's latest boot-phase line, or None where it has sent none yet (no stream): one
+    GetLogEvents of the stream's last events (from the tail: CloudWatch Logs API reference,
+    GetLogEvents, `startFromHead`, read 2026-11-28)."""
     from botocore.exceptions import ClientError
 
     try:
         events = logs.get_log_events(logGroupName=log_group, logStreamName=boot_phase_log_stream(autoscaling_group, instance_id),
-                                     startFromHead=False, limit=1)["events"]
+                                     startFromHead=False, limit=READ_LINES)["events"]
     except ClientError as error:
         if error.response["Error"]["Code"] == "ResourceNotFoundException":
             return None
         raise
-    for event in reversed(events):
-        try:
-            return json.loads(event["message"])
-        except ValueError:
-            continue
-    return None
+    return _latest(_lines(events))
+
+
+def latest_lines(logs, log_group: str, autoscaling_group: str) -> dict[str, dict[str, Any]]:
+    """Instance id -> latest line, for every node of the group at once: FilterLogEvents over the
+    group's streams (`logStreamNamePrefix`), which reads on the log group, not a stream (a holder of
+    the whole job log group, the job runner, needs no stream of a named group)."""
+    from botocore.exceptions import ClientError
+
+    prefix = boot_phase_log_stream(autoscaling_group, "")
+    request: dict[str, Any] = {"logGroupName": log_group, "logStreamNamePrefix": prefix}
+    found: dict[str, list[dict[str, Any]]] = {}
+    try:
+        while True:
+            page = logs.filter_log_events(**request)
+            for event in page.get("events", []):
+                if event["logStreamName"].startswith(prefix):
+                    found.setdefault(event["logStreamName"][len(prefix):], []).extend(_lines([event]))
+            if not page.get("nextToken") or page["nextToken"] == request.get("nextToken"):
+                break
+            request["nextToken"] = page["nextToken"]
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ResourceNotFoundException":
+            return {}
+        raise
+    return {instance: latest for instance, lines in found.items() if (latest := _latest(lines))}
 
 
 def duration(seconds: float) -> str:
@@ -74,15 +116,23 @@ def where_it_is(line: Mapping[str, Any], now: float) -> str:
     return f"{_name(last)} ended {duration(now - done[last]['end'])} ago, after {spans}"
 
 
-def phase_reader(logs, log_group: str, autoscaling_group: str,
-                 clock: Callable[[], float] | None = None) -> Callable[[str], str | None]:
+def phase_reader(logs, log_group: str, autoscaling_group: str, clock: Callable[[], float] | None = None,
+                 whole_group: bool = False) -> Callable[[str], str | None]:
     """instance id (of the Auto Scaling group) -> where its boot is, or None where it has sent no
-    line (or the reader may not read it)."""
+    line (or the reader may not read it). One GetLogEvents per instance (a notebook user may read
+    its group's streams only), or with `whole_group` one FilterLogEvents scan for all (`gpucloud logs`)."""
     from botocore.exceptions import ClientError
 
+    everyone: dict[str, dict[str, Any]] | None = None
+
     def read(instance_id: str) -> str | None:
+        nonlocal everyone
         try:
-            line = latest_line(logs, log_group, autoscaling_group, instance_id)
+            if whole_group:
+                everyone = latest_lines(logs, log_group, autoscaling_group) if everyone is None else everyone
+                line = everyone.get(instance_id)
+            else:
+                line = latest_line(logs, log_group, autoscaling_group, instance_id)
         except ClientError:
             return None
         return where_it_is(line, (clock or time.time)()) if line else None
