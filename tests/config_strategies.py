@@ -274,6 +274,15 @@ def cidrs(draw) -> str:
     return str(ipaddress.ip_network(f"{address}/{length}", strict=False))
 
 
+@st.composite
+def private_cidrs(draw) -> str:
+    """A range in a private block (RFC 1918, IPv6 unique local): what access.*Cidrs take."""
+    block = ipaddress.ip_network(draw(st.sampled_from(["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"])))
+    length = draw(st.integers(block.prefixlen, block.max_prefixlen))
+    address = block.network_address + draw(st.integers(0, block.num_addresses - 1))
+    return str(ipaddress.ip_network(f"{address}/{length}", strict=False))
+
+
 def pick(draw, options: list[Any]) -> Any:
     """One of `options`, near uniformly: `sampled_from` favours the first few so strongly that
     kinds of fields late in a list would hardly ever be mutated. Shrinks towards the first."""
@@ -416,7 +425,7 @@ def stack_values(
         write = draw(st.lists(prefixes, min_size=0 if read else 1, max_size=2))
         values["data"] = {"bucket": draw(buckets), **({"readPrefixes": read} if read else {}), **({"writePrefixes": write} if write else {})}
     ssm = draw(st.booleans())
-    unique_cidrs = st.lists(cidrs(), max_size=2, unique_by=lambda cidr: str(ipaddress.ip_network(cidr)))
+    unique_cidrs = st.lists(private_cidrs(), max_size=2, unique_by=lambda cidr: str(ipaddress.ip_network(cidr)))
     access = {"ssm": ssm, "jupyterCidrs": draw(unique_cidrs), "tensorboardCidrs": draw(unique_cidrs)}
     if not ssm:
         access["sshCidrs"] = draw(unique_cidrs)
@@ -894,7 +903,7 @@ RICH_CONFIG: dict[str, Any] = {
     "budget": {"monthlyUsd": 5000},
     "network": {"subnetIds": ["subnet-0123456789abcdef0", "subnet-01234567"]},
     "data": {"bucket": "example-data.eu", "readPrefixes": ["datasets/imagenet/", "date=2024-01-01/"], "writePrefixes": ["runs/vision/"]},
-    "access": {"ssm": False, "sshCidrs": ["10.0.0.0/8"], "jupyterCidrs": ["203.0.113.0/24"], "tensorboardCidrs": ["2001:db8::/32"]},
+    "access": {"ssm": False, "sshCidrs": ["10.0.0.0/8"], "jupyterCidrs": ["192.168.8.0/24"], "tensorboardCidrs": ["fd00:db8::/32"]},
     "monitoring": {"temperatureThresholdC": 85, "memorySaturationPercent": 95, "idleUtilizationPercent": 5, "idleMinutes": 60, "dashboard": True},
     "backup": {"retentionDays": 30},
     "groups": [

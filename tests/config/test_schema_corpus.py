@@ -81,6 +81,10 @@ BROKEN: list[tuple[str, tuple, Any]] = [
     ("minSize above maxSize", (*GROUP, "minSize"), 9),
     ("two schedules of one name", (*GROUP, "scaling", "schedules"), [dict(NIGHT), {**NIGHT, "maxSize": 2}]),
     ("ssh with Session Manager", ("gpu-cloud:access",), {"sshCidrs": ["10.0.0.0/8"]}),
+    ("Lustre size FSx does not sell", ("gpu-cloud:storage", "lustre"), {"storageCapacityGiB": 5000}),
+    ("Lustre size under FSx's least", ("gpu-cloud:storage", "lustre"), {"storageCapacityGiB": 1000}),
+    ("Jupyter CIDR in a public range", ("gpu-cloud:access",), {"jupyterCidrs": ["203.0.113.0/24"]}),
+    ("TensorBoard CIDR in a public IPv6 range", ("gpu-cloud:access",), {"tensorboardCidrs": ["2001:db8::/32"]}),
 ]
 """(what is wrong, the key path, the broken value): each a stack file the CLI refuses."""
 

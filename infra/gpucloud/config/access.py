@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
-from gpucloud.config.fields import BucketName, Cidr, ConfigModel, Prefix
+from gpucloud.config.fields import BucketName, ConfigModel, Prefix, PrivateCidr
 
 
 class DataConfig(ConfigModel):
@@ -31,14 +31,14 @@ class DataConfig(ConfigModel):
 class AccessConfig(ConfigModel):
     """Who may reach the instances. Empty lists are the default: no ingress at all."""
 
-    ssh_cidrs: list[Cidr] = Field(default_factory=list, json_schema_extra={"uniqueItems": True})
-    """Ranges admitted to port 22 of the nodes, each once (0.0.0.0/0 and ::/0 are refused); must stay empty while
-    ssm is true."""
-    jupyter_cidrs: list[Cidr] = Field(default_factory=list, json_schema_extra={"uniqueItems": True})
-    """Ranges admitted to JupyterLab's port 8888 on the nodes, each once (0.0.0.0/0 and ::/0 are refused); useful
-    only over a network routed into the VPC (else use `gpucloud connect`)."""
-    tensorboard_cidrs: list[Cidr] = Field(default_factory=list, json_schema_extra={"uniqueItems": True})
-    """Ranges admitted to TensorBoard's port 6006 on the nodes, each once (0.0.0.0/0 and ::/0 are refused)."""
+    ssh_cidrs: list[PrivateCidr] = Field(default_factory=list, json_schema_extra={"uniqueItems": True})
+    """Ranges admitted to port 22 of the nodes, each once, private only (RFC 1918, fc00::/7: the nodes have no
+    public address); must stay empty while ssm is true."""
+    jupyter_cidrs: list[PrivateCidr] = Field(default_factory=list, json_schema_extra={"uniqueItems": True})
+    """Ranges admitted to JupyterLab's port 8888 on the nodes, each once, private only (RFC 1918, fc00::/7: the
+    nodes have no public address, so only a network routed into the VPC reaches them; else use `gpucloud connect`)."""
+    tensorboard_cidrs: list[PrivateCidr] = Field(default_factory=list, json_schema_extra={"uniqueItems": True})
+    """Ranges admitted to TensorBoard's port 6006 on the nodes, each once, private only (RFC 1918, fc00::/7)."""
     ssm: bool = True
     """Session Manager instead of SSH: true gives the node role what the SSM agent needs (`gpucloud connect` uses
     it) and sshCidrs must stay empty; false gives no SSM permissions."""

@@ -123,6 +123,33 @@ CIDR_PATTERN = rf"{IPV4_CIDR}|{IPV6_CIDR}"
 """What `refuse_world_open` takes, as far as a pattern can say: host bits set (10.1.2.3/8) pass it."""
 Cidr = Annotated[str, AfterValidator(refuse_world_open), JsonShape(
     pattern=json_pattern(CIDR_PATTERN), patternErrorMessage="expected a CIDR block such as 10.0.0.0/8 (not /0)")]
+
+PRIVATE_RANGES = tuple(ipaddress.ip_network(block) for block in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "fc00::/7"))
+"""The private IPv4 blocks of RFC 1918 ("Address Allocation for Private Internets", section 3) and
+IPv6's unique local block of RFC 4193 (section 3.1), read 2026-11-28."""
+
+
+def refuse_public(cidr: str) -> str:
+    """A range that may reach the nodes' own ports: they have no public address and sit in private
+    subnets, so only a network routed into the VPC (VPN, Direct Connect, transit gateway) reaches
+    them, and from its private addresses; a public range there is a mistake for the office's or
+    the load balancer's (docs/guides/network.md, "Reaching the nodes")."""
+    network = ipaddress.ip_network(cidr)
+    if not any(network.version == block.version and network.subnet_of(block) for block in PRIVATE_RANGES):
+        raise ValueError(
+            f"{cidr} is not in a private range (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7): the nodes have "
+            "no public address, so only a network routed into the VPC reaches them, from its private ranges; "
+            "list those, or use Session Manager (gpucloud connect), which needs no ingress"
+        )
+    return cidr
+
+
+PRIVATE_CIDR_PATTERN = rf"(?=10\.|172\.(?:1[6-9]|2[0-9]|3[01])\.|192\.168\.|[Ff][CcDd][0-9A-Fa-f]{{2}}:)(?:{CIDR_PATTERN})"
+"""`refuse_public` as far as a pattern can say: a range that starts in a private block (10.0.0.0/7
+starts there and is wider: the check refuses it)."""
+PrivateCidr = Annotated[str, AfterValidator(refuse_world_open), AfterValidator(refuse_public), JsonShape(
+    pattern=json_pattern(PRIVATE_CIDR_PATTERN),
+    patternErrorMessage="expected a private CIDR block (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, fc00::/7) such as 10.20.0.0/16")]
 PREFIX_PATTERN = r"(?!(?:.*/)?\.\.?(?:/|$))(?!.*//)[A-Za-z0-9][A-Za-z0-9._\-=/]*"
 """`_check_prefix` as one pattern: its characters, and no empty, '.' or '..' segment."""
 Prefix = Annotated[

@@ -43,8 +43,9 @@ class LustreConfig(ConfigModel):
     """PERSISTENT_2: replicated in its zone, encrypted with the project key, kept on destroy.
     SCRATCH_2: not replicated (a failed file server loses its data), encrypted with an FSx-owned
     key (FSx takes no customer-managed key for scratch), deleted with the stack."""
-    storage_capacity_gib: int = Field(default=1200, ge=1200, alias="storageCapacityGiB")
-    """1200, 2400, then multiples of 2400 GiB."""
+    storage_capacity_gib: int = Field(default=1200, ge=1200, alias="storageCapacityGiB", json_schema_extra={
+        "oneOf": [{"const": 1200}, {"minimum": 2400, "multipleOf": 2400}]})
+    """1200, 2400, then multiples of 2400 GiB: FSx sells no other size."""
     throughput_per_tib: int | None = Field(default=None, alias="throughputPerTiB")
     """PERSISTENT_2 only: 125, 250, 500 or 1000 MB/s per TiB (default 125); what you pay for rises with it."""
     retain_on_delete: bool | None = None
