@@ -55,6 +55,18 @@ def values_of(candidate: Any) -> dict[str, str]:
         found[fields["checkpoint_prefix"].strip("/") + "/"] = "${writePrefix}"
     if isinstance(fields.get("checkpoint_uri"), str) and fields["checkpoint_uri"].startswith("s3://"):
         found[fields["checkpoint_uri"][5:].split("/", 1)[0]] = "${dataBucket}"
+    return found | _weights_values(fields.get("weights"))
+
+
+def _weights_values(weights: Any) -> dict[str, str]:
+    """A container's weights (gpucloud.node.containers.stage_weights): the stack's rules keep them in
+    the data bucket under a read prefix (config/rules/cold_start.py), so their prefix stands for a read prefix,
+    the unit the node role's grant is written in."""
+    if not isinstance(weights, Mapping) or not weights.get("bucket"):
+        return {}
+    found = {str(weights["bucket"]): "${dataBucket}"}
+    if str(weights.get("prefix") or "").strip("/"):
+        found[str(weights["prefix"])] = "${readPrefix}"
     return found
 
 
@@ -98,7 +110,7 @@ def _settings_values(settings) -> dict[str, str]:
     return found
 
 
-_HARVESTED = ("config", "spec", "settings", "job")
+_HARVESTED = ("config", "spec", "settings", "job", "container")
 
 
 def values_in_frames(frame, code: tuple[str, ...]) -> dict[str, str]:

@@ -9,12 +9,11 @@ import logging
 import re
 
 import pytest
-from gpucloud.node import boot_phases
+from gpucloud.node import boot_phases, weights
 from gpucloud.node.boot import MOUNT_UNIT, boot
 from gpucloud.node.commands import CommandResult
-from gpucloud.node.containers import container_environment, docker_run_argv
+from gpucloud.node.containers import container_environment, docker_run_argv, stage_weights
 from gpucloud.node.prepull import prepull
-from gpucloud.node.weights import stage
 from node_fakes import LAUNCH_HOOK, NO_WAIT, REGION, aws_client
 from test_node_lifecycle import TARGET_STATE_PATH, healthy_check, node_config, run_gate
 
@@ -135,18 +134,22 @@ def test_weights_reach_the_container_read_only_at_a_fixed_path():
 
 
 @pytest.mark.node_aws_calls("containerWeights")
-def test_weights_are_copied_once_from_the_project_prefix(aws, tmp_path):
+def test_weights_are_copied_once_from_the_project_prefix(aws, tmp_path, phase_dir, monkeypatch):
     s3 = aws_client("s3")
     s3.create_bucket(Bucket="example-model-artifacts")
     for key, body in (("models/llm/llama/config.json", b"{}"), ("models/llm/llama/shards/0.safetensors", b"x" * 4096),
                       ("models/llm/other/skip.bin", b"no")):
         s3.put_object(Bucket="example-model-artifacts", Key=key, Body=body)
-    target = tmp_path / "weights"
-    s3 = boto3_client("s3", REGION)  # made by node code, as the container's unit makes it: its transfer threads count
-    assert stage(s3, "example-model-artifacts", "models/llm/llama/", target) == 4098
+    monkeypatch.setattr(weights, "SCRATCH_WEIGHTS", str(tmp_path / "{}"))
+    # As the node's services config holds it (components/node_services.py): through the container's staging, so
+    # the recording finds the weights' bucket and prefix (access_calls.json: `${dataBucket}`, `${readPrefix}`).
+    container = {"name": "llm", "weights": {"bucket": "example-model-artifacts", "prefix": "models/llm/llama/"}}
+    client = lambda service: boto3_client(service, REGION)  # noqa: E731  # node code makes it: its transfer threads count
+    assert stage_weights(container, client) == 4098
+    target = tmp_path / "llm"
     assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == [
         "config.json", "shards/0.safetensors"]
-    assert stage(s3, "example-model-artifacts", "models/llm/llama/", target) == 0, "kept at the same size"
+    assert stage_weights(container, client) == 0, "kept at the same size"
 
 
 def test_the_node_command_says_where_its_boot_is(phase_dir, capsys):

@@ -200,7 +200,7 @@ def serve_container(name: str, run: CommandRunner, ecr_client: Callable[[str], A
     try:
         with boot_phases.timed("pull", name):
             pull_image(run, container["image"], container.get("ecr_region"), ecr_client, config_dir)
-        _stage_weights(container, lambda service: _client(aws_client, service, region))
+        stage_weights(container, lambda service: _client(aws_client, service, region))
         secrets = read_secrets(container.get("secret_env") or {},
                                lambda service: _client(aws_client, service, region))
     except ServiceError as error:
@@ -212,11 +212,12 @@ def serve_container(name: str, run: CommandRunner, ecr_client: Callable[[str], A
     return supervise(process, container, stop=docker_stop)
 
 
-def _stage_weights(container: Mapping[str, Any], client: Callable[[str], Any]) -> None:
-    """Copy the weights to /scratch when that is their tier (the other tiers are mounts already)."""
+def stage_weights(container: Mapping[str, Any], client: Callable[[str], Any]) -> int:
+    """Copy the weights to /scratch when that is their tier (the other tiers are mounts already);
+    the bytes copied."""
     found = container.get("weights")
     if not found or found.get("path"):
-        return
+        return 0
     from botocore.exceptions import BotoCoreError, ClientError
 
     with boot_phases.timed("weights", container["name"]):
@@ -225,6 +226,7 @@ def _stage_weights(container: Mapping[str, Any], client: Callable[[str], Any]) -
         except (BotoCoreError, ClientError, OSError) as error:
             raise ServiceError(f"weights s3://{found['bucket']}/{found['prefix']}: {error}") from error
     log.info("%s: weights copied to %s (%d bytes new)", container["name"], weights.weights_path(container), copied)
+    return copied
 
 
 def _client(aws_client: Callable[[str, str], Any] | None, service: str, region: str | None) -> Any:
