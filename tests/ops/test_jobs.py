@@ -182,6 +182,33 @@ def test_stop_of_a_job_on_more_than_50_nodes_stops_each_of_its_commands_50_insta
     ended(Clients.of(aws), arn)
 
 
+def test_a_refused_batch_cancels_the_batches_sent_and_ends_the_job_with_the_reason(aws, agents, monkeypatch):
+    from moto.core.exceptions import JsonRESTError
+    from moto.ssm.models import SimpleSystemManagerBackend
+
+    settings = large_group(aws, 60)
+    sending = SimpleSystemManagerBackend.send_command  # the agents' own, inside the supervisor's block
+    sent: list[str] = []
+
+    def second_batch_refused(backend, *arguments, **request):
+        if sent:
+            raise JsonRESTError("ThrottlingException", "Rate exceeded")
+        command = sending(backend, *arguments, **request)
+        sent.append(command.command_id)
+        return command
+
+    monkeypatch.setattr(SimpleSystemManagerBackend, "send_command", second_batch_refused)
+    agents.status = lambda command, instance, calls: ("InProgress", -1)
+    job = new_job(settings, "trainers", COMMAND, nodes=60)
+
+    execution = finished(aws, job, settings)
+
+    assert execution.status == "FAILED" and execution.error == "error"
+    assert "Run Command refused a batch of attempt 0 and the batches already sent were cancelled" in execution.cause
+    assert "Rate exceeded" in execution.cause
+    assert agents.cancelled == sent and len(sent) == 1
+
+
 def sent_as_the_supervisor_sends(session, job: Job, instance_ids: list[str]) -> dict[str, list[str]]:
     """An attempt's commands as the supervisor sends them (one per 50 nodes, its comment), without
     a record: what `stop` finds on a stack without a write prefix."""

@@ -47,6 +47,7 @@ from gpucloud.documents.job_supervisor_states import (
     batches,
     end_states,
     record_states,
+    refused_states,
     resume_states,
     send_states,
     start_states,
@@ -71,6 +72,7 @@ def supervisor_definition(*, document_name: str, log_group_name: str, topic_arn:
         **watch_states("Watch", on_ok="JobSucceeded", on_failed="JobFailed", after_wait="CountPoll"),
         **continue_states(),
         **resume_states(),
+        **refused_states(),
         **end_states(topic_arn, forgets=marks),
     }
     if marks:

@@ -171,7 +171,9 @@ def send_states(name: str, document_name: str, log_group_name: str, action: str,
          "Comment.$": "$.comment", "TimeoutSeconds": DELIVERY_TIMEOUT_SECONDS,
          "CloudWatchOutputConfig": {"CloudWatchLogGroupName": log_group_name, "CloudWatchOutputEnabled": True}},
         "Sent", ResultSelector={"commandId.$": "$.Command.CommandId"}, ResultPath="$.command")
-    send.pop("Catch")  # a Map's iteration has no SupervisorError of its own: the Map's Catch takes it
+    # A batch Run Command refuses is told apart, so that the batches already sent can be cancelled:
+    # their ranks would wait for the others at the rendezvous.
+    send["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.refused", "Next": "NotSent"}]
     comment = ("States.Format('gpucloud job {} attempt {}', $.job.jobId, $.attempt)" if action == "launch"
                else f"States.Format('gpucloud job {{}} {action} {{}}', $.job.jobId, $.attempt)")
     return {
@@ -184,13 +186,44 @@ def send_states(name: str, document_name: str, log_group_name: str, action: str,
             "ItemsPath": "$.batches.value",
             "ItemSelector": {"instanceIds.$": "$$.Map.Item.Value", "parameters.$": "$.parameters",
                              "comment.$": "$.comment.value"},
-            "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "Send",
-                              "States": {"Send": send, "Sent": {"Type": "Pass", "End": True, "Parameters": {
-                                  "commandId.$": "$.command.commandId", "instanceIds.$": "$.instanceIds"}}}},
-            "ResultPath": "$.sent",
-            "Next": next_state,
+            "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "Send", "States": {
+                "Send": send,
+                "Sent": {"Type": "Pass", "End": True, "Parameters": {
+                    "commandId.$": "$.command.commandId", "instanceIds.$": "$.instanceIds", "sent": "sent"}},
+                "NotSent": {"Type": "Pass", "End": True, "Parameters": {
+                    "instanceIds.$": "$.instanceIds", "sent": "refused", "cause.$": "$.refused.Cause"}}}},
+            "ResultSelector": {"items.$": "$", "tags.$": "$[*].sent", "causes.$": "$[*].cause"},
+            "ResultPath": "$.sending",
+            "Next": f"{name}Refused",
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "SupervisorError"}],
         },
+        f"{name}Refused": {"Type": "Pass", "ResultPath": "$.refusal", "Next": f"{name}AllSent", "Parameters": {
+            "value.$": "States.ArrayContains($.sending.tags, 'refused')"}},
+        f"{name}AllSent": {"Type": "Choice", "Default": f"{name}Kept", "Choices": [
+            {"Variable": "$.refusal.value", "BooleanEquals": True, "Next": "CancelSent"}]},
+        f"{name}Kept": {"Type": "Pass", "InputPath": "$.sending.items", "ResultPath": "$.sent", "Next": next_state},
+    }
+
+
+def refused_states() -> dict[str, Document]:
+    """A batch was refused: cancel the batches sent (a cancel that fails leaves that batch to the
+    command's own limits) and end the job with Run Command's reason."""
+    cancel = {"Type": "Task", "Resource": f"{SDK}ssm:cancelCommand", "Parameters": {"CommandId.$": "$.commandId"},
+              "ResultPath": None, "End": True,
+              "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.notCancelled", "Next": "Left"}]}
+    return {
+        "CancelSent": {
+            "Type": "Map", "ItemsPath": "$.sending.items", "ResultPath": None, "Next": "SendRefused",
+            "ItemSelector": {"item.$": "$$.Map.Item.Value"},
+            "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "WasSent", "States": {
+                "WasSent": {"Type": "Choice", "Default": "Left", "Choices": [
+                    {"Variable": "$.item.sent", "StringEquals": "sent", "Next": "Id"}]},
+                "Id": {"Type": "Pass", "Parameters": {"commandId.$": "$.item.commandId"}, "Next": "Cancel"},
+                "Cancel": cancel, "Left": {"Type": "Pass", "End": True}}},
+            "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "SupervisorError"}]},
+        "SendRefused": end_state("error", "job {}: Run Command refused a batch of attempt {} and the batches already "
+                                 "sent were cancelled: {}", "$.job.jobId", "$.attempt",
+                                 "States.JsonToString($.sending.causes)"),
     }
 
 
