@@ -62,10 +62,12 @@ def _money(value: float | None) -> str:
     return "unpriced" if value is None else f"${value:,.3f}/h"
 
 
-def same_gpu_types(group: ResolvedGroup, prices: Prices) -> list[tuple[str, str, float | None]]:
+def same_gpu_types(group: ResolvedGroup, prices: Prices,
+                   offered: frozenset[str] | None = None) -> list[tuple[str, str, float | None]]:
     """Catalog types with a GPU model and count of one of the group's types that it does not list,
-    cheapest first: (type, GPU, on-demand USD/h). The GPUs come from EC2's DescribeInstanceTypes
-    data as the offline engine holds it."""
+    cheapest first: (type, GPU, on-demand USD/h); only types some zone of the region offers, where
+    `offered` says which (the offerings the plan refuses an unoffered type by). The GPUs come from
+    EC2's DescribeInstanceTypes data as the offline engine holds it."""
     shapes = {(kind.gpu_model, kind.node_gpu_count) for kind in group.instance_types}
     listed = {kind.name for kind in group.instance_types}
     found = []
@@ -73,15 +75,19 @@ def same_gpu_types(group: ResolvedGroup, prices: Prices) -> list[tuple[str, str,
         gpus = (INSTANCE_TYPES.get(name) or {}).get("GpuInfo", {}).get("Gpus") or []
         if name in listed or not gpus or (gpus[0].get("Name"), gpus[0].get("Count")) not in shapes:
             continue
+        if offered is not None and name not in offered:
+            continue
         found.append((name, f"{gpus[0]['Count']} x {gpus[0]['Name']}", prices.on_demand(name)))
     return sorted(found, key=lambda item: (item[2] is None, item[2] or 0.0))[:MAX_ALTERNATIVES]
 
 
 def capacity_fixes(group: ResolvedGroup, scores: SpotScoreFacts, facts: CapacityFacts, prices: Prices,
-                   candidates: list[dict[str, Any]], allocation: dict[str, Any], now: datetime.datetime) -> list[dict[str, str]]:
-    """Each fix as {fix, cost}; the costs per instance-hour unless said."""
+                   candidates: list[dict[str, Any]], allocation: dict[str, Any], now: datetime.datetime,
+                   offered: frozenset[str] | None = None) -> list[dict[str, str]]:
+    """Each fix as {fix, cost}; the costs per instance-hour unless said. `offered`: the GPU types
+    the region offers (None: not known, no type is left out)."""
     fixes = [fix for fix in (
-        _more_types(group, prices),
+        _more_types(group, prices, offered),
         _more_zones(group, scores, candidates, prices),
         _prioritized(group, allocation, prices),
         _on_demand_base(group, prices),
@@ -91,8 +97,8 @@ def capacity_fixes(group: ResolvedGroup, scores: SpotScoreFacts, facts: Capacity
     return fixes
 
 
-def _more_types(group: ResolvedGroup, prices: Prices) -> dict[str, str] | None:
-    alternatives = same_gpu_types(group, prices)
+def _more_types(group: ResolvedGroup, prices: Prices, offered: frozenset[str] | None) -> dict[str, str] | None:
+    alternatives = same_gpu_types(group, prices, offered)
     if not alternatives:
         return None
     named = ", ".join(f"{name} ({gpus})" for name, gpus, _price in alternatives)

@@ -18,7 +18,7 @@ from gpucloud.config.groups import GroupConfig
 from gpucloud.config.rules.allocation import on_demand_strategy, rebalances, spot_strategy
 from gpucloud.lookups import ResolvedGroup
 from gpucloud.plan.capacity_fixes import Prices, capacity_fixes
-from gpucloud.plan.capacity_snapshot import score_selection
+from gpucloud.plan.capacity_snapshot import score_selection, spot_capacity
 from gpucloud.policy import PackConfig, PlannedResource, PolicyConfig, Violation, evaluate
 from gpucloud.policy.resource_types import SPOT_CAPACITY
 from gpucloud.testing.capacity_facts import (
@@ -44,12 +44,14 @@ def verdict_of(score: int) -> str:
 
 
 def capacity_entries(groups: Sequence[ResolvedGroup], facts: CapacityFacts | None, region: str,
-                     now: datetime.datetime) -> list[dict[str, Any]]:
-    """One entry per group. Without capacity facts, or with facts too old, each group is not checked."""
-    return [_entry(group, facts, region, now) for group in groups]
+                     now: datetime.datetime, offered: frozenset[str] | None = None) -> list[dict[str, Any]]:
+    """One entry per group. Without capacity facts, or with facts too old, each group is not checked.
+    `offered`: the GPU types some zone of the region offers, which the fixes suggest from."""
+    return [_entry(group, facts, region, now, offered) for group in groups]
 
 
-def _entry(group: ResolvedGroup, facts: CapacityFacts | None, region: str, now: datetime.datetime) -> dict[str, Any]:
+def _entry(group: ResolvedGroup, facts: CapacityFacts | None, region: str, now: datetime.datetime,
+           offered: frozenset[str] | None = None) -> dict[str, Any]:
     config = group.config
     types = [kind.name for kind in group.instance_types]
     entry: dict[str, Any] = {"group": config.name, "instanceTypes": types, "zones": list(group.zones),
@@ -82,7 +84,7 @@ def _entry(group: ResolvedGroup, facts: CapacityFacts | None, region: str, now: 
         return {**entry, "verdict": NOT_CHECKED, "reason": "EC2 scored none of the group's zones", "fixes": []}
     entry["verdict"] = verdict_of(max(scored))
     entry["fixes"] = [] if entry["verdict"] == "good" else capacity_fixes(
-        group, scores, facts, Prices(region, facts, now), candidates, entry["allocation"], now)
+        group, scores, facts, Prices(region, facts, now), candidates, entry["allocation"], now, offered)
     return entry
 
 
@@ -93,7 +95,25 @@ def _scored_otherwise(config: GroupConfig, scores: SpotScoreFacts, types: list[s
         return None if scores.instance_requirements == asked else "the facts scored other instanceRequirements"
     if scores.instance_requirements is not None or sorted(scores.instance_types) != sorted(types):
         return f"the facts scored {', '.join(scores.instance_types) or 'instanceRequirements'}"
-    return None
+    return _scored_for_another_size(config, scores)
+
+
+def _scored_for_another_size(config: GroupConfig, scores: SpotScoreFacts) -> str | None:
+    """A score answers a request for its target capacity only (API reference, GetSpotPlacementScores
+    `TargetCapacity`, read 2026-11-28): scores taken for fewer or more spot instances than the group
+    runs at maxSize say nothing of the group as it is now."""
+    wanted = spot_capacity(config)
+    if scores.target_capacity == wanted:
+        return None
+    return (f"the facts scored {scores.target_capacity} spot instance(s), and the group runs {wanted} at maxSize "
+            f"{config.max_size}")
+
+
+def scored_groups_not_in_stack(groups: Sequence[ResolvedGroup], facts: CapacityFacts | None) -> list[str]:
+    """The groups the facts' spot scores name that the stack does not have (a renamed group, a typo),
+    whose scores the capacity line never reads."""
+    names = {group.config.name for group in groups}
+    return sorted({scores.group for scores in (facts.spot_scores if facts else ()) if scores.group not in names})
 
 
 def _held_capacity(group: ResolvedGroup) -> str | None:
@@ -218,9 +238,9 @@ def spot_capacity_entries(entries: Sequence[dict[str, Any]]) -> list[dict[str, A
 
 def check_capacity(groups: Sequence[ResolvedGroup], facts: CapacityFacts | None, region: str,
                    policy_config: PolicyConfig | PackConfig | None, now: datetime.datetime,
-                   ) -> tuple[list[dict[str, Any]], list[Violation]]:
+                   offered: frozenset[str] | None = None) -> tuple[list[dict[str, Any]], list[Violation]]:
     """Each group's capacity entry, and what capacity-feasible says of the scored ones."""
-    entries = capacity_entries(groups, facts, region, now)
+    entries = capacity_entries(groups, facts, region, now, offered)
     scored = [PlannedResource(urn="", type=SPOT_CAPACITY, name=entry["group"], props=entry)
               for entry in spot_capacity_entries(entries)]
     violations = [violation for violation in evaluate(scored, policy_config) if violation.policy_name == POLICY]

@@ -12,7 +12,7 @@ from typing import Any
 from gpucloud.config import ConfigError, StackSettings
 from gpucloud.config.regions import region_problem
 from gpucloud.plan.access import check_access, load_calls
-from gpucloud.plan.capacity_line import check_capacity, recorded_spot_prices
+from gpucloud.plan.capacity_line import check_capacity, recorded_spot_prices, scored_groups_not_in_stack
 from gpucloud.plan.findings import (
     accepted_lint_findings,
     check_policies,
@@ -80,9 +80,12 @@ def plan_stack(
     from gpucloud.program import build
 
     resolved: list[ResolvedStack] = []
+    offered: list[frozenset[str]] = []
 
     def program() -> None:
-        resolved.append(resolve_stack(settings, FactsLookups(facts)))
+        lookups = FactsLookups(facts)
+        resolved.append(resolve_stack(settings, lookups))
+        offered.append(frozenset(lookups.offered_gpu_types()))  # what the capacity fixes may suggest
         build(settings, resolved[0])
 
     with moto_account(settings.region) as account:
@@ -104,8 +107,10 @@ def plan_stack(
     gpus = {kind.name: kind.node_gpu_count for group in resolved[0].groups for kind in group.instance_types}
     now = now or datetime.datetime.now(datetime.timezone.utc)
     capacity = facts.capacity if facts else None
-    plan.capacity, capacity_violations = check_capacity(resolved[0].groups, capacity, settings.region, policy_config, now)
+    plan.capacity, capacity_violations = check_capacity(resolved[0].groups, capacity, settings.region, policy_config, now,
+                                                        offered[0])
     plan.policy_violations.extend(capacity_violations)
+    plan.findings.extend(_unknown_scored_groups(resolved[0].groups, capacity))
     recorded = recorded_spot_prices(resolved[0].groups, capacity, settings.region, now)
     plan.cost_estimate, budget = cost_findings(with_matched_types(settings, plan.outputs), reserved, gpus, recorded)
     plan.findings.extend(budget)
@@ -118,6 +123,19 @@ def plan_stack(
                                  facts.ecr_image_sizes if facts else None)
     plan.findings.extend(cold_start_findings(plan.cold_start))
     return plan
+
+
+def _unknown_scored_groups(groups, capacity) -> list[PlanFinding]:
+    """One line for spot scores the facts hold for groups the stack does not have: the capacity
+    line reads none of them, which would else pass unsaid."""
+    unknown = scored_groups_not_in_stack(groups, capacity)
+    if not unknown:
+        return []
+    return [PlanFinding(
+        source="capacity", severity="warning", rule="capacity-scores-unknown-group",
+        message=f"the account facts' capacity.spotScores score group(s) {', '.join(unknown)}, which the stack does not "
+                f"have (its groups: {', '.join(group.config.name for group in groups)}): their scores are not read; "
+                "take `gpucloud account snapshot` again, or correct the group name there")]
 
 
 def _facts_finding(facts: AccountFacts) -> PlanFinding:
