@@ -130,6 +130,19 @@ def test_a_node_whose_command_ended_without_an_exit_status_has_none_and_the_job_
     assert result.exit_code == 1
 
 
+def test_an_invocation_ssm_has_not_made_yet_is_read_again_as_pending(aws, agents):
+    from gpucloud.testing.run_command import NOT_YET
+
+    agents.status = lambda command, instance, calls: (NOT_YET, -1) if calls <= 2 else ("Success", 0)
+    job = new_job(SETTINGS, "trainers", COMMAND, nodes=2)
+
+    execution = finished(aws, job)
+
+    assert execution.status == "SUCCEEDED", execution.cause
+    assert len(launches(aws)) == 1 and outcome(job, execution).exit_code == 0
+    assert all(calls == 3 for calls in agents.calls.values()), "read until the agent had it"
+
+
 def test_a_job_that_succeeded_everywhere_ends_though_a_node_left_service_since(aws, agents):
     """A node whose command succeeded and that the group let go before the next poll (a scale-in
     once the job was done) is no lost node: the job is not sent again."""

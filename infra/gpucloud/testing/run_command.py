@@ -30,6 +30,11 @@ from moto.core.config import default_user_config
 
 Status = Callable[[str, str, int], tuple[str, int]]
 Output = Callable[[str, str, dict], "str | None"]
+NOT_YET = "InvocationDoesNotExist"
+"""A status the script may answer: the node's agent has not got the command yet, so SSM answers
+GetCommandInvocation with that error (SSM API reference, GetCommandInvocation, Errors), as JSON:
+moto's own is an XML RESTError (moto 5.2.5 `Command.get_invocation`), which its Step Functions
+interpreter reads as no error name at all and fails the execution with."""
 STDOUT_LIMIT = 24000
 """GetCommandInvocation's `StandardOutputContent`: the first 24,000 characters of stdout (SSM API
 reference, GetCommandInvocation; read 2026-11-28)."""
@@ -57,6 +62,10 @@ class Agents:
             self.calls[key] = self.calls.get(key, 0) + 1
             calls = self.calls[key]
         status, code = self.status(command_id, instance_id, calls)
+        if status == NOT_YET:
+            from moto.core.exceptions import JsonRESTError
+
+            raise JsonRESTError("InvocationDoesNotExist", "the command has not reached the node's agent yet")
         answer |= {"Status": status, "StatusDetails": status, "ResponseCode": code}
         stdout = self.output(command_id, instance_id, dict(command.parameters)) if status in (
             "Success", "Failed", "Cancelled", "TimedOut") else None
