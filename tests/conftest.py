@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
+import tempfile
 
 import pytest
 
@@ -87,6 +89,9 @@ def pytest_configure(config):
         return
     from gpucloud.testing.moto_setup import models_parsed_once
 
+    # The node's boot-phase record, readings and log lines go under the session's temporary
+    # directory, never the machine's /var/lib/gpucloud and /var/log/gpucloud (a test sets its own).
+    os.environ.setdefault("GPUCLOUD_BOOT_PHASES_DIR", tempfile.mkdtemp(prefix="gpucloud-boot-phases-"))
     gc.set_threshold(*SESSION_GC_THRESHOLDS)
     _SESSION.enter_context(models_parsed_once())
 
