@@ -110,7 +110,7 @@ def stack_values(groups: list[dict[str, Any]]) -> dict[str, Any]:
         "budget": {"monthlyUsd": 5_000_000},
         "account": {"createServiceLinkedRole": True},
         "data": {"bucket": "bench-data", "readPrefixes": ["datasets/"], "writePrefixes": ["runs/bench/"]},
-        "access": {"jupyterCidrs": ["203.0.113.0/24"]},
+        "access": {"jupyterCidrs": ["10.20.0.0/16"]},
         "groups": groups,
     }
 
