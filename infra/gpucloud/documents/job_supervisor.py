@@ -22,7 +22,8 @@ attempt beside the checkpoints, and poll every node's invocation. A node that le
 whose launcher exits EXIT_DRAINED, ends the attempt: the others are cancelled and stopped, and the
 job is sent again with the next attempt number, up to `maxRestarts` resumes. Every end (succeeded,
 failed with the reason, out of retries, no checkpoint, no nodes in time, the supervisor's own
-error) is published to the stack's topic before the execution ends.
+error) is published to the stack's topic before the execution ends; an end before the job started
+first lowers the group back to what it was (documents/job_supervisor_capacity.py).
 
 Only JSONPath's own features are used: ASL has no sort, join or filter that answers an empty list,
 so in-service ids come from a Map that returns `{}` for others (read with `$[*].id`), addresses are
@@ -34,6 +35,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gpucloud.documents.job_supervisor_capacity import give_back_states, started_state
 from gpucloud.documents.job_supervisor_continuation import (
     continue_states,
     entry_states,
@@ -68,12 +70,14 @@ def supervisor_definition(*, document_name: str, log_group_name: str, topic_arn:
         **start_states(),
         **wait_states(),
         "Batches": batches("PreflightWanted" if preflight else "LaunchParameters"),
-        **send_states("Launch", document_name, log_group_name, "launch", after_launch),
+        **send_states("Launch", document_name, log_group_name, "launch", "LaunchSent"),
+        **started_state(after_launch),
         **watch_states("Watch", on_ok="JobSucceeded", on_failed="JobFailed", after_wait="CountPoll"),
         **continue_states(),
         **resume_states(),
         **refused_states(),
-        **end_states(topic_arn, forgets=marks),
+        **end_states(topic_arn),
+        **give_back_states("Forget" if marks else "Publish"),
     }
     if marks:
         states |= {**record_states(bucket, jobs_prefix, "MarkBody"), **marker_states(bucket, jobs_prefix),

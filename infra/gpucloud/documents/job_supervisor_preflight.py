@@ -13,8 +13,10 @@ parsed with `States.StringToJson`:
 - `pass`: the job starts; `test`: a Map state sends `preflight-fabric` to each set of the next
   round at once (each set its own command; Step Functions developer guide, "Map state": one
   iteration per item of `ItemsPath`, the results an array in the items' order, and an iteration
-  that fails fails the Map state, whose Catch then ends the job; read 2026-11-28), and the round's
-  statuses go to `preflight-decide` again;
+  that fails fails the Map state; read 2026-11-28), and the round's statuses go to
+  `preflight-decide` again. A set whose send Run Command refuses ends its own iteration instead
+  (documents/job_supervisor_states.py REFUSED), so that the sets already sent are cancelled
+  before the job ends `error` with Run Command's reason;
 - `replace`: each named node gets `preflight-replace` (it marks itself Unhealthy through Auto
   Scaling's SetInstanceHealth, within its group's `maxReplacementsPerHour` breaker: node/replace.py);
   once every one has left service the job waits for N nodes again and tests the new set, at most
@@ -34,13 +36,17 @@ from __future__ import annotations
 
 from gpucloud.documents.job_supervisor_states import (
     DELIVERY_TIMEOUT_SECONDS,
+    REFUSED,
     SDK,
+    SENDING,
     TERMINAL,
     Document,
     describe_group,
     end_state,
     in_service_ids,
+    refusal_states,
     send_states,
+    sent_or_not,
     task,
     watch_states,
 )
@@ -191,15 +197,16 @@ def _round_states(document_name: str, log_group_name: str) -> dict[str, Document
         "Parameters": {"Type": "Pass", "Parameters": parameters, "ResultPath": "$.parameters", "Next": "Send"},
         "Send": _send("$.parameters", "$.set.instanceIds",
                       f"States.Format('gpucloud job {{}} {ROUND_ACTION} {{}}', $.job.jobId, $.attempt)",
-                      "$.command", "Sent", document_name, log_group_name, catch=False),
-        "Sent": {"Type": "Pass", "End": True, "Parameters": {"commandId.$": "$.command.commandId",
-                                                             "instanceIds.$": "$.set.instanceIds"}}}}
+                      "$.command", "Sent", document_name, log_group_name, catch=False) | {"Catch": REFUSED},
+        **sent_or_not("$.set.instanceIds")}}
     return {
         "PreflightRound": {
-            "Type": "Map", "ItemsPath": "$.verdict.value.sets", "ResultPath": "$.sent", "Next": "PreflightRoundReadGroup",
+            "Type": "Map", "ItemsPath": "$.verdict.value.sets", "ResultSelector": SENDING, "ResultPath": "$.sending",
+            "Next": "PreflightRoundRefused",
             "ItemSelector": {"set.$": "$$.Map.Item.Value", "job.$": "$.job", "attempt.$": "$.attempt"},
             "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, **each},
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "SupervisorError"}]},
+        **refusal_states("PreflightRound", "PreflightRoundReadGroup"),
         **watch_states("PreflightRound", on_ok="PreflightFigures", on_failed="PreflightFigures"),
     }
 

@@ -111,19 +111,9 @@ def wait_states() -> dict[str, Document]:
         },
         "NodesTimedOut": {
             "Type": "Choice",
-            "Choices": [{"Variable": "$.waited", "NumericGreaterThanEqualsPath": "$.nodeTimeout", "Next": "NeverStarted"}],
+            "Choices": [{"Variable": "$.waited", "NumericGreaterThanEqualsPath": "$.nodeTimeout", "Next": "NoNodes"}],
             "Default": "WaitForNodes",
         },
-        # A job that never started gives the group back the capacity it found, unless it changed since.
-        "NeverStarted": {"Type": "Choice", "Default": "NoNodes", "Choices": [
-            {"And": [{"Variable": "$.attempt", "NumericEquals": 0}, {"Variable": "$.raisedFrom", "IsPresent": True}],
-             "Next": "ReadCapacity"}]},
-        **describe_group("ReadCapacity", "StillRaised"),
-        "StillRaised": {"Type": "Choice", "Default": "NoNodes", "Choices": [
-            {"Variable": "$.group.desired", "NumericEqualsPath": "$.job.nodes", "Next": "LowerCapacity"}]},
-        "LowerCapacity": task("autoscaling:setDesiredCapacity",
-                              {"AutoScalingGroupName.$": "$.job.groupName", "DesiredCapacity.$": "$.raisedFrom.value",
-                               "HonorCooldown": False}, "NoNodes", ResultPath=None),
         "WaitForNodes": {"Type": "Wait", "SecondsPath": "$.pollSeconds", "Next": "CountWait"},
         "CountWait": {"Type": "Pass", "Parameters": {"value.$": "States.MathAdd($.waited, $.pollSeconds)"},
                       "ResultPath": "$.tick", "Next": "AddWait"},
@@ -171,9 +161,7 @@ def send_states(name: str, document_name: str, log_group_name: str, action: str,
          "Comment.$": "$.comment", "TimeoutSeconds": DELIVERY_TIMEOUT_SECONDS,
          "CloudWatchOutputConfig": {"CloudWatchLogGroupName": log_group_name, "CloudWatchOutputEnabled": True}},
         "Sent", ResultSelector={"commandId.$": "$.Command.CommandId"}, ResultPath="$.command")
-    # A batch Run Command refuses is told apart, so that the batches already sent can be cancelled:
-    # their ranks would wait for the others at the rendezvous.
-    send["Catch"] = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.refused", "Next": "NotSent"}]
+    send["Catch"] = REFUSED
     comment = ("States.Format('gpucloud job {} attempt {}', $.job.jobId, $.attempt)" if action == "launch"
                else f"States.Format('gpucloud job {{}} {action} {{}}', $.job.jobId, $.attempt)")
     return {
@@ -188,15 +176,39 @@ def send_states(name: str, document_name: str, log_group_name: str, action: str,
                              "comment.$": "$.comment.value"},
             "ItemProcessor": {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "Send", "States": {
                 "Send": send,
-                "Sent": {"Type": "Pass", "End": True, "Parameters": {
-                    "commandId.$": "$.command.commandId", "instanceIds.$": "$.instanceIds", "sent": "sent"}},
-                "NotSent": {"Type": "Pass", "End": True, "Parameters": {
-                    "instanceIds.$": "$.instanceIds", "sent": "refused", "cause.$": "$.refused.Cause"}}}},
-            "ResultSelector": {"items.$": "$", "tags.$": "$[*].sent", "causes.$": "$[*].cause"},
+                **sent_or_not("$.instanceIds")}},
+            "ResultSelector": SENDING,
             "ResultPath": "$.sending",
             "Next": f"{name}Refused",
             "Catch": [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": "SupervisorError"}],
         },
+        **refusal_states(name, next_state),
+    }
+
+
+REFUSED = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.refused", "Next": "NotSent"}]
+"""The Catch of a send inside a Map iteration: a command Run Command refuses is told apart (the
+iteration ends `NotSent`) instead of failing the Map state, which would lose the commands its
+other iterations sent (Step Functions developer guide, "Map state": an iteration's failure fails
+the Map state; read 2026-11-28); those are cancelled (`CancelSent`): their ranks would wait for
+the others at the rendezvous."""
+SENDING = {"items.$": "$", "tags.$": "$[*].sent", "causes.$": "$[*].cause"}
+"""A sending Map's `ResultSelector`, at `$.sending`: each iteration's command, its tag, the refusals' reasons."""
+
+
+def sent_or_not(instance_ids: str) -> dict[str, Document]:
+    """An iteration's end after its send: `Sent` (its command at `$.command`) or `NotSent` (REFUSED)."""
+    return {
+        "Sent": {"Type": "Pass", "End": True, "Parameters": {
+            "commandId.$": "$.command.commandId", "instanceIds.$": instance_ids, "sent": "sent"}},
+        "NotSent": {"Type": "Pass", "End": True, "Parameters": {
+            "instanceIds.$": instance_ids, "sent": "refused", "cause.$": "$.refused.Cause"}},
+    }
+
+
+def refusal_states(name: str, next_state: str) -> dict[str, Document]:
+    """After a sending Map: a refused command cancels the others (`CancelSent`); else the commands at `$.sent`."""
+    return {
         f"{name}Refused": {"Type": "Pass", "ResultPath": "$.refusal", "Next": f"{name}AllSent", "Parameters": {
             "value.$": "States.ArrayContains($.sending.tags, 'refused')"}},
         f"{name}AllSent": {"Type": "Choice", "Default": f"{name}Kept", "Choices": [
@@ -376,9 +388,10 @@ def record_states(bucket: str, jobs_prefix: str, next_state: str) -> dict[str, D
     }
 
 
-def end_states(topic_arn: str, forgets: bool) -> dict[str, Document]:
-    """Every end goes to the topic (after `Forget` drops the job's marker, when `forgets`), then
-    the execution succeeds or fails with the end as its error."""
+def end_states(topic_arn: str) -> dict[str, Document]:
+    """Every end goes through `Notify` (documents/job_supervisor_capacity.py; then `Forget`, which
+    drops the job's marker, on a stack with a write prefix) to the topic, then the execution
+    succeeds or fails with the end as its error."""
     return {
         "JobSucceeded": end_state("succeeded", "job {} succeeded on attempt {}: {}", "$.job.jobId", "$.attempt",
                              "States.JsonToString($.watch.nodes)"),
@@ -386,7 +399,6 @@ def end_states(topic_arn: str, forgets: bool) -> dict[str, Document]:
                           "$.attempt", "States.JsonToString($.watch.nodes)"),
         "SupervisorError": end_state("error", "job {}: the supervisor stopped on an AWS error: {}", "$.job.jobId",
                                 "$.error.Cause"),
-        "Notify": {"Type": "Pass", "Next": "Forget" if forgets else "Publish"},
         "Publish": {
             "Type": "Task", "Resource": "arn:aws:states:::sns:publish", "ResultPath": None, "Next": "Outcome",
             "Parameters": {"TopicArn": topic_arn, "Message.$": "$.end.message",

@@ -1,0 +1,165 @@
+"""A job that never starts gives its group back the desired capacity it found, whatever ended it
+(Run Command refusing a batch, a failed preflight, an AWS error of the supervisor's), unless
+someone changed the capacity meanwhile; and a fabric round's set that Run Command refuses has the
+round's other sets cancelled (issue 36, defect 14; issue 37). Executed by moto's Step Functions
+with test_job_supervisor.py's fixtures; Run Command's refusal is moto's SendCommand raising."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from gpucloud.ops.jobs import Clients, new_job
+from gpucloud.ops.supervised_jobs import start
+from test_job_supervisor import (  # noqa: F401 (aws and agents are fixtures)
+    COMMAND,
+    GROUP,
+    SETTINGS,
+    agents,
+    aws,
+    denied_to_the_supervisor_role,
+    detached,
+    ended,
+    launches,
+    notifications,
+)
+from test_job_supervisor_preflight import commands, fabric
+
+NODES = 60
+
+
+def desired(session) -> int:
+    group = session.client("autoscaling").describe_auto_scaling_groups(AutoScalingGroupNames=[GROUP])["AutoScalingGroups"]
+    return group[0]["DesiredCapacity"]
+
+
+def refusing(monkeypatch, refused: Callable[[dict, list[str]], bool],
+             before: Callable[[], None] = lambda: None) -> list[str]:
+    """Run Command refuses each SendCommand that `refused(parameters, accepted so far)` names (after
+    `before` ran); returns the ids of the commands it accepted, in the order sent."""
+    from moto.core.exceptions import JsonRESTError
+    from moto.ssm.models import SimpleSystemManagerBackend
+
+    sending = SimpleSystemManagerBackend.send_command  # the agents' own, inside the fixture's block
+    sent: list[str] = []
+
+    def send_command(backend, *arguments, **request):
+        if refused(request["parameters"], sent):
+            before()
+            raise JsonRESTError("ThrottlingException", "Rate exceeded")
+        command = sending(backend, *arguments, **request)
+        sent.append(command.command_id)
+        return command
+
+    monkeypatch.setattr(SimpleSystemManagerBackend, "send_command", send_command)
+    return sent
+
+
+def second_launch_batch(parameters: dict, sent: list[str]) -> bool:
+    return parameters.get("action") == ["launch"] and len(sent) == 1
+
+
+def large_job(session):
+    """A job of NODES nodes (two batches) on the trainers group, raised from its one node."""
+    session.client("autoscaling").update_auto_scaling_group(AutoScalingGroupName=GROUP, MaxSize=NODES + 10)
+    groups = [group.model_copy(update={"max_size": NODES + 10}) if group.name == "trainers" else group
+              for group in SETTINGS.config.groups]
+    settings = SETTINGS.model_copy(update={"config": SETTINGS.config.model_copy(update={"groups": groups})})
+    clients = Clients.of(session)
+    return clients, start(clients, settings, new_job(settings, "trainers", COMMAND, nodes=NODES), poll=0,
+                          preflight="off")
+
+
+def test_a_refused_batch_gives_the_group_back_the_capacity_it_found(aws, agents, monkeypatch):
+    sent = refusing(monkeypatch, second_launch_batch)
+    agents.status = lambda command, instance, calls: ("InProgress", -1)
+    assert desired(aws) == 1
+
+    clients, arn = large_job(aws)
+    execution = ended(clients, arn)
+
+    assert execution.status == "FAILED" and execution.error == "error"
+    assert "Run Command refused a batch of attempt 0" in execution.cause and "Rate exceeded" in execution.cause
+    assert agents.cancelled == sent and len(sent) == 1
+    assert desired(aws) == 1, "the supervisor raised it to 60 for a job that never started"
+    [(subject, _)] = notifications(aws)
+    assert subject.endswith(": error")
+    assert denied_to_the_supervisor_role(aws, agents.made) == []
+
+
+def test_a_job_that_never_started_leaves_a_capacity_someone_else_set_meanwhile(aws, agents, monkeypatch):
+    autoscaling = aws.client("autoscaling")
+    refusing(monkeypatch, second_launch_batch, before=lambda: autoscaling.set_desired_capacity(AutoScalingGroupName=GROUP, DesiredCapacity=65))
+
+    clients, arn = large_job(aws)
+
+    assert ended(clients, arn).error == "error"
+    assert desired(aws) == 65
+
+
+def test_a_failed_preflight_gives_the_group_back_the_capacity_it_found(aws, agents):
+    agents.status, agents.output = fabric(aws, slow=lambda instance: True)
+    clients, arn, job = detached(aws, nodes=2, preflight="quick")
+
+    execution = ended(clients, arn)
+
+    assert execution.error == "preflight-failed" and launches(aws) == []
+    assert desired(aws) == 1
+
+
+def test_an_aws_error_before_the_job_started_gives_the_group_back_the_capacity_it_found(aws, agents, monkeypatch):
+    from moto.core.exceptions import JsonRESTError
+    from moto.ec2.models import EC2Backend
+
+    def get_reservations_by_instance_ids(backend, *arguments, **options):
+        raise JsonRESTError("RequestLimitExceeded", "Request limit exceeded.")
+
+    # DescribeInstances of the nodes picked
+    monkeypatch.setattr(EC2Backend, "get_reservations_by_instance_ids", get_reservations_by_instance_ids)
+    clients, arn, job = detached(aws, nodes=3)
+
+    execution = ended(clients, arn)
+
+    assert execution.error == "error" and "Request limit exceeded" in execution.cause
+    assert desired(aws) == 1 and launches(aws) == []
+
+
+def test_a_job_that_started_keeps_its_nodes_after_its_end(aws, agents):
+    agents.status = lambda command, instance, calls: ("Failed", 1)
+    clients, arn, job = detached(aws, nodes=3)
+
+    assert ended(clients, arn).error == "failed"
+    assert desired(aws) == 3
+
+
+@pytest.mark.parametrize("refused_set", [0, 1])
+def test_a_refused_set_of_a_fabric_round_cancels_the_round_s_other_sets(aws, agents, monkeypatch, refused_set):
+    chosen: dict[str, str] = {}
+    agents.status, agents.output = fabric(aws, slow=lambda instance: instance == chosen.get("slow"))
+    original_status = agents.status
+
+    def status(command, instance, calls):
+        chosen.setdefault("slow", commands(aws, "preflight")[0]["InstanceIds"][-1])
+        return original_status(command, instance, calls)
+
+    agents.status = status
+    sets: list[dict] = []
+
+    def refused(parameters: dict, accepted: list[str]) -> bool:
+        if parameters.get("action") != ["preflight-fabric"]:
+            return False
+        sets.append(parameters)
+        return len(sets) == refused_set + 1
+
+    sent = refusing(monkeypatch, refused)
+    clients, arn, job = detached(aws, nodes=4, preflight="quick")
+
+    execution = ended(clients, arn)
+
+    assert execution.error == "error" and "Rate exceeded" in execution.cause
+    assert len(sets) == 2, "the first round tests the two halves, each its own command"
+    fabric_sent = [command["CommandId"] for command in commands(aws, "preflight-fabric")]
+    assert len(fabric_sent) == 1 and agents.cancelled == fabric_sent, "the other half's command was cancelled"
+    assert set(fabric_sent) <= set(sent) and launches(aws) == []
+    assert desired(aws) == 1 and denied_to_the_supervisor_role(aws, agents.made) == []
