@@ -6,11 +6,14 @@ with test_job_supervisor.py's fixtures; Run Command's refusal is moto's SendComm
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 
-from gpucloud.ops.jobs import Clients, new_job
+from gpucloud.ops.job_control import stop
+from gpucloud.ops.jobs import Clients, JobError, new_job
 from gpucloud.ops.supervised_jobs import start
 from test_job_supervisor import (  # noqa: F401 (aws and agents are fixtures)
     COMMAND,
@@ -163,3 +166,53 @@ def test_a_refused_set_of_a_fabric_round_cancels_the_round_s_other_sets(aws, age
     assert len(fabric_sent) == 1 and agents.cancelled == fabric_sent, "the other half's command was cancelled"
     assert set(fabric_sent) <= set(sent) and launches(aws) == []
     assert desired(aws) == 1 and denied_to_the_supervisor_role(aws, agents.made) == []
+
+
+@contextmanager
+def nodes_stuck_at_the_health_gate() -> Iterator[None]:
+    """New instances stay Pending:Wait (the GPU health gate's hook), so a job waits for its nodes."""
+    from unittest import mock
+
+    from moto.autoscaling.models import InstanceState
+
+    made = InstanceState.__init__
+
+    def stuck(state, instance, lifecycle_state="InService", *arguments, **options):
+        made(state, instance, "Pending:Wait", *arguments, **options)
+
+    with mock.patch.object(InstanceState, "__init__", stuck):
+        yield
+
+
+@pytest.mark.access_calls("person:jobRunner", "stop")
+def test_stop_before_the_job_started_gives_the_group_back_the_capacity_run_found(aws, agents):
+    with nodes_stuck_at_the_health_gate():
+        clients, arn, job = detached(aws, nodes=3, node_timeout=600)
+        deadline = time.monotonic() + 30
+        while desired(aws) != 3:
+            assert time.monotonic() < deadline, "the supervisor raises the group first"
+            time.sleep(0.05)
+
+        with pytest.raises(JobError) as stopped:
+            stop(clients, SETTINGS, job.job_id, say=lambda line: None)
+
+    assert f"job {job.job_id!r} never started on a node; group {GROUP} is back at the desired capacity 1" in str(
+        stopped.value)
+    assert desired(aws) == 1
+    # AWS ends a stopped execution ABORTED; moto's interpreter, stopped mid-task, FAILED
+    assert ended(clients, arn).status in ("ABORTED", "FAILED")
+
+
+def test_stop_before_the_job_started_leaves_a_capacity_someone_else_set_meanwhile(aws, agents):
+    with nodes_stuck_at_the_health_gate():
+        clients, arn, job = detached(aws, nodes=3, node_timeout=600)
+        deadline = time.monotonic() + 30
+        while desired(aws) != 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        aws.client("autoscaling").set_desired_capacity(AutoScalingGroupName=GROUP, DesiredCapacity=2)
+
+        with pytest.raises(JobError):
+            stop(clients, SETTINGS, job.job_id, say=lambda line: None)
+
+    assert desired(aws) == 2

@@ -93,11 +93,15 @@ def supervisor_definition_content(**values: Any) -> str:
 
 
 def supervisor_input(*, job_id: str, group_name: str, nodes: int, launch: dict[str, str], max_restarts: int,
-                     node_timeout: int, poll_seconds: int, preflight: str = "off", polls: int | None = None) -> Document:
+                     node_timeout: int, poll_seconds: int, preflight: str = "off", polls: int | None = None,
+                     desired_found: int | None = None) -> Document:
     """An execution's input: the job, and `launch`, the job document's values that stay the same
     across attempts (port, gpusPerNode, image, checkpointUri, commandB64); `polls`, the polls
-    before the next generation (default: what the history quota allows for the job's nodes)."""
-    return {"job": {"jobId": job_id, "groupName": group_name, "nodes": nodes, "launch": launch},
+    before the next generation (default: what the history quota allows for the job's nodes);
+    `desired_found`, the group's desired capacity when `run` checked it, which `stop` of a job that
+    never started gives back (ops/supervised_jobs.py give_back; the supervisor reads its own)."""
+    found = {} if desired_found is None else {"desiredFound": desired_found}
+    return {"job": {"jobId": job_id, "groupName": group_name, "nodes": nodes, "launch": launch, **found},
             "attempt": 0, "maxRestarts": max_restarts, "nodeTimeout": node_timeout, "pollSeconds": poll_seconds,
             "preflight": preflight, "preflightTry": 0, "preflightRounds": search_rounds(nodes),
             "generation": 0, "polls": 0,

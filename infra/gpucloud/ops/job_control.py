@@ -18,7 +18,7 @@ from gpucloud.naming import autoscaling_group_name, job_log_group_name
 from gpucloud.ops.jobs import DEPLOY_FIRST, TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record_location, stop_attempt
 from gpucloud.ops.node_phases import phase_reader
 from gpucloud.ops.nodes import Node, ordered_nodes, where_nodes_are
-from gpucloud.ops.supervised_jobs import attempts, stop_supervision
+from gpucloud.ops.supervised_jobs import attempts, give_back, stop_supervision
 
 RUNNING_COMMAND = frozenset({"Pending", "InProgress", "Cancelling"})
 """Command statuses while some node may still write output (SSM API reference, Command `Status`)."""
@@ -148,11 +148,11 @@ def _events(clients: Clients, group: str, command_id: str) -> list[dict[str, Any
 
 def stop(clients: Clients, settings: StackSettings, job_id: str, say: Callable[[str], None] = print) -> Job:
     """Stop the job's supervision, then cancel its last attempt and stop its processes on the nodes
-    still in service."""
+    still in service; a job that never started gets its group lowered back instead (`give_back`)."""
     job = find_job(clients, settings, job_id)
     stop_supervision(clients, job, say)
     if not job.attempts:
-        raise JobError(f"job {job_id!r} never started on a node")
+        raise JobError(f"job {job_id!r} never started on a node{give_back(clients, job)}")
     last = job.attempts[-1]
     statuses = {node.instance_id: _status(clients, last.command_of(node.instance_id), node) for node in last.nodes}
     if all(status in TERMINAL for status in statuses.values()):

@@ -62,15 +62,15 @@ def execution_arn(machine_arn: str, job_id: str) -> str:
     return machine_arn.replace(":stateMachine:", ":execution:", 1) + f":{job_id}"
 
 
-def _check_group(clients: Clients, job: Job) -> str:
-    """The job's group's ARN, once it exists and takes the job's nodes."""
+def _check_group(clients: Clients, job: Job) -> tuple[str, int]:
+    """The job's group's ARN and desired capacity, once it exists and takes the job's nodes."""
     found = clients.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[job.group_name])["AutoScalingGroups"]
     if not found:
         raise JobError(f"Auto Scaling group {job.group_name} does not exist: deploy the stack first (pulumi up)")
     if job.nodes > found[0]["MaxSize"]:
         raise JobError(f"--nodes {job.nodes} is above {job.group_name}'s MaxSize {found[0]['MaxSize']} (a schedule may "
                        "have lowered it): ask for fewer nodes or raise it")
-    return found[0]["AutoScalingGroupARN"]
+    return found[0]["AutoScalingGroupARN"], found[0]["DesiredCapacity"]
 
 
 def start(clients: Clients, settings: StackSettings, job: Job, max_restarts: int = 3, node_timeout: float = 1800.0,
@@ -82,7 +82,7 @@ def start(clients: Clients, settings: StackSettings, job: Job, max_restarts: int
     if preflight not in PREFLIGHTS:
         raise JobError(f"--preflight {preflight!r}: one of {', '.join(PREFLIGHTS)}")
     assert all(action == "off" or action in PREFLIGHT_ACTIONS for action in PREFLIGHTS.values())
-    group_arn = _check_group(clients, job)
+    group_arn, desired = _check_group(clients, job)
     parameters = {name: value for name, [value] in job.parameters(0, []).items()}
     launch = {name: parameters[name] for name in ("port", "gpusPerNode", "image", "checkpointUri", "commandB64")}
     machine = state_machine_arn(settings, group_arn)
@@ -93,7 +93,7 @@ def start(clients: Clients, settings: StackSettings, job: Job, max_restarts: int
         input=json.dumps(supervisor_input(job_id=job.job_id, group_name=job.group_name, nodes=job.nodes, launch=launch,
                                           max_restarts=max_restarts, node_timeout=int(node_timeout),
                                           poll_seconds=poll, preflight=PREFLIGHTS[preflight],
-                                          polls=polls_per_execution)))
+                                          polls=polls_per_execution, desired_found=desired)))
     return started["executionArn"]
 
 
@@ -238,6 +238,24 @@ def jobs(clients: Clients, settings: StackSettings) -> list[dict[str, Any]]:
                      "supervisions": len(supervising),
                      "addresses": [node.private_ip for node in done[-1].nodes] if done else []})
     return sorted(rows, key=lambda row: row["started"], reverse=True)
+
+
+def give_back(clients: Clients, job: Job) -> str:
+    """After `stop` of a job that never started: its group back at the desired capacity `run` found,
+    as the supervisor's own ends before the start do (documents/job_supervisor_capacity.py), and
+    only while the group is still at the job's N, which the supervisor set: a capacity someone
+    changed meanwhile stays. Says what it did."""
+    if not job.execution:
+        return ""
+    found = json.loads(clients.states.describe_execution(executionArn=job.execution)["input"])["job"].get("desiredFound")
+    if found is None or found >= job.nodes:
+        return ""
+    groups = clients.autoscaling.describe_auto_scaling_groups(AutoScalingGroupNames=[job.group_name])["AutoScalingGroups"]
+    if not groups or groups[0]["DesiredCapacity"] != job.nodes:
+        return ""
+    clients.autoscaling.set_desired_capacity(AutoScalingGroupName=job.group_name, DesiredCapacity=found,
+                                             HonorCooldown=False)
+    return f"; group {job.group_name} is back at the desired capacity {found} it had before the job"
 
 
 def stop_supervision(clients: Clients, job: Job, say: Callable[[str], None]) -> None:
