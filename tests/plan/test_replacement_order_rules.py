@@ -1,13 +1,15 @@
-"""The order rules of `plan/change_order.py` one at a time, on hand-made changes: which resources a
-user-given name makes the bridge replace delete-first, which program's deleteBeforeReplace counts,
-and names AWS keeps unique whatever their case. Each test kills a mutant the example stacks' change
-tests let live (tests/mutation/README.md)."""
+"""The order rules of `plan/change_order.py` and `plan/change_rules.py` one at a time, on hand-made
+changes: which resources a user-given name makes the bridge replace delete-first, which program's
+deleteBeforeReplace counts, names AWS keeps unique whatever their case, and a one-way rule given
+values it cannot compare. Each test kills a mutant the example stacks' change tests let live
+(tests/mutation/README.md)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gpucloud.plan.change_order import CREATE_FIRST, DELETE_FIRST, order_findings, replacement_order
+from gpucloud.plan.change_rules import one_way
 from gpucloud.plan.diff import PlanDiff, ResourceChange
 from gpucloud.testing import AppliedResource
 
@@ -113,3 +115,14 @@ def test_a_create_first_replacement_does_not_stop_the_check_of_a_delete_first_on
 
     assert [(finding.rule, finding.urn.rsplit("::", 1)[1]) for finding in order_findings(diff)] == [
         ("change-order-in-use", "named")]
+
+
+def test_a_one_way_rule_given_a_number_and_a_string_only_may_replace():
+    """A shrink rule compares numbers; a value of another kind (a size written as a string) cannot
+    tell the direction, so a replacing rule only may replace, and nothing raises."""
+    lustre = "aws:fsx/lustreFileSystem:LustreFileSystem"
+
+    outcome = one_way(lustre, "storageCapacity", 2400, "1200", {"deploymentType": "PERSISTENT_2"})
+
+    assert outcome is not None and outcome.outcome == "may replace"
+    assert one_way(lustre, "storageCapacity", "2400", 1200, {"deploymentType": "PERSISTENT_2"}).outcome == "may replace"
