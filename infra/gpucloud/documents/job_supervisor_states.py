@@ -188,10 +188,11 @@ def send_states(name: str, document_name: str, log_group_name: str, action: str,
 
 REFUSED = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.refused", "Next": "NotSent"}]
 """The Catch of a send inside a Map iteration: a command Run Command refuses is told apart (the
-iteration ends `NotSent`) instead of failing the Map state, which would lose the commands its
-other iterations sent (Step Functions developer guide, "Map state": an iteration's failure fails
-the Map state; read 2026-11-28); those are cancelled (`CancelSent`): their ranks would wait for
-the others at the rendezvous."""
+iteration ends `NotSent`) instead of failing the Map state. An error no state of an iteration
+catches fails the whole Map state, its other iterations stopped and their results (the commands
+they sent) never in its output (Amazon States Language specification, "Map State"; Step Functions
+developer guide, "Using Map state in Inline mode"; read 2026-11-28); told apart, the sent ones are
+cancelled (`CancelSent`): their ranks would wait for the others at the rendezvous."""
 SENDING = {"items.$": "$", "tags.$": "$[*].sent", "causes.$": "$[*].cause"}
 """A sending Map's `ResultSelector`, at `$.sending`: each iteration's command, its tag, the refusals' reasons."""
 
