@@ -44,14 +44,12 @@ from gpucloud.documents.job_supervisor_continuation import (
     polls_per_execution,
 )
 from gpucloud.documents.job_supervisor_preflight import preflight_states, search_rounds
+from gpucloud.documents.job_supervisor_sends import batches, refused_states, send_states
 from gpucloud.documents.job_supervisor_states import (
     Document,
-    batches,
     end_states,
     record_states,
-    refused_states,
     resume_states,
-    send_states,
     start_states,
     wait_states,
     watch_states,

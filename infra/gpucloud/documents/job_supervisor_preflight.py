@@ -15,7 +15,7 @@ parsed with `States.StringToJson`:
   iteration per item of `ItemsPath`, the results an array in the items' order, and an iteration
   that fails fails the Map state; read 2026-11-28), and the round's statuses go to
   `preflight-decide` again. A set whose send Run Command refuses ends its own iteration instead
-  (documents/job_supervisor_states.py REFUSED), so that the sets already sent are cancelled
+  (documents/job_supervisor_sends.py REFUSED), so that the sets already sent are cancelled
   before the job ends `error` with Run Command's reason;
 - `replace`: each named node gets `preflight-replace` (it marks itself Unhealthy through Auto
   Scaling's SetInstanceHealth, within its group's `maxReplacementsPerHour` breaker: node/replace.py);
@@ -34,19 +34,15 @@ that guide allows them (Pass `Parameters`, Task `Parameters` and `ResultSelector
 
 from __future__ import annotations
 
+from gpucloud.documents.job_supervisor_sends import REFUSED, SENDING, refusal_states, send_states, sent_or_not
 from gpucloud.documents.job_supervisor_states import (
     DELIVERY_TIMEOUT_SECONDS,
-    REFUSED,
     SDK,
-    SENDING,
     TERMINAL,
     Document,
     describe_group,
     end_state,
     in_service_ids,
-    refusal_states,
-    send_states,
-    sent_or_not,
     task,
     watch_states,
 )
