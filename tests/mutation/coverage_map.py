@@ -1,12 +1,12 @@
 """Which of a module's tests run each mutated line: the baseline run under coverage, per test.
 
-The runner runs a module's tests once unmutated with coverage.py measuring that one module (in
-the pytest process and in any Python subprocess it starts, through a ``sitecustomize`` that calls
+The runner runs a module's tests once unmutated with coverage.py measuring the module (in the
+pytest process and in any Python subprocess it starts, through a ``sitecustomize`` that calls
 ``coverage.process_startup``) and with ``mutation_contexts`` naming the test each line ran for.
-A mutant then runs only the tests that ran its lines, quickest first; a mutant whose lines
-no test ran survives without a pytest run; lines run at import or collection time (a constant, a
-default, a decorator) or inside a cached function (whose first caller alone is recorded) run every
-test of the module's list.
+A mutant then runs only the tests that ran its lines, file by file and quickest first in each; a
+mutant whose lines no test ran survives without a pytest run; lines run at import or collection
+time (a constant, a default, a decorator) or inside a cached function (whose first caller alone
+is recorded) run every test of the module's list.
 """
 
 from __future__ import annotations
@@ -77,9 +77,10 @@ class TestMap:
         return found
 
     def tests_for(self, changed: set[int]) -> list[str] | None:
-        """The tests that ran these lines, quickest first (pytest stops at the first failure, so a
-        killed mutant costs little), as absolute node ids (whatever pytest's rootdir is next time);
-        [] when none did; None when every test may."""
+        """The tests that ran these lines, file by file in the module's order (fastest and most
+        specific first: a file's module fixtures are set up once) and quickest first within a file,
+        since pytest stops at the first failure; as absolute node ids (whatever pytest's rootdir is
+        next time); [] when none did; None when every test may."""
         contexts = set().union(*(self.lines.get(n, set()) for n in self.statement_lines(changed)))
         if not contexts:
             return []
@@ -93,8 +94,10 @@ class TestMap:
                 chosen.add(context)
             else:
                 return None
-        ran = [test for test in self.order if test in chosen]
-        return [f"{self.rootdir}/{test}" for test in sorted(ran, key=lambda test: self.seconds.get(test, 0.0))]
+        files = list(dict.fromkeys(test.split("::", 1)[0] for test in self.order))
+        ran = sorted((test for test in self.order if test in chosen),
+                     key=lambda test: (files.index(test.split("::", 1)[0]), self.seconds.get(test, 0.0)))
+        return [f"{self.rootdir}/{test}" for test in ran]
 
     def timeout(self, tests: list[str]) -> float:
         """Four times what these tests took in the measured baseline, and a minute to start."""
