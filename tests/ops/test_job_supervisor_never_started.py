@@ -216,3 +216,22 @@ def test_stop_before_the_job_started_leaves_a_capacity_someone_else_set_meanwhil
             stop(clients, SETTINGS, job.job_id, say=lambda line: None)
 
     assert desired(aws) == 2
+
+
+def test_stop_before_the_job_started_finds_it_by_its_supervision_on_a_stack_without_a_write_prefix(aws, agents):
+    """No record and no command yet: `stop` finds the job by its execution, stops it and lowers the group."""
+    settings = SETTINGS.model_copy(update={"config": SETTINGS.config.model_copy(update={"data": None})})
+    clients = Clients.of(aws)
+    with nodes_stuck_at_the_health_gate():
+        job = new_job(settings, "trainers", COMMAND, nodes=3)
+        arn = start(clients, settings, job, poll=0, node_timeout=600, preflight="off")
+        deadline = time.monotonic() + 30
+        while desired(aws) != 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+
+        with pytest.raises(JobError) as stopped:
+            stop(clients, settings, job.job_id, say=lambda line: None)
+
+    assert "never started on a node; group" in str(stopped.value) and desired(aws) == 1
+    assert ended(clients, arn).status in ("ABORTED", "FAILED")

@@ -3,7 +3,7 @@
 A job is found by its record (`<write prefix>jobs/<job id>/job.json`, written by `run`); a stack
 without a write prefix keeps no record, and the job is found by its commands' comment instead
 (`gpucloud job <id> attempt <n>`, which `run` sets on each of an attempt's commands, one per 50
-nodes; Run Command keeps commands 30 days).
+nodes; Run Command keeps commands 30 days), or before its launch by its supervision's input.
 Run Command writes each node's output to the job log group as the streams
 `<command id>/<instance id>/<step>/stdout` and `.../stderr`.
 """
@@ -18,7 +18,7 @@ from gpucloud.naming import autoscaling_group_name, job_log_group_name
 from gpucloud.ops.jobs import DEPLOY_FIRST, TERMINAL, Attempt, Clients, Clock, Job, JobError, checkpoint_uri, record_location, stop_attempt
 from gpucloud.ops.node_phases import phase_reader
 from gpucloud.ops.nodes import Node, ordered_nodes, where_nodes_are
-from gpucloud.ops.supervised_jobs import attempts, give_back, stop_supervision
+from gpucloud.ops.supervised_jobs import attempts, give_back, job_of_execution, stop_supervision
 
 RUNNING_COMMAND = frozenset({"Pending", "InProgress", "Cancelling"})
 """Command statuses while some node may still write output (SSM API reference, Command `Status`)."""
@@ -57,6 +57,8 @@ def _job_from_commands(clients: Clients, settings: StackSettings, job_id: str) -
     for page in clients.ssm.get_paginator("list_commands").paginate():
         commands += [command for command in page["Commands"] if (command.get("Comment") or "").startswith(marker)]
     if not commands:
+        if supervised := job_of_execution(clients, settings, job_id):
+            return supervised
         raise JobError(f"no job {job_id} in stack {settings.stack}: Run Command has no command for it "
                        "(it keeps commands 30 days)")
     group = job_id.rsplit("-", 2)[0]

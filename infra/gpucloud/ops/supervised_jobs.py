@@ -240,6 +240,23 @@ def jobs(clients: Clients, settings: StackSettings) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: row["started"], reverse=True)
 
 
+def job_of_execution(clients: Clients, settings: StackSettings, job_id: str) -> Job | None:
+    """A job that has neither record nor command (a stack without a write prefix, before its
+    launch), from its supervision's input; None when the stack's supervisor has no such execution."""
+    from botocore.exceptions import ClientError
+
+    arn = execution_arn(stack_state_machine_arn(clients, settings), job_id)
+    try:
+        answer = clients.states.describe_execution(executionArn=arn)
+    except ClientError as error:
+        if error.response["Error"]["Code"] == "ExecutionDoesNotExist":
+            return None
+        raise
+    supervised = json.loads(answer["input"])["job"]
+    return Job(job_id=job_id, stack=settings.stack, group=job_id.rsplit("-", 2)[0], group_name=supervised["groupName"],
+               nodes=supervised["nodes"], command=[], execution=arn)
+
+
 def give_back(clients: Clients, job: Job) -> str:
     """After `stop` of a job that never started: its group back at the desired capacity `run` found,
     as the supervisor's own ends before the start do (documents/job_supervisor_capacity.py), and
