@@ -248,7 +248,7 @@ def test_subnets_without_a_default_route_but_with_every_endpoint_are_accepted(ac
     ec2 = account.client("ec2")
     [isolated] = vpc_with_subnets(account, "10.43.0.0/16", "a", egress="none")
     vpc = ec2.describe_subnets(SubnetIds=[isolated])["Subnets"][0]["VpcId"]
-    for service in ("s3", "autoscaling", "monitoring", "ec2"):
+    for service in ("s3", "autoscaling", "monitoring", "ec2", "logs"):
         ec2.create_vpc_endpoint(VpcId=vpc, ServiceName=f"com.amazonaws.us-east-1.{service}",
                                 VpcEndpointType="Gateway" if service == "s3" else "Interface")
     deploy(settings_for(minimal_config(network={"subnetIds": [isolated]}, access={"ssm": False})), account)

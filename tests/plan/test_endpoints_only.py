@@ -42,9 +42,10 @@ def test_what_the_nodes_need_follows_the_features_the_stack_turns_on():
                                         groups=[{**GROUPS[0], "dataVolumeGiB": 0, "health": {"replace": False}}]))
     full = settings_for(endpoints_only(EVERY_ENDPOINT))
 
-    assert sorted(needed_endpoints(plain.config)) == ["autoscaling", "ec2", "monitoring", "s3"]
+    assert sorted(needed_endpoints(plain.config)) == ["autoscaling", "ec2", "logs", "monitoring", "s3"]
     assert sorted(needed_endpoints(full.config)) == sorted([*EVERY_ENDPOINT, "s3"])
-    assert "logs" not in needed_endpoints(plain.config), "without access.ssm no job runs, so nothing ships output"
+    assert needed_endpoints(plain.config)["logs"] == ["the CloudWatch agent: CreateLogStream, PutLogEvents"], (
+        "without access.ssm no job runs, but every node's agent ships its boot-phase lines")
 
 
 def test_job_output_needs_the_logs_endpoint_on_every_group_that_can_run_jobs():
