@@ -111,6 +111,32 @@ def test_a_failed_preflight_gives_the_group_back_the_capacity_it_found(aws, agen
     assert desired(aws) == 1
 
 
+def test_a_group_auto_scaling_will_not_lower_is_named_in_the_end_that_still_reaches_the_topic(aws, agents, monkeypatch):
+    from moto.autoscaling.exceptions import ResourceContentionError
+    from moto.autoscaling.models import AutoScalingBackend
+
+    setting = AutoScalingBackend.set_desired_capacity
+    calls: list[int] = []
+
+    def raised_once(backend, group_name, desired_capacity):
+        calls.append(desired_capacity)
+        if len(calls) > 1:
+            raise ResourceContentionError()
+        setting(backend, group_name, desired_capacity)
+
+    monkeypatch.setattr(AutoScalingBackend, "set_desired_capacity", raised_once)
+    agents.status, agents.output = fabric(aws, slow=lambda instance: True)
+    clients, arn, job = detached(aws, nodes=2, preflight="quick")
+
+    execution = ended(clients, arn)
+
+    assert execution.error == "preflight-failed" and calls == [2, 1] and desired(aws) == 2
+    assert (f"(the job never started, and lowering group {GROUP} back to 1 nodes failed: "
+            "You already have a pending update") in execution.cause
+    [(subject, message)] = notifications(aws)
+    assert subject.endswith(": preflight-failed") and "lowering group" in message
+
+
 def test_an_aws_error_before_the_job_started_gives_the_group_back_the_capacity_it_found(aws, agents, monkeypatch):
     from moto.core.exceptions import JsonRESTError
     from moto.ec2.models import EC2Backend
