@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import unquote, urlparse
 
-from gpucloud.node.lifecycle import sync_to_s3
+from gpucloud.node.checkpoint_save import sync_to_s3
 
 
 JOB_RECORD = "job.json"

@@ -24,7 +24,9 @@ from gpucloud.node.exporter import DEFAULT_LISTEN, serve_textfile
 from gpucloud.node.imds import InstanceMetadata, MetadataError
 from gpucloud.node.job_processes import stop
 from gpucloud.node.launcher import DEFAULT_PORT, JobSpec, Launch, LaunchError, decode_command, parse_nodes
-from gpucloud.node.lifecycle import LifecycleError, boto3_client, drain, gate, heartbeat, identify, sync_to_s3
+from gpucloud.node.aws_calls import LifecycleError, boto3_client, identify
+from gpucloud.node.checkpoint_save import sync_to_s3
+from gpucloud.node.lifecycle import drain, gate, heartbeat
 from gpucloud.node.nvidia import Expectations, HealthReport, check_gpus
 from gpucloud.node.preflight_command import add_preflight_commands
 from gpucloud.node.prepull import prepull

@@ -37,7 +37,7 @@ from gpucloud.node.launcher import (
     local_ipv4,
     parse_nodes,
 )
-from gpucloud.node.lifecycle import boto3_client, identify
+from gpucloud.node.aws_calls import boto3_client, identify
 from gpucloud.node.preflight import TEXTFILE, Preflight, PreflightSpec, load_floors, report
 from gpucloud.node.preflight_search import STDOUT_LIMIT, decide
 from gpucloud.node.replace import replace_node

@@ -27,7 +27,8 @@ from typing import Any
 from gpucloud.node.commands import CommandRunner
 from gpucloud.node.config import NodeConfig
 from gpucloud.node.faults import Finding
-from gpucloud.node.lifecycle import call_aws, save_checkpoint
+from gpucloud.node.aws_calls import call_aws
+from gpucloud.node.checkpoint_save import save_checkpoint
 from gpucloud.node.retry import Backoff
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from gpucloud.node.commands import run_command
 from gpucloud.node.config import NodeConfig
 from gpucloud.node.containers import serve_container
 from gpucloud.node.jupyter import serve_jupyter
-from gpucloud.node.lifecycle import boto3_client
+from gpucloud.node.aws_calls import boto3_client
 from gpucloud.node.preload import preload
 from gpucloud.node.services import ServiceError, load_services, start_services
 from gpucloud.node.tensorboard import serve_tensorboard

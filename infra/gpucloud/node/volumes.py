@@ -16,7 +16,7 @@ from typing import Any
 
 from gpucloud.node.config import NodeConfig
 from gpucloud.node.imds import InstanceMetadata, MetadataError
-from gpucloud.node.lifecycle import ClientFactory, LifecycleError, boto3_client, call_aws, identify
+from gpucloud.node.aws_calls import ClientFactory, LifecycleError, boto3_client, call_aws, identify
 from gpucloud.node.retry import Backoff
 
 Clock = Callable[[], float]
