@@ -261,3 +261,29 @@ def test_stop_before_the_job_started_finds_it_by_its_supervision_on_a_stack_with
 
     assert "never started on a node; group" in str(stopped.value) and desired(aws) == 1
     assert ended(clients, arn).status in ("ABORTED", "FAILED")
+
+
+def running_in_the_agents(command_id: str) -> None:
+    """The command's status as Run Command lists it while its agents run it (moto's stays Success)."""
+    from moto.ssm.models import ssm_backends
+
+    ssm_backends["123456789012"]["us-east-1"].get_command_by_id(command_id).status = "InProgress"
+
+
+def test_stop_during_the_preflight_cancels_its_commands_and_gives_the_group_back(aws, agents):
+    agents.status = lambda command, instance, calls: ("InProgress", -1)  # the preflight runs on
+    clients, arn, job = detached(aws, nodes=3, preflight="quick")
+    deadline = time.monotonic() + 30
+    while not commands(aws, "preflight"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    running_in_the_agents(commands(aws, "preflight")[0]["CommandId"])
+
+    with pytest.raises(JobError) as stopped:
+        stop(clients, SETTINGS, job.job_id, say=lambda line: None)
+
+    [preflight] = commands(aws, "preflight")
+    assert agents.cancelled == [preflight["CommandId"]]
+    assert f"cancelled its preflight's command {preflight['CommandId']}; group {GROUP} is back" in str(stopped.value)
+    assert desired(aws) == 1 and launches(aws) == []
+    ended(clients, arn)

@@ -150,11 +150,14 @@ def _events(clients: Clients, group: str, command_id: str) -> list[dict[str, Any
 
 def stop(clients: Clients, settings: StackSettings, job_id: str, say: Callable[[str], None] = print) -> Job:
     """Stop the job's supervision, then cancel its last attempt and stop its processes on the nodes
-    still in service; a job that never started gets its group lowered back instead (`give_back`)."""
+    still in service; a job that never started gets its preflight's commands cancelled and its group
+    lowered back instead (`give_back`)."""
     job = find_job(clients, settings, job_id)
     stop_supervision(clients, job, say)
     if not job.attempts:
-        raise JobError(f"job {job_id!r} never started on a node{give_back(clients, job)}")
+        cancelled = _cancel_preflight(clients, job)
+        raise JobError(f"job {job_id!r} never started on a node" + (
+            f"; cancelled its preflight's command {', '.join(cancelled)}" if cancelled else "") + give_back(clients, job))
     last = job.attempts[-1]
     statuses = {node.instance_id: _status(clients, last.command_of(node.instance_id), node) for node in last.nodes}
     if all(status in TERMINAL for status in statuses.values()):
@@ -164,6 +167,18 @@ def stop(clients: Clients, settings: StackSettings, job_id: str, say: Callable[[
     say(f"job {job_id}: cancelled command {', '.join(last.commands)}; launch-stop sent to "
         + (", ".join(f"{node.instance_id} ({node.private_ip})" for node in stopped) or "no node still in service"))
     return job
+
+
+def _cancel_preflight(clients: Clients, job: Job) -> list[str]:
+    """The commands of a job that never started still running (its preflight's: the supervisor's
+    comments `gpucloud job <id> preflight…`), cancelled."""
+    marker = f"gpucloud job {job.job_id} preflight"
+    running = [command["CommandId"] for page in clients.ssm.get_paginator("list_commands").paginate()
+               for command in page["Commands"]
+               if (command.get("Comment") or "").startswith(marker) and command["Status"] in RUNNING_COMMAND]
+    for command_id in running:
+        clients.ssm.cancel_command(CommandId=command_id)
+    return running
 
 
 def _status(clients: Clients, command_id: str, node: Node) -> str:
