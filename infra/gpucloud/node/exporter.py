@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gpucloud.node.faults import THROTTLE_FIELDS
-from gpucloud.node.nvidia import QUERY_FIELDS, GpuRecord
+from gpucloud.node.nvidia_smi import QUERY_FIELDS, GpuRecord
 
 WATCH_FIELDS = (*QUERY_FIELDS, "utilization.gpu", "memory.used", "memory.free", "power.draw", *THROTTLE_FIELDS)
 """What `watch` asks nvidia-smi each interval: the gate's fields plus utilisation, memory, power

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpucloud.node.kernel_log import XidEvent
-from gpucloud.node.nvidia import GpuRecord
+from gpucloud.node.nvidia_smi import GpuRecord
 
 THROTTLE_FIELDS = (
     "clocks_event_reasons.hw_thermal_slowdown",

@@ -16,7 +16,7 @@ from gpucloud.node.config import NodeConfig
 from gpucloud.node.exporter import WATCH_FIELDS, bus_key, render_textfile, write_textfile
 from gpucloud.node.faults import ThrottleMemory, evaluate_watch, node_faults
 from gpucloud.node.kernel_log import KernelLogFollower, xid_events, xid_table
-from gpucloud.node.nvidia import parse_gpu_query, query_argv
+from gpucloud.node.nvidia_smi import parse_gpu_query, query_argv
 from gpucloud.node.replace import report_throttling, replace_node
 
 log = logging.getLogger(__name__)
