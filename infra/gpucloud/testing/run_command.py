@@ -17,6 +17,11 @@ PascalCase for every service, its own camelCase API included (Step Functions dev
 both ways with moto's own shape-based helpers (`_to_boto_request`, `_from_boto_response`), and
 an S3 GetObject's streamed Body becomes its text and other services' timestamps (ListObjectsV2's
 LastModified) ISO 8601 text, as Step Functions returns JSON. All four hold inside the block only.
+
+Speed only: moto parses a definition with its ANTLR grammar on CreateStateMachine and again on
+every StartExecution (`AmazonStateLanguageParser.parse`, about 2 s for the supervisor's). Inside
+the block the syntax tree of a definition is parsed once per process and kept; each parse still
+builds a fresh program from it (moto's `Preprocessor`), so no execution shares another's states.
 """
 
 from __future__ import annotations
@@ -38,6 +43,24 @@ interpreter reads as no error name at all and fails the execution with."""
 STDOUT_LIMIT = 24000
 """GetCommandInvocation's `StandardOutputContent`: the first 24,000 characters of stdout (SSM API
 reference, GetCommandInvocation; read 2026-11-28)."""
+
+
+_TREES: dict[str, object] = {}
+"""The ANTLR syntax tree of each definition parsed inside the block, by its text."""
+
+
+def _parsed_once(parse: Callable[[str], tuple]) -> Callable[[str], tuple]:
+    """moto's `AmazonStateLanguageParser.parse`, with the syntax tree parsed once per definition
+    and a fresh program built from it on each call."""
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    def parsed(definition: str) -> tuple:
+        if (tree := _TREES.get(definition)) is None:
+            program, _TREES[definition] = parse(definition)
+            return program, _TREES[definition]
+        return Preprocessor().visit(tree), tree
+
+    return parsed
 
 
 class Agents:
@@ -154,7 +177,11 @@ def executing_state_machines(agents: Agents) -> Iterator[Agents]:
         client.meta.events.register("provide-client-params", record)
         return client
 
-    with mock.patch.object(state_task_service_aws_sdk, "boto_client_for", recording_client), \
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    parse = staticmethod(_parsed_once(AmazonStateLanguageParser.parse))
+    with mock.patch.object(AmazonStateLanguageParser, "parse", parse), \
+            mock.patch.object(state_task_service_aws_sdk, "boto_client_for", recording_client), \
             mock.patch.object(state_task_service_sns, "boto_client_for", recording_client), \
             mock.patch.dict(default_user_config, {"stepfunctions": {"execute_state_machine": True}}), \
             mock.patch.object(SimpleSystemManagerBackend, "send_command", send_to_named_instances), \
