@@ -163,10 +163,10 @@ def test_check_command_reports_an_untuned_node_unhealthy(tmp_path, monkeypatch, 
     """`check` (and so the gate) reads the settings back on nodes the stack tunes."""
     import json
 
-    from gpucloud.node import cli
+    from gpucloud.node import cli, gate_commands
     from gpucloud.node.nvidia import HealthReport
 
-    monkeypatch.setattr(cli, "check_gpus", lambda expectations, **options: HealthReport(expectations))
+    monkeypatch.setattr(gate_commands, "check_gpus", lambda expectations, **options: HealthReport(expectations))
     monkeypatch.setenv(tuning.ROOT_ENV, str(proc_sys(tmp_path, "fq_codel", "cubic")))
     config = tmp_path / "node.json"
     config.write_text(json.dumps({"expected_gpu_count": 1, "expected_gpu_model": "H100", "network_tuning": True}))

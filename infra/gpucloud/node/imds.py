@@ -77,6 +77,13 @@ class InstanceMetadata:
     def availability_zone(self) -> str:
         return self.require("/latest/meta-data/placement/availability-zone")
 
+    def instance_type(self) -> str:
+        """This instance's type, or "" where metadata cannot tell (the checks that key on it then skip)."""
+        try:
+            return self.get("/latest/meta-data/instance-type") or ""
+        except MetadataError:
+            return ""
+
     def autoscaling_group_tag(self) -> str | None:
         """The group name from instance tags; None unless tags are exposed in metadata."""
         return self.get(f"/latest/meta-data/tags/instance/{GROUP_NAME_TAG}")

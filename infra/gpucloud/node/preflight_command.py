@@ -25,7 +25,7 @@ from typing import Any
 from gpucloud.node.commands import run_command
 from gpucloud.node.config import NodeConfig
 from gpucloud.node.faults import Finding
-from gpucloud.node.imds import InstanceMetadata, MetadataError
+from gpucloud.node.imds import InstanceMetadata
 from gpucloud.node.job_processes import job_dir
 from gpucloud.node.launcher import (
     DEFAULT_PORT,
@@ -108,12 +108,7 @@ def _launcher(config: NodeConfig, spec: PreflightSpec, metadata: InstanceMetadat
 
 
 def _instance_type(metadata: InstanceMetadata) -> str:
-    if os.environ.get(INSTANCE_TYPE_ENV):
-        return os.environ[INSTANCE_TYPE_ENV]
-    try:
-        return metadata.get("/latest/meta-data/instance-type") or ""
-    except MetadataError:
-        return ""
+    return os.environ.get(INSTANCE_TYPE_ENV) or metadata.instance_type()
 
 
 def _preflight(config: NodeConfig, arguments: argparse.Namespace, node_check: Callable[[NodeConfig, bool], Any]) -> int:
