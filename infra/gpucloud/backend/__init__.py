@@ -1,10 +1,11 @@
 """`gpucloud backend bootstrap`: the S3 bucket and KMS key a team's Pulumi state and secrets live in.
 
 `names` checks what the user asks for before any AWS call, `documents` holds the settings the
-bucket wants, `bootstrap` reads and writes them through boto3.
+bucket wants, `bootstrap` reads and writes them through boto3 (`state_bucket`, `state_key`), and
+`result` says what it left behind.
 """
 
-from gpucloud.backend.bootstrap import BootstrapResult, bootstrap_backend, format_instructions
+from gpucloud.backend.bootstrap import bootstrap_backend
 from gpucloud.backend.documents import state_lifecycle_rule, tls_only_statement, with_tls_only_statement
 from gpucloud.backend.names import (
     DEFAULT_KEY_ALIAS,
@@ -15,6 +16,7 @@ from gpucloud.backend.names import (
     validate_region,
     validate_stack_name,
 )
+from gpucloud.backend.result import BootstrapResult, format_instructions
 
 __all__ = [
     "DEFAULT_KEY_ALIAS",
