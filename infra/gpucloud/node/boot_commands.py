@@ -18,18 +18,15 @@ from gpucloud.node.volumes import attach_persistent_volume, local_device_for
 
 def add_boot_commands(commands: Any) -> None:
     """Register the boot's commands on the node CLI's subparsers."""
-    commands.add_parser(
-        "boot", help="install the agent bundle's scripts and units and start them (run by the bootstrap stub)"
-    ).set_defaults(handler=_boot)
-    commands.add_parser(
-        "tune", help="hold the driver and kernel packages, set TCP BBR with fq, and the EFA environment on EFA nodes"
-    ).set_defaults(handler=_tune)
-    commands.add_parser(
-        "attach-volume", help="attach the group's persistent EBS volume by tag; print its device"
-    ).set_defaults(handler=_attach_volume)
-    commands.add_parser(
-        "mount-shared", help="mount the project's FSx for Lustre file system and S3 prefixes that node.json lists"
-    ).set_defaults(handler=_mount_shared)
+    for name, summary, handler in (
+        ("boot", "install the agent bundle's scripts and units and start them (run by the bootstrap stub)", _boot),
+        ("tune", "hold the driver and kernel packages, set TCP BBR with fq, and the EFA environment on EFA nodes",
+         _tune),
+        ("attach-volume", "attach the group's persistent EBS volume by tag; print its device", _attach_volume),
+        ("mount-shared", "mount the project's FSx for Lustre file system and S3 prefixes that node.json lists",
+         _mount_shared),
+    ):
+        commands.add_parser(name, help=summary).set_defaults(handler=handler)
     device = commands.add_parser(
         "ebs-device", help="print the local device of the EBS volume attached as DEVICE_NAME"
     )
