@@ -37,9 +37,11 @@ def answer_zones(stubber):
         {"ZoneName": name, "ZoneId": zone_id, "RegionName": "us-east-1", "State": "available"} for zone_id, name in ZONES]})
 
 
-def answer_scores(stubber, types, capacity, region_score, zone_scores):
-    request = {"InstanceTypes": types, "TargetCapacity": capacity, "TargetCapacityUnitType": "units",
-               "RegionNames": ["us-east-1"]}
+def answer_scores(stubber, types, capacity, region_score, zone_scores, asked=None):
+    """The region's score, then the zones' (SingleAvailabilityZone), for the types or, given `asked`,
+    for InstanceRequirementsWithMetadata."""
+    what = {"InstanceRequirementsWithMetadata": asked} if asked is not None else {"InstanceTypes": types}
+    request = {**what, "TargetCapacity": capacity, "TargetCapacityUnitType": "units", "RegionNames": ["us-east-1"]}
     stubber.add_response("get_spot_placement_scores", {"SpotPlacementScores": [
         {"Region": "us-east-1", "Score": region_score}]}, {**request, "SingleAvailabilityZone": False})
     stubber.add_response("get_spot_placement_scores", {"SpotPlacementScores": [
@@ -167,13 +169,7 @@ L4_ASKED = {"InstanceRequirements": {
 
 
 def answer_requirement_scores(stubber, asked, capacity, region_score, zone_scores):
-    request = {"InstanceRequirementsWithMetadata": asked, "TargetCapacity": capacity, "TargetCapacityUnitType": "units",
-               "RegionNames": ["us-east-1"]}
-    stubber.add_response("get_spot_placement_scores", {"SpotPlacementScores": [
-        {"Region": "us-east-1", "Score": region_score}]}, {**request, "SingleAvailabilityZone": False})
-    stubber.add_response("get_spot_placement_scores", {"SpotPlacementScores": [
-        {"Region": "us-east-1", "AvailabilityZoneId": zone_id, "Score": score} for zone_id, score in zone_scores.items()]},
-        {**request, "SingleAvailabilityZone": True})
+    answer_scores(stubber, None, capacity, region_score, zone_scores, asked=asked)
 
 
 def test_a_group_of_instance_requirements_is_scored_from_its_requirements():
