@@ -27,7 +27,7 @@ from test_job_supervisor import (  # noqa: F401 (aws and agents are fixtures)
     launches,
     notifications,
 )
-from test_job_supervisor_preflight import commands, fabric
+from test_job_supervisor_preflight import commands, fabric, slow_node_of_the_first_round
 
 NODES = 60
 
@@ -164,15 +164,7 @@ def test_a_job_that_started_keeps_its_nodes_after_its_end(aws, agents):
 
 @pytest.mark.parametrize("refused_set", [0, 1])
 def test_a_refused_set_of_a_fabric_round_cancels_the_round_s_other_sets(aws, agents, monkeypatch, refused_set):
-    chosen: dict[str, str] = {}
-    agents.status, agents.output = fabric(aws, slow=lambda instance: instance == chosen.get("slow"))
-    original_status = agents.status
-
-    def status(command, instance, calls):
-        chosen.setdefault("slow", commands(aws, "preflight")[0]["InstanceIds"][-1])
-        return original_status(command, instance, calls)
-
-    agents.status = status
+    slow_node_of_the_first_round(aws, agents, -1)
     sets: list[dict] = []
 
     def refused(parameters: dict, accepted: list[str]) -> bool:

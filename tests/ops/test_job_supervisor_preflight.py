@@ -99,6 +99,20 @@ def fabric(session, slow: Callable[[str], bool]) -> tuple[Callable, Callable]:
 
     return status, output
 
+def slow_node_of_the_first_round(aws, agents, position: int) -> None:
+    """Script the agents so that the node at `position` of the first preflight's instance list is
+    slow: chosen when the first status is asked, since the ids exist only once the job is sent."""
+    chosen: dict[str, str] = {}
+    agents.status, agents.output = fabric(aws, slow=lambda instance: instance == chosen.get("slow"))
+    original_status = agents.status
+
+    def status(command, instance, calls):
+        chosen.setdefault("slow", commands(aws, "preflight")[0]["InstanceIds"][position])
+        return original_status(command, instance, calls)
+
+    agents.status = status
+
+
 
 def test_a_passing_fabric_starts_the_job_without_a_search(aws, agents):
     agents.status, agents.output = fabric(aws, slow=lambda instance: False)
@@ -202,15 +216,7 @@ def test_a_node_failing_its_own_checks_is_replaced_without_a_fabric_round(aws, a
 
 
 def test_the_decide_step_gets_every_round_s_statuses_as_base64_of_a_json_argv(aws, agents):
-    chosen: dict[str, str] = {}
-    agents.status, agents.output = fabric(aws, slow=lambda instance: instance == chosen.get("slow"))
-    original_status = agents.status
-
-    def status(command, instance, calls):
-        chosen.setdefault("slow", commands(aws, "preflight")[0]["InstanceIds"][0])
-        return original_status(command, instance, calls)
-
-    agents.status = status
+    slow_node_of_the_first_round(aws, agents, 0)
     clients, arn, job = detached(aws, nodes=3, preflight="quick")
     ended(clients, arn)
 
@@ -242,15 +248,7 @@ def test_a_search_longer_than_the_decide_step_s_input_holds_stops_through_the_to
     import gpucloud.documents.job_supervisor as supervisor
 
     monkeypatch.setattr(supervisor, "search_rounds", lambda nodes: 1)
-    chosen: dict[str, str] = {}
-    agents.status, agents.output = fabric(aws, slow=lambda instance: instance == chosen.get("slow"))
-    original_status = agents.status
-
-    def status(command, instance, calls):
-        chosen.setdefault("slow", commands(aws, "preflight")[0]["InstanceIds"][-1])
-        return original_status(command, instance, calls)
-
-    agents.status = status
+    slow_node_of_the_first_round(aws, agents, -1)
     clients, arn, job = detached(aws, nodes=4, preflight="quick")
 
     execution = ended(clients, arn)
