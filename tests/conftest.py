@@ -18,6 +18,10 @@ from paths import EXAMPLE_STACKS, STACKS
 
 LONGEST_FILES = (
     "test_config_properties_on_engine.py",
+    "test_job_supervisor.py",
+    "test_job_supervisor_preflight.py",
+    "test_jobs.py",
+    "test_job_supervisor_never_started.py",
     "test_config_properties.py",
     "test_data_survives.py",
     "test_launcher_recording.py",
@@ -51,7 +55,9 @@ LONGEST_FILES = (
     "test_plan_cli.py",
 )
 """The files that take 2.5 to 16 s each, longest first (`pytest --durations=0`, summed per file,
-2026-11-25: the order, not the seconds, is what counts)."""
+2026-11-25: the order, not the seconds, is what counts). The job supervisor's files, which run its
+state machine on moto, took 17 to 31 s of CPU each `-n 0` (2026-11-28), as long as the first: in
+collection order, tests/ops came last, with a worker left alone with one of them at the end."""
 
 
 def pytest_collection_modifyitems(items):
