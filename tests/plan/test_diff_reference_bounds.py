@@ -4,23 +4,44 @@ stacks never reach. Each test kills a mutant of `plan/diff.py` they let live
 
 from __future__ import annotations
 
-from gpucloud.plan.diff import references
+from gpucloud.plan.diff import diff_plans, references
 from gpucloud.plan.model import Plan
 from gpucloud.testing import AppliedResource
 
 ROLE = "aws:iam/role:Role"
 
 
-def role(name: str, id: str) -> AppliedResource:
+PROFILE = "aws:iam/instanceProfile:InstanceProfile"
+
+
+def role(name: str, id: str, **inputs: str) -> AppliedResource:
     return AppliedResource(urn=f"urn:pulumi:s::p::{ROLE}::{name}", type=ROLE, name=name, custom=True, id=id,
-                           inputs={}, outputs={})
+                           inputs=inputs, outputs={})
+
+
+def plan(*resources: AppliedResource) -> Plan:
+    return Plan(project="p", stack="s", region="us-east-1", outputs={}, resources=list(resources))
 
 
 def test_an_id_of_six_characters_is_a_reference_and_a_shorter_one_is_not():
     """A resource's id counts whole (an IAM role's id is its name) from six characters: shorter
     values ("true", "tcp", "gp3") are too common to stand for one resource."""
-    table = references(Plan(project="p", stack="s", region="us-east-1", outputs={},
-                            resources=[role("six", "ml-run"), role("five", "ml-ru")]))
+    table = references(plan(role("six", "ml-run"), role("five", "ml-ru")))
 
     assert table.get("ml-run") == "${six.id}"
     assert "ml-ru" not in table
+
+
+def test_a_name_that_is_a_replaced_role_s_id_is_known_only_after_apply_wherever_it_is_given():
+    """An instance profile names its role by the role's id (its name) under `role`, a key no
+    identifier pattern matches: the role's replacement still reaches it."""
+    def profile() -> AppliedResource:
+        return AppliedResource(urn=f"urn:pulumi:s::p::{PROFILE}::profile", type=PROFILE, name="profile", custom=True,
+                               id="ml-node-profile", inputs={"role": "ml-node-role"}, outputs={})
+
+    diff = diff_plans(plan(role("node", "ml-node-role", path="/"), profile()),
+                      plan(role("node", "ml-node-role", path="/ml/"), profile()))
+
+    assert diff.named("node").op == "replace"
+    assert [(item.path, item.new) for item in diff.named("profile").changes] == [
+        ("role", "(known after apply: node is replaced)")]
