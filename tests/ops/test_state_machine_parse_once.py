@@ -1,11 +1,14 @@
 """gpucloud.testing.run_command's speed-up: inside `executing_state_machines` moto's Step Functions
-parses a definition's syntax tree once, and still builds each execution its own program."""
+parses a definition's syntax tree once, and still builds each execution its own program;
+CreateStateMachine checks a definition the first time only, and still refuses an invalid one."""
 
 from __future__ import annotations
 
 import json
+from unittest import mock
 
 import pytest
+from botocore.exceptions import ClientError
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
 
 from gpucloud.testing.run_command import Agents, executing_state_machines
@@ -29,3 +32,29 @@ def test_an_invalid_definition_is_refused_on_every_parse():
         for _ in range(2):
             with pytest.raises(ASLParserException):
                 AmazonStateLanguageParser.parse(invalid)
+
+
+def test_create_state_machine_checks_a_definition_the_first_time_only_and_refuses_an_invalid_one():
+    from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
+
+    from gpucloud.testing import moto_account
+
+    definition = json.dumps({"StartAt": "Once", "States": {"Once": {"Type": "Succeed"}}})
+    role = "arn:aws:iam::123456789012:role/machine"
+    built = []
+    program = Preprocessor.visitState_machine
+
+    def counted(self, tree):
+        built.append(tree)
+        return program(self, tree)
+
+    with moto_account("us-east-1") as account, executing_state_machines(Agents()), \
+            mock.patch.object(Preprocessor, "visitState_machine", counted):
+        states = account.session.client("stepfunctions")
+        for name in ("first", "second"):
+            states.create_state_machine(name=name, definition=definition, roleArn=role)
+        with pytest.raises(ClientError, match="ASLParserException"):
+            states.create_state_machine(name="invalid", roleArn=role, definition=json.dumps(
+                {"StartAt": "Once", "States": {"Once": {"Type": "Nonsense"}}}))
+
+    assert len(built) == 1, "the second machine's definition is the first's"

@@ -21,7 +21,8 @@ LastModified) ISO 8601 text, as Step Functions returns JSON. All four hold insid
 Speed only: moto parses a definition with its ANTLR grammar on CreateStateMachine and again on
 every StartExecution (`AmazonStateLanguageParser.parse`, about 2 s for the supervisor's). Inside
 the block the syntax tree of a definition is parsed once per process and kept; each parse still
-builds a fresh program from it (moto's `Preprocessor`), so no execution shares another's states.
+builds a fresh program from it (moto's `Preprocessor`), so no execution shares another's states;
+CreateStateMachine checks a definition only the first time (the check builds a program it drops).
 """
 
 from __future__ import annotations
@@ -61,6 +62,17 @@ def _parsed_once(parse: Callable[[str], tuple]) -> Callable[[str], tuple]:
         return Preprocessor().visit(tree), tree
 
     return parsed
+
+
+def _validated_once(validate: Callable[[str], None]) -> Callable[[str], None]:
+    """moto's CreateStateMachine check of a definition (`_validate_definition`, a parse whose program
+    it drops), skipped for a definition whose tree is kept: that one parsed and built without error."""
+
+    def validated(definition: str) -> None:
+        if definition not in _TREES:
+            validate(definition)
+
+    return validated
 
 
 class Agents:
@@ -178,9 +190,12 @@ def executing_state_machines(agents: Agents) -> Iterator[Agents]:
         return client
 
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+    from moto.stepfunctions.parser.models import StepFunctionsParserBackend
 
     parse = staticmethod(_parsed_once(AmazonStateLanguageParser.parse))
+    validate = staticmethod(_validated_once(StepFunctionsParserBackend._validate_definition))
     with mock.patch.object(AmazonStateLanguageParser, "parse", parse), \
+            mock.patch.object(StepFunctionsParserBackend, "_validate_definition", validate), \
             mock.patch.object(state_task_service_aws_sdk, "boto_client_for", recording_client), \
             mock.patch.object(state_task_service_sns, "boto_client_for", recording_client), \
             mock.patch.dict(default_user_config, {"stepfunctions": {"execute_state_machine": True}}), \
