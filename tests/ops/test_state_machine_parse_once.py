@@ -1,6 +1,7 @@
 """gpucloud.testing.run_command's speed-up: inside `executing_state_machines` moto's Step Functions
 parses a definition's syntax tree once, and still builds each execution its own program;
-CreateStateMachine checks a definition the first time only, and still refuses an invalid one."""
+CreateStateMachine checks a definition the first time only, and still refuses an invalid one; and a
+JSONPath is parsed once."""
 
 from __future__ import annotations
 
@@ -58,3 +59,20 @@ def test_create_state_machine_checks_a_definition_the_first_time_only_and_refuse
                 {"StartAt": "Once", "States": {"Once": {"Type": "Nonsense"}}}))
 
     assert len(built) == 1, "the second machine's definition is the first's"
+
+
+def test_a_json_path_is_parsed_once_and_reads_and_writes_as_before():
+    from jsonpath_ng.exceptions import JsonPathParserError
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
+    from moto.stepfunctions.parser.asl.utils import json_path
+
+    data = {"job": {"nodes": [{"id": "i-1"}, {"id": "i-2"}]}}
+    with executing_state_machines(Agents()):
+        assert json_path.parse("$.job.nodes[*].id") is json_path.parse("$.job.nodes[*].id")
+        assert result_path.parse("$.job.waited") is result_path.parse("$.job.waited")
+        assert json_path.extract_json("$.job.nodes[*].id", data) == ["i-1", "i-2"]
+        assert result_path.parse("$.job.waited").update_or_create(data, 5)["job"]["waited"] == 5
+        for _ in range(2):
+            with pytest.raises(JsonPathParserError):
+                json_path.parse("$.job[")
+    assert json_path.parse("$.job.nodes[*].id") is not json_path.parse("$.job.nodes[*].id"), "moto's own outside"

@@ -22,12 +22,15 @@ Speed only: moto parses a definition with its ANTLR grammar on CreateStateMachin
 every StartExecution (`AmazonStateLanguageParser.parse`, about 2 s for the supervisor's). Inside
 the block the syntax tree of a definition is parsed once per process and kept; each parse still
 builds a fresh program from it (moto's `Preprocessor`), so no execution shares another's states;
-CreateStateMachine checks a definition only the first time (the check builds a program it drops).
+CreateStateMachine checks a definition only the first time (the check builds a program it drops);
+and a JSONPath (`$.pollSeconds`) is parsed once per process, not on each state that reads it
+(jsonpath_ng builds its PLY lexer and parser anew on each `parse`: a quarter of an execution's CPU).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Iterator
 from unittest import mock
@@ -62,6 +65,22 @@ def _parsed_once(parse: Callable[[str], tuple]) -> Callable[[str], tuple]:
         return Preprocessor().visit(tree), tree
 
     return parsed
+
+
+@functools.cache
+def _json_path(path: str):
+    """moto's JSONPath reads (`asl.utils.json_path.extract_json`: jsonpath_ng's extended parser)."""
+    from jsonpath_ng.ext import parse
+
+    return parse(path)
+
+
+@functools.cache
+def _result_path(path: str):
+    """moto's ResultPath writes (`asl.component.common.path.result_path`: jsonpath_ng's parser)."""
+    from jsonpath_ng import parse
+
+    return parse(path)
 
 
 def _validated_once(validate: Callable[[str], None]) -> Callable[[str], None]:
@@ -194,8 +213,12 @@ def executing_state_machines(agents: Agents) -> Iterator[Agents]:
 
     parse = staticmethod(_parsed_once(AmazonStateLanguageParser.parse))
     validate = staticmethod(_validated_once(StepFunctionsParserBackend._validate_definition))
+    from moto.stepfunctions.parser.asl.component.common.path import result_path
+    from moto.stepfunctions.parser.asl.utils import json_path
+
     with mock.patch.object(AmazonStateLanguageParser, "parse", parse), \
             mock.patch.object(StepFunctionsParserBackend, "_validate_definition", validate), \
+            mock.patch.object(json_path, "parse", _json_path), mock.patch.object(result_path, "parse", _result_path), \
             mock.patch.object(state_task_service_aws_sdk, "boto_client_for", recording_client), \
             mock.patch.object(state_task_service_sns, "boto_client_for", recording_client), \
             mock.patch.dict(default_user_config, {"stepfunctions": {"execute_state_machine": True}}), \
