@@ -4,7 +4,7 @@ stacks never reach. Each test kills a mutant of `plan/diff.py` they let live
 
 from __future__ import annotations
 
-from gpucloud.plan.diff import diff_plans, references
+from gpucloud.plan.diff import diff_plans, normalized, references
 from gpucloud.plan.model import Plan
 from gpucloud.testing import AppliedResource
 
@@ -45,3 +45,30 @@ def test_a_name_that_is_a_replaced_role_s_id_is_known_only_after_apply_wherever_
     assert diff.named("node").op == "replace"
     assert [(item.path, item.new) for item in diff.named("profile").changes] == [
         ("role", "(known after apply: node is replaced)")]
+
+
+def test_an_identifier_that_looks_like_any_value_is_a_reference_under_an_identifier_key():
+    """Grafana's dashboard id 1 stands for the dashboard under `dashboardId` (and says nothing
+    under `minSize`), so moving to another dashboard is a change."""
+    keyed = {"1": "${first.id}", "2": "${second.id}"}
+
+    assert normalized({"dashboardId": 1, "minSize": 1}, {}, None, keyed) == {"dashboardId": "${first.id}", "minSize": 1}
+    assert normalized({"dashboardId": 2}, {}, None, keyed) != normalized({"dashboardId": 1}, {}, None, keyed)
+
+
+def test_an_id_inside_a_string_is_compared_by_reference():
+    """A file system id in a mount command differs on two fresh accounts but is the same file system."""
+    fs = "aws:fsx/lustreFileSystem:LustreFileSystem"
+    document = "aws:ssm/document:Document"
+
+    def account(file_system_id: str) -> Plan:
+        return plan(
+            AppliedResource(urn=f"urn:pulumi:s::p::{fs}::fs", type=fs, name="fs", custom=True, id=file_system_id,
+                            inputs={"storageCapacity": 1200}, outputs={}),
+            AppliedResource(urn=f"urn:pulumi:s::p::{document}::mount", type=document, name="mount", custom=True,
+                            id="mount-doc", inputs={"content": f"mount -t lustre {file_system_id}.fsx:/data /data"},
+                            outputs={}))
+
+    diff = diff_plans(account("fs-0aaaaaaaaaaaaaaa1"), account("fs-0bbbbbbbbbbbbbbb2"))
+
+    assert diff.named("mount").op == "same" and not diff.named("mount").changes
