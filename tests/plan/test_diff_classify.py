@@ -48,6 +48,7 @@ def test_a_nested_property_of_replace_on_changes_replaces_on_its_change_only():
 
     assert classify(tagged, "tags.Owner", "ml", "research")[0] is True
     assert classify(tagged, "tags.Team", "a", "b")[0] is False
+    assert classify(volume("vol-1", {"replace_on_changes": ("size",)}), "tags.size", "a", "b")[0] is False
 
 
 def test_a_lustre_shrink_replaces_without_a_may_replace_warning():
