@@ -63,3 +63,11 @@ def test_a_lustre_shrink_replaces_without_a_may_replace_warning():
 
     assert diff.named("fs").op == "replace" and not diff.named("fs").may_replace
     assert "may-replace" not in [finding.rule for finding in diff.findings]
+
+
+def test_a_shrunk_volume_is_an_update_aws_refuses_and_a_grown_one_is_not():
+    shrunk = diff_plans(plan(volume("vol-0aaaaaaaaaaaaaaa1", size=200)), plan(volume("vol-0bbbbbbbbbbbbbbb2", size=100)))
+    grown = diff_plans(plan(volume("vol-0aaaaaaaaaaaaaaa1")), plan(volume("vol-0bbbbbbbbbbbbbbb2", size=200)))
+
+    assert [(finding.rule, finding.severity) for finding in shrunk.findings] == [("update-refused", "failure")]
+    assert shrunk.named("home").op == "update" and grown.findings == []
