@@ -118,10 +118,13 @@ def test_connect_start_says_where_each_node_is_from_its_own_records(account, tmp
     deploy(settings, account)
     instance = booting_node(account, settings, node_lines(tmp_path, monkeypatch))
     said: list[str] = []
+    clock = [0.0]
+    monkeypatch.setattr("gpucloud.connect.time", types.SimpleNamespace(monotonic=lambda: clock[0]))
 
     with pytest.raises(ConnectError, match="has no node in service"):
-        find_connection(settings, AtLaunchHook(account.client("autoscaling")), "workers", start=True, wait_seconds=0.01,
-                        sleep=lambda _seconds: None, progress=said.append, logs=account.client("logs"))
+        find_connection(settings, AtLaunchHook(account.client("autoscaling")), "workers", start=True, wait_seconds=1,
+                        sleep=lambda seconds: clock.__setitem__(0, clock[0] + seconds), progress=said.append,
+                        logs=account.client("logs"))
 
     assert said[0] == (f"waiting for a node of {GROUP} to pass its health gate: {instance} Pending:Wait (booting: "
                        f"boot, agent, mount and gate, its launch hook pending); boot phases: {WHERE}; on a node, "
