@@ -71,3 +71,24 @@ def test_a_shrunk_volume_is_an_update_aws_refuses_and_a_grown_one_is_not():
 
     assert [(finding.rule, finding.severity) for finding in shrunk.findings] == [("update-refused", "failure")]
     assert shrunk.named("home").op == "update" and grown.findings == []
+
+
+def test_a_new_launch_template_version_reaches_only_the_group_that_names_that_template():
+    template, group = "aws:ec2/launchTemplate:LaunchTemplate", "aws:autoscaling/group:Group"
+
+    def account(suffix: str, image: str) -> Plan:
+        def made(name: str, type_: str, inputs: dict[str, Any], id: str) -> AppliedResource:
+            return AppliedResource(urn=f"urn:pulumi:s::p::{type_}::{name}", type=type_, name=name, custom=True,
+                                   id=id, inputs=inputs, outputs={})
+        return Plan(project="p", stack="s", region="us-east-1", outputs={}, resources=[
+            made("gpu", template, {"imageId": image}, f"lt-0{suffix}1"),
+            made("cpu", template, {"imageId": "ami-cpu"}, f"lt-0{suffix}2"),
+            made("gpu-group", group, {"maxSize": 2, "launchTemplate": {"id": f"lt-0{suffix}1", "version": "$Latest"}},
+                 "gpu-group"),
+            made("cpu-group", group, {"maxSize": 2, "launchTemplate": {"id": f"lt-0{suffix}2", "version": "$Latest"}},
+                 "cpu-group")])
+
+    diff = diff_plans(account("aaaaaaaaaaaaaaa", "ami-old"), account("bbbbbbbbbbbbbbb", "ami-new"))
+
+    assert [item.path for item in diff.named("gpu-group").changes] == ["launchTemplate.version"]
+    assert diff.named("cpu-group").op == "same"
