@@ -81,3 +81,30 @@ def test_a_state_machine_target_without_a_role_is_refused(account):
 def test_an_event_pattern_that_is_not_a_json_object_is_refused(account):
     with pytest.raises(ClientError, match="InvalidEventPatternException"):
         run_program(lambda: aws.cloudwatch.EventRule("rule", name="node-left", event_pattern="[]"), account)
+
+
+def test_a_definition_is_parsed_once_per_process_and_its_refusal_kept_too(monkeypatch):
+    """Every plan of a stack creates the job supervisor's state machine, whose definition takes moto's
+    ASL parser about 3 s: the engine keeps the parser's verdict per definition text."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    from gpucloud.testing.handlers import sfn
+
+    parsed: list[str] = []
+    original = AmazonStateLanguageParser.parse
+
+    def counting(definition, *args, **kwargs):
+        parsed.append(definition)
+        return original(definition, *args, **kwargs)
+
+    monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(counting))
+    good = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}, "Comment": "parsed once"})
+    bad = json.dumps({"StartAt": "Nowhere", "States": {"Done": {"Type": "Nope"}}, "Comment": "refused once"})
+
+    sfn.check_definition(good)
+    sfn.check_definition(good)
+    for _ in range(2):
+        with pytest.raises(Exception, match="Invalid State Machine Definition"):
+            sfn.check_definition(bad)
+
+    assert parsed == [good, bad]

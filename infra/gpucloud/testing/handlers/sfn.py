@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -37,21 +38,34 @@ def _transition_problems(machine: dict) -> list[str]:
     return problems
 
 
+@functools.lru_cache(maxsize=32)
+def asl_parse_error(definition: str) -> str | None:
+    """moto's ASL parser's verdict on a definition (the repr of its error, or None), kept per text:
+    the job supervisor's definition takes about 3 s to parse, and every plan of a stack creates it."""
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
+
+    try:
+        AmazonStateLanguageParser.parse(definition)
+    except (ValueError, ASLParserException) as error:
+        return repr(error)
+    return None
+
+
 def check_definition(definition: str) -> None:
     """What Step Functions checks of a definition at CreateStateMachine and moto's default backend
     does not: it parses as the Amazon States Language (moto's own ASL parser decides, the
     interpreter its `execute_state_machine` mode runs, as it does in that mode:
     moto/stepfunctions/parser/models.py, `_validate_definition`), and each state other than a
     Choice, Succeed or Fail goes on or ends (TERMINAL_TYPES), which that parser does not check."""
-    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
-
     if len(definition.encode("utf-8")) > DEFINITION_MAX:
         raise _invalid("InvalidDefinition", f"the definition is {len(definition.encode('utf-8'))} bytes, above 1 MiB")
     try:
         machine = json.loads(definition)
-        AmazonStateLanguageParser.parse(definition)
-    except (ValueError, ASLParserException) as error:
+    except ValueError as error:
         raise _invalid("InvalidDefinition", f"Invalid State Machine Definition: {error!r}") from None
+    refused = asl_parse_error(definition)
+    if refused:
+        raise _invalid("InvalidDefinition", f"Invalid State Machine Definition: {refused}")
     problems = _transition_problems(machine)
     if problems:
         raise _invalid("InvalidDefinition", f"Invalid State Machine Definition: {'; '.join(problems)}")
