@@ -98,7 +98,7 @@ def test_a_mutant_runs_only_the_tests_that_ran_its_line_and_one_on_a_line_no_tes
         return real(chosen, timeout, mutant, package)
 
     monkeypatch.setattr(mutation, "run_tests", recorded)
-    args = argparse.Namespace(every_test=False, mutant=[], all=True, sample=0, seed=1, jobs=1)
+    args = argparse.Namespace(every_test=False, mutant=[], all=True, sample=0, seed=1, jobs=1, resumed={})
     row, lived = mutation.run_module("ops/tiny.py", [str(tests)], module.parents[1], args)
 
     _, mutants, sampled, killed, survived, uncovered, timeout, _ = row
@@ -116,7 +116,36 @@ def test_a_mutant_runs_only_the_tests_that_ran_its_line_and_one_on_a_line_no_tes
     assert [chosen for _, chosen in runs] == [[str(tests)]] * mutants
 
 
+def test_a_run_resumed_from_an_earlier_log_runs_only_the_mutants_that_log_lacks(tmp_path, monkeypatch, capsys):
+    """A run stopped part-way (a time limit) goes on where it was: outcomes its output recorded are
+    taken as they are, and only the other mutants start pytest."""
+    module = tmp_path / "gpucloud" / "ops" / "tiny.py"
+    module.parent.mkdir(parents=True)
+    for package in (module.parent, module.parents[1]):
+        (package / "__init__.py").write_text("", encoding="utf-8")
+    module.write_text("def due(now, deadline):\n    return now >= deadline\n", encoding="utf-8")
+    tests = tmp_path / "test_tiny.py"
+    tests.write_text("from gpucloud.ops.tiny import due\n\n\ndef test_late():\n    assert due(2, 1)\n\n\n"
+                     "def test_on_time():\n    assert due(1, 1)\n", encoding="utf-8")
+    everything = mutation.mutants("ops/tiny.py", module.parents[1])
+    first, rest = everything[0], everything[1:]
+    log = tmp_path / "earlier.log"
+    log.write_text(f"ops/tiny.py: baseline 1 s\n  ops/tiny.py:{first.line} {first.id}: survived (2 tests, 0.9 s)\n"
+                   "  ops/tiny.py: 1 of 3 survived\n", encoding="utf-8")
+    started = []
+    monkeypatch.setattr(mutation, "run_tests", lambda chosen, timeout, mutant=None, package=None:
+                        started.append(mutant.id) or ("killed", 0.1, ""))
+    args = argparse.Namespace(every_test=True, mutant=[], all=True, sample=0, seed=1, jobs=1,
+                              resumed=mutation.resumed([log]))
+
+    row, lived = mutation.run_module("ops/tiny.py", [str(tests)], module.parents[1], args, baseline=1.0)
+
+    assert sorted(started) == sorted(mutant.id for mutant in rest)
+    assert row[3:5] == (len(rest), 1) and [mutant.id for mutant, _, _ in lived] == [first.id]
+    assert f"ops/tiny.py:{first.line} {first.id}: survived (from the log resumed)" in capsys.readouterr().err
+
+
 def test_the_runner_takes_the_flags_the_readme_gives():
     shown = subprocess.run([sys.executable, str(RUNNER), "--help"], capture_output=True, text=True, check=True).stdout
 
-    assert all(flag in shown for flag in ("--sample", "--seed", "--jobs", "--all", "--mutant", "--every-test"))
+    assert all(flag in shown for flag in ("--sample", "--seed", "--jobs", "--all", "--mutant", "--every-test", "--resume"))

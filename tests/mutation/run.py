@@ -18,6 +18,7 @@ import argparse
 import difflib
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -267,6 +268,10 @@ def run_module(module: str, tests: list[str], package: Path, args, baseline: flo
 
     def one(mutant: Mutant) -> str:
         chosen_tests = tests if found is None else found.tests_for(mutant.lines(package))
+        if (module, mutant.id) in args.resumed:
+            outcome = args.resumed[module, mutant.id]
+            print(f"  {module}:{mutant.line} {mutant.id}: {outcome} (from the log resumed)", file=sys.stderr, flush=True)
+            return outcome
         if chosen_tests == []:
             outcome, seconds = "uncovered", 0.0
         else:
@@ -292,6 +297,19 @@ def run_module(module: str, tests: list[str], package: Path, args, baseline: flo
     return (module, len(everything), len(sample), *counts.values(), f"{score:.0%}"), lived
 
 
+RECORDED = re.compile(r"^\s+(\S+\.py):\d+ (\S+): (killed|survived|uncovered|timeout) \(")
+
+
+def resumed(logs: list[Path]) -> dict[tuple[str, str], str]:
+    """Outcomes by (module, mutant id) that earlier runs printed: a run stopped part-way goes on where it was."""
+    found = {}
+    for log in logs:
+        for line in log.read_text(encoding="utf-8").splitlines():
+            if match := RECORDED.match(line):
+                found[match[1], match[2]] = match[3]
+    return found
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("modules", nargs="*", help="paths under infra/gpucloud/ (default: all of modules.toml)")
@@ -303,7 +321,10 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--every-test", action="store_true",
                         help="run each mutant against all of its module's test files, not only the tests that ran its lines")
+    parser.add_argument("--resume", action="append", default=[], metavar="LOG", type=Path,
+                        help="take the outcome of each mutant that this earlier run's output records instead of running it")
     args = parser.parse_args()
+    args.resumed = resumed(args.resume)
 
     table: dict[str, list[str]] = {}
     for pattern, tests in tomllib.loads(MODULES.read_text(encoding="utf-8"))["modules"].items():
