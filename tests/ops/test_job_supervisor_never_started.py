@@ -12,6 +12,7 @@ from contextlib import contextmanager
 
 import pytest
 
+from gpucloud.documents.job_supervisor_states import SEND_COMMAND_MAX_INSTANCES
 from gpucloud.ops.job_control import stop
 from gpucloud.ops.jobs import Clients, JobError, new_job
 from gpucloud.ops.supervised_jobs import start
@@ -39,8 +40,10 @@ def desired(session) -> int:
 
 def refusing(monkeypatch, refused: Callable[[dict, list[str]], bool],
              before: Callable[[], None] = lambda: None) -> list[str]:
-    """Run Command refuses each SendCommand that `refused(parameters, accepted so far)` names (after
-    `before` ran); returns the ids of the commands it accepted, in the order sent."""
+    """Run Command refuses each SendCommand that `refused(parameters, instance ids)` names (after
+    `before` ran); returns the ids of the commands it accepted. A Map state's iterations send at
+    once (moto runs each on a thread of its own), so a refusal is decided by what the command
+    holds, never by the order the sends come in."""
     from moto.core.exceptions import JsonRESTError
     from moto.ssm.models import SimpleSystemManagerBackend
 
@@ -48,7 +51,7 @@ def refusing(monkeypatch, refused: Callable[[dict, list[str]], bool],
     sent: list[str] = []
 
     def send_command(backend, *arguments, **request):
-        if refused(request["parameters"], sent):
+        if refused(request["parameters"], request["instance_ids"]):
             before()
             raise JsonRESTError("ThrottlingException", "Rate exceeded")
         command = sending(backend, *arguments, **request)
@@ -59,8 +62,9 @@ def refusing(monkeypatch, refused: Callable[[dict, list[str]], bool],
     return sent
 
 
-def second_launch_batch(parameters: dict, sent: list[str]) -> bool:
-    return parameters.get("action") == ["launch"] and len(sent) == 1
+def second_launch_batch(parameters: dict, instance_ids: list[str]) -> bool:
+    """The launch batch after the first 50 nodes (ArrayPartition's last, of NODES - 50)."""
+    return parameters.get("action") == ["launch"] and len(instance_ids) < SEND_COMMAND_MAX_INSTANCES
 
 
 def large_job(session):
@@ -166,12 +170,16 @@ def test_a_job_that_started_keeps_its_nodes_after_its_end(aws, agents):
 def test_a_refused_set_of_a_fabric_round_cancels_the_round_s_other_sets(aws, agents, monkeypatch, refused_set):
     slow_node_of_the_first_round(aws, agents, -1)
     sets: list[dict] = []
+    first: dict[str, str] = {}
 
-    def refused(parameters: dict, accepted: list[str]) -> bool:
+    def refused(parameters: dict, instance_ids: list[str]) -> bool:
+        """The set at `refused_set` of the first round's two halves: the first half holds the job's first node."""
+        if parameters.get("action") == ["preflight"]:
+            first.setdefault("address", parameters["nodes"][0].split(",")[0])
         if parameters.get("action") != ["preflight-fabric"]:
             return False
         sets.append(parameters)
-        return len(sets) == refused_set + 1
+        return (first["address"] in parameters["nodes"][0].split(",")) == (refused_set == 0)
 
     sent = refusing(monkeypatch, refused)
     clients, arn, job = detached(aws, nodes=4, preflight="quick")
