@@ -5,10 +5,12 @@ A policy's statements are matched by `Sid`, then by content, then by effect and 
 action in common; each is added, removed or changed. What a change grants beyond the base
 is its widening: actions, resources, principals or condition values an Allow newly covers (an action
 wildcard is expanded through parliament's copy of the Service Authorization Reference, so `kms:Get*`
-newly covering `kms:GetKeyPolicy` is named), a condition an Allow no longer has, or what a Deny no
-longer denies. IAM evaluation: "Policy evaluation logic" and "IAM JSON policy elements: Action,
-Resource, Principal, Condition" (IAM user guide, read 2026-11-28): an explicit Deny wins, Allow
-statements add up, and each condition must hold, so more values per key is a wider grant.
+newly covering `kms:GetKeyPolicy` is named; a NotAction statement covers every action but those it
+names), a condition an Allow no longer has, or what a Deny no longer denies (a Deny removed or
+narrower, or its condition holding for fewer requests). IAM evaluation: "Policy evaluation logic"
+and "IAM JSON policy elements: Action, Resource, Principal, Condition" (IAM user guide, read
+2026-11-28): an explicit Deny wins, Allow statements add up, and each condition must hold, so more
+values per key of a matching operator (fewer of a negated one) is a wider grant.
 """
 
 from __future__ import annotations
@@ -124,37 +126,68 @@ def _widening(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[st
     removed or narrower)."""
     if new is not None and new.get("Effect") == "Allow":
         base = old if old is not None and old.get("Effect") == "Allow" else None
-        return _wider(base, new)
+        if base is None:
+            return _wider(None, new)
+        return [*_wider(base, new), *(f"condition {key} {_ALLOW_WORDS[kind]}{', '.join(values)}"
+                                      for kind, key, values in _looser_conditions(base, new))]
     if old is not None and old.get("Effect") == "Deny":
         base = new if new is not None and new.get("Effect") == "Deny" else None
-        return [f"no longer denies: {item}" for item in _wider(base, old, conditions=False)]
+        if base is None:
+            return [f"no longer denies: {item}" for item in _wider(None, old)]
+        return [f"no longer denies: {item}" for item in [
+            *_wider(base, old),
+            *(f"condition {key} {_DENY_WORDS[kind]}{', '.join(values)}" for kind, key, values in _looser_conditions(base, old))]]
     return []
 
 
-def _wider(base: dict[str, Any] | None, statement: dict[str, Any], *, conditions: bool = True) -> list[str]:
+_ALLOW_WORDS = {"missing": "removed", "more": "also allows ", "fewer": "no longer excludes "}
+_DENY_WORDS = {"missing": "added", "more": "no longer covers ", "fewer": "now excludes "}
+"""How a condition that holds for more requests reads: in an Allow, the new statement's condition is
+looser than the old one's; in a Deny, the old statement's is looser than the new one's."""
+
+
+def _wider(base: dict[str, Any] | None, statement: dict[str, Any]) -> list[str]:
     found = []
     actions = _values(statement, "Action")
     new_actions = _new_actions(actions, _values(base, "Action")) if base is not None else actions
     if new_actions:
         found.append("actions " + ", ".join(new_actions))
-    for key, word in (("Resource", "resources"), ("Principal", "principals"), ("NotAction", "not-actions")):
-        values = _values(statement, key)
+    for key, word in (("Resource", "resources"), ("Principal", "principals")):
         before = _values(base, key)
-        if key == "NotAction" and base is not None:
-            removed = [item for item in before if item not in values]
-            if removed:
-                found.append("no longer excluded: " + ", ".join(removed))
-            continue
-        added = [item for item in values if base is None or not _covered(item, before)]
-        if added and key != "NotAction":
+        if added := [item for item in _values(statement, key) if base is None or not _covered(item, before)]:
             found.append(f"{word} " + ", ".join(added))
-    if conditions and base is not None:
-        old_conditions, new_conditions = _conditions(base), _conditions(statement)
-        for key, values in old_conditions.items():
-            if key not in new_conditions:
-                found.append(f"condition {key} removed")
-            elif added := [item for item in new_conditions[key] if item not in values]:
-                found.append(f"condition {key} also allows " + ", ".join(added))
+    return found + _not_actions(base, statement)
+
+
+def _not_actions(base: dict[str, Any] | None, statement: dict[str, Any]) -> list[str]:
+    """A NotAction statement covers every action but those it names: it is wider than a base
+    without NotAction, and wider than one with NotAction by each action it no longer names."""
+    excluded = _values(statement, "NotAction")
+    if not excluded:
+        return []
+    if base is None or "NotAction" not in base:
+        return ["every action except " + ", ".join(excluded)]
+    removed = [item for item in _values(base, "NotAction") if item not in excluded]
+    return ["no longer excluded: " + ", ".join(removed)] if removed else []
+
+
+def _looser_conditions(strict: dict[str, Any], loose: dict[str, Any]) -> list[tuple[str, str, list[str]]]:
+    """Where `loose`'s conditions hold and `strict`'s do not: a condition `strict` has and `loose`
+    lacks ("missing"), a value `loose` adds to a matching operator ("more"), or a value it drops
+    from a negated one, whose values are NORed ("fewer"). IAM user guide, "Conditions with multiple
+    context keys or values" (read 2026-11-29): operators and keys are ANDed, a matching operator's
+    values ORed, a negated matching operator's (`StringNotEquals`, `ArnNotLike`, `NotIpAddress`...)
+    NORed."""
+    before, after = _conditions(strict), _conditions(loose)
+    found: list[tuple[str, str, list[str]]] = []
+    for key, values in before.items():
+        if key not in after:
+            found.append(("missing", key, []))
+        elif "Not" in key.split(" ", 1)[0].rsplit(":", 1)[-1]:
+            if dropped := [item for item in values if item not in after[key]]:
+                found.append(("fewer", key, dropped))
+        elif added := [item for item in after[key] if item not in values]:
+            found.append(("more", key, added))
     return found
 
 
@@ -189,7 +222,9 @@ def _statement_lines(change: StatementChange) -> list[str]:
     if change.kind == "changed" and change.old is None:
         return [f"~ {change.label}: {change.fields[0]}"]
     shown = change.new if change.new is not None else change.old
-    summary = f"{shown.get('Effect')} {', '.join(_values(shown, 'Action') or _values(shown, 'NotAction'))}"  # type: ignore[union-attr]
+    actions = _values(shown, "Action")
+    covered = ", ".join(actions) if actions else "every action except " + ", ".join(_values(shown, "NotAction"))
+    summary = f"{shown.get('Effect')} {covered}"  # type: ignore[union-attr]
     if change.kind == "changed":
         lines = [f"~ {change.label} ({summary}):"]
         for key in change.fields:
