@@ -99,13 +99,14 @@ def test_a_node_s_exit_status_says_its_own_problem_first_then_the_set_s(result, 
 @pytest.mark.parametrize("nodes", [1, 4, 16, 64, 70, 100, 128])
 def test_the_rounds_the_supervisor_sends_fit_base64encode_and_one_more_would_not(nodes):
     """The decide step's argv as the supervisor builds it (JsonToString of JSON text, so each id
-    quoted twice over) with every node tested in every round at the longest status, `=-1`."""
+    quoted twice over) with every node tested in every round at the longest status, a three-digit
+    exit status (`=124`, a step that timed out)."""
     from gpucloud.documents.job_supervisor_preflight import BASE64_INPUT_LIMIT, MAX_ROUNDS, search_rounds
     from gpucloud.node.preflight_search import MAX_ROUNDS as SEARCH_ROUNDS
 
     def argv_length(rounds: int) -> int:
         ids = [f"i-{index:017x}" for index in range(nodes)]
-        text = ",".join(json.dumps([f"{instance}=-1" for instance in ids], separators=(",", ":")) for _ in range(rounds))
+        text = ",".join(json.dumps([f"{instance}=124" for instance in ids], separators=(",", ":")) for _ in range(rounds))
         return len(json.dumps(["--instance-ids", json.dumps(ids, separators=(",", ":")), "--rounds", f"[{text}]"],
                               separators=(",", ":")))
 

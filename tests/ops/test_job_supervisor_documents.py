@@ -16,6 +16,7 @@ from gpucloud.documents.job_supervisor_access import (
     supervisor_trust_policy,
 )
 from gpucloud.documents.job_supervisor_continuation import node_left_pattern, polls_per_execution
+from gpucloud.documents.job_supervisor_preflight import BASE64_INPUT_LIMIT, MAX_ROUNDS, decide_argv, search_rounds
 from gpucloud.documents.jobs import job_runner_policy
 from gpucloud.testing.handlers.sfn import check_definition
 
@@ -67,6 +68,32 @@ def test_without_a_bucket_and_a_write_prefix_there_is_no_record_marker_or_node_l
     states = definition(bucket, prefix)["States"]
     assert not {"Record", "Mark", "Forget", "ListMarkers", "EachMarker"} & set(states)
     assert states["Start"]["Choices"][0]["Next"] == "NoJobOnGroup"
+    assert [name for _, scope in scopes(definition(bucket, prefix)) for name, state in scope.items()
+            if ":s3:" in state.get("Resource", "")] == [], "nothing written to S3, the preflight's figures included"
+
+
+def calls_aws(state: dict) -> bool:
+    return state["Type"] == "Task" or (state["Type"] == "Map" and any(
+        calls_aws(inner) for inner in state["ItemProcessor"]["States"].values()))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_aws_error_of_the_supervisor_ends_the_job_through_its_topic(stack):
+    """An error that no Catch takes fails the execution at once: the topic never hears of the job's
+    end and a group raised for a job that never started stays raised."""
+    states = definition(*STACKS[stack])["States"]
+    uncaught = [name for name, state in states.items() if calls_aws(state)
+                and not any("States.ALL" in catch["ErrorEquals"] for catch in state.get("Catch", []))]
+    assert uncaught == []
+
+
+def test_every_command_the_supervisor_runs_on_the_nodes_keeps_its_output_in_the_job_log_group():
+    sends = [state for _, scope in scopes(definition("demo-data", "runs/jobs/")) for state in scope.values()
+             if state.get("Resource", "").endswith(":ssm:sendCommand")
+             and state["Parameters"].get("Parameters", {}).get("action") != ["launch-stop"]]
+    assert len(sends) == 5  # launch, the preflight's level, decide, a fabric round's sets, replace
+    assert all(send["Parameters"]["CloudWatchOutputConfig"] == {
+        "CloudWatchLogGroupName": "/gpu-cloud/demo/jobs", "CloudWatchOutputEnabled": True} for send in sends)
 
 
 def role(bucket="demo-data", prefix="runs/jobs/"):
@@ -142,3 +169,21 @@ def test_the_drained_exit_status_is_the_launcher_s():
     from gpucloud.node import launcher
 
     assert job_supervisor_states.EXIT_DRAINED == launcher.EXIT_DRAINED
+
+
+def test_the_decide_step_s_input_holds_the_rounds_the_supervisor_allows_at_any_node_count():
+    """Every node tested in every round, each at a three-digit exit status (a step of the node's
+    preflight that timed out exits 124), fits States.Base64Encode, and one round more would not
+    (a search past it ends `preflight-failed` instead of an uncaught States.Runtime)."""
+    from gpucloud.node.preflight import EXIT_TIMEOUT
+
+    for nodes in range(1, 200):
+        ids = [f"i-{index:017x}" for index in range(nodes)]
+
+        def length(rounds: int) -> int:
+            return len(decide_argv(ids, [[f"{instance}={EXIT_TIMEOUT}" for instance in ids]] * rounds))
+
+        fitting = search_rounds(nodes)
+        assert length(fitting) <= BASE64_INPUT_LIMIT, f"{fitting} rounds of {nodes} nodes"
+        assert fitting == MAX_ROUNDS or length(fitting + 1) > BASE64_INPUT_LIMIT, f"{nodes} nodes hold more"
+    assert [search_rounds(nodes) for nodes in (60, 61, 191, 192)] == [5, 4, 1, 0]

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import pytest
 
+from gpucloud.documents.job_supervisor_preflight import decide_argv
 from gpucloud.node.launcher import decode_command
 from gpucloud.node.preflight import RESULT_MARKER
 from gpucloud.node.preflight_command import decision
@@ -227,6 +228,8 @@ def test_the_decide_step_gets_every_round_s_statuses_as_base64_of_a_json_argv(aw
     [round_zero] = json.loads(argv[3])
     assert sorted(round_zero) == sorted(f"{instance}={EXIT_BELOW_FLOOR}" for instance in json.loads(argv[1]))
     assert first["InstanceIds"] == [json.loads(argv[1])[0]], "the job's first node decides"
+    assert base64.b64decode(first["Parameters"]["commandB64"][0]).decode() == decide_argv(
+        json.loads(argv[1]), json.loads(argv[3])), "what search_rounds measures"
     last = json.loads(base64.b64decode(decides[-1]["Parameters"]["commandB64"][0]))
     assert json.loads(last[3])[0] == round_zero and len(json.loads(last[3])) == len(decides), "every round so far"
 

@@ -27,12 +27,14 @@ parsed with `States.StringToJson`:
 The decide step's input is `States.Base64Encode` of a JSON argv (its `commandB64`), whose input may
 be 10,000 characters (Step Functions developer guide, "Intrinsic functions", States.Base64Encode;
 moto 5.2.5 enforces the same, `Base64Encode.MAX_INPUT_CHAR_LEN`; read 2026-11-28): a round costs
-some 25 characters a node tested, so five rounds of 64 nodes fit. Intrinsics are used only where
-that guide allows them (Pass `Parameters`, Task `Parameters` and `ResultSelector`, Map
-`ResultSelector`), nested at most 10 deep.
+some 28 characters a node tested (`search_rounds`), so five rounds fit up to 60 nodes, one up to
+191. Intrinsics are used only where that guide allows them (Pass `Parameters`, Task `Parameters`
+and `ResultSelector`, Map `ResultSelector`), nested at most 10 deep.
 """
 
 from __future__ import annotations
+
+import json
 
 from gpucloud.documents.job_supervisor_sends import REFUSED, SENDING, refusal_states, send_states, sent_or_not
 from gpucloud.documents.job_supervisor_states import (
@@ -51,6 +53,10 @@ BASE64_INPUT_LIMIT = 10000
 """The most characters `States.Base64Encode` takes (see the module doc)."""
 INSTANCE_ID_CHARACTERS = 19
 """`i-` and 17 hexadecimal digits (EC2 API reference, "Resource IDs"; read 2026-11-28)."""
+LONGEST_EXIT_STATUS = 255
+"""The longest exit status a tested node reports in a round's `<instance id>=<status>`: three
+digits (the node's preflight exits 124 when a step times out: node/preflight.py EXIT_TIMEOUT),
+one longer than the -1 of a node that reported none."""
 MAX_ROUNDS = 5
 """node/preflight_search.py MAX_ROUNDS, which documents may not import (held equal by
 tests/node/test_preflight_decide.py)."""
@@ -60,14 +66,26 @@ preflight`: ops/preflight_run.py MAX_REPLACEMENTS)."""
 ROUND_ACTION = "preflight-fabric"
 
 
+def decide_argv(instance_ids: list[str], rounds: list[list[str]]) -> str:
+    """The text `States.Base64Encode` gets in `PreflightDecideParameters`: the JSON argv of the
+    decide step, with the ids and each round's statuses as JSON text inside it, each written as
+    `States.JsonToString` writes JSON (without spaces)."""
+    def text(value) -> str:
+        return json.dumps(value, separators=(",", ":"))
+
+    return text(["--instance-ids", text(instance_ids), "--rounds", f"[{','.join(map(text, rounds))}]"])
+
+
 def search_rounds(nodes: int) -> int:
     """How many rounds of `nodes` nodes the decide step's input holds within BASE64_INPUT_LIMIT, at
-    most MAX_ROUNDS: the argv JSON of every instance id once, and of every node tested in each
-    round as `<instance id>=<status>`, each quoted twice over (JsonToString of JSON text)."""
-    per_id = INSTANCE_ID_CHARACTERS + 5
-    per_status = INSTANCE_ID_CHARACTERS + 3 + 5  # `=-1` at worst
-    fixed = len('["--instance-ids","[]","--rounds","[]"]') + 4 * MAX_ROUNDS
-    return max(0, min(MAX_ROUNDS, (BASE64_INPUT_LIMIT - fixed - per_id * nodes) // (per_status * nodes)))
+    most MAX_ROUNDS: measured on the longest input, every node tested in every round, each id of
+    INSTANCE_ID_CHARACTERS and each status LONGEST_EXIT_STATUS."""
+    ids = [f"i-{index:0{INSTANCE_ID_CHARACTERS - 2}x}" for index in range(nodes)]
+    statuses = [f"{instance}={LONGEST_EXIT_STATUS}" for instance in ids]
+    rounds = 0
+    while rounds < MAX_ROUNDS and len(decide_argv(ids, [statuses] * (rounds + 1))) <= BASE64_INPUT_LIMIT:
+        rounds += 1
+    return rounds
 
 
 def _send(parameters: str, instance_ids: str, comment: str, result_path: str, next_state: str,
