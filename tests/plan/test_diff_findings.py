@@ -162,7 +162,7 @@ def document(*actions: str) -> str:
 def test_a_wider_policy_document_is_a_warning_naming_each_statement_and_what_it_adds():
     wider = PropertyChange("policy", document("s3:GetObject"), document("s3:GetObject", "s3:PutObject"))
 
-    assert findings(change("update", "node", ROLE_POLICY, wider)) == [(
+    assert findings(change("update", "node", ROLE_POLICY, PropertyChange("name", "node-a", "node-b"), wider)) == [(
         "grant-widened", "warning",
         f"node ({ROLE_POLICY}): policy grants more than the base: Data: actions s3:PutObject")]
 
