@@ -176,3 +176,106 @@ def test_the_offering_is_looked_for_in_the_zones_of_the_stack_s_own_subnets(stac
         assert buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm=None) is None
 
     assert f"offering {OFFERING}: 2 x p5.48xlarge in us-east-1a" in capsys.readouterr().out
+
+
+def offered(**changes) -> dict:
+    """The stack's offering as DescribeCapacityBlockOfferings gives it, with `changes`."""
+    return {"CapacityBlockOfferingId": OFFERING, "InstanceType": "p5.48xlarge", "AvailabilityZone": "us-east-1b",
+            "InstanceCount": 2, "StartDate": START, "EndDate": END, "CapacityBlockDurationHours": 96,
+            "UpfrontFee": "7000.00", "CurrencyCode": "USD", **changes}
+
+
+def test_an_expired_block_or_an_on_demand_reservation_of_the_group_is_no_bought_block(stack_file, capsys):
+    """Only a Capacity Block that still takes instances stops a purchase: an expired one, or an
+    ordinary capacity reservation of the group in an active state, does not."""
+    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    with Stubber(ec2) as stubber:
+        stubber.add_response("describe_capacity_reservations", {"CapacityReservations": [
+            {"CapacityReservationId": "cr-0aaaaaaaaaaaaaaa1", "ReservationType": "capacity-block", "State": "expired"},
+            {"CapacityReservationId": "cr-0aaaaaaaaaaaaaaa2", "ReservationType": "default", "State": "active"}]})
+        stubber.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": [offered()]})
+
+        assert buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm=None) is None
+
+    out = capsys.readouterr().out
+    assert "not buying another" not in out and f"--confirm {OFFERING}" in out
+
+
+def test_the_price_is_in_us_dollars_where_ec2_names_no_currency(stack_file, capsys):
+    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    without_currency = offered()
+    del without_currency["CurrencyCode"]
+    with Stubber(ec2) as stubber:
+        stubber.add_response("describe_capacity_reservations", {"CapacityReservations": []})
+        stubber.add_response("describe_capacity_block_offerings", {"CapacityBlockOfferings": [without_currency]})
+
+        buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm=None)
+
+    assert "7,000.00 USD upfront" in capsys.readouterr().out
+
+
+def test_a_confirmation_of_another_offering_buys_nothing_and_says_why(stack_file, capsys):
+    ec2, stubber, purchases = stubbed_ec2(purchase=False)
+
+    assert buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm="cb-0ffffffffffffffff") is None
+
+    stubber.assert_no_pending_responses()
+    assert purchases == [] and stack_file.read_text() == STACK_FILE
+    out = capsys.readouterr().out
+    assert "not bought: --confirm cb-0ffffffffffffffff is not the offering EC2 proposes now" in out
+    assert f"to buy this one run: gpucloud capacity buy --config {stack_file} --group pretrain --confirm {OFFERING}" in out
+
+
+def test_the_bought_block_takes_the_offering_s_lines_and_the_printed_diff_shows_just_those(stack_file, capsys):
+    ec2, _, _ = stubbed_ec2(purchase=True)
+
+    buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm=OFFERING)
+
+    note = f"bought {OFFERING}: 2 x p5.48xlarge in us-east-1b, 2027-03-01 11:30 to 2027-03-05 11:30 UTC (96 h), 7,000.00 USD upfront"
+    offering_lines = STACK_FILE[STACK_FILE.index("          offering:"):STACK_FILE.index("      checkpoint:")]
+    assert stack_file.read_text() == STACK_FILE.replace(offering_lines, f"          reservationId: {BOUGHT}  # {note}\n")
+    changed = [line for line in capsys.readouterr().out.splitlines()
+               if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+    assert changed == [f"-{line}" for line in offering_lines.splitlines()] + [f"+          reservationId: {BOUGHT}  # {note}"]
+
+
+def test_of_two_blocks_bought_earlier_the_one_that_starts_first_is_written(stack_file):
+    later = {"ReservationType": "capacity-block", "State": "scheduled", "StartDate": END, "EndDate": END + (END - START)}
+    ec2 = boto3.client("ec2", region_name="us-east-1", aws_access_key_id="testing", aws_secret_access_key="testing")
+    with Stubber(ec2) as stubber:
+        stubber.add_response("describe_capacity_reservations", {"CapacityReservations": [
+            {**later, "CapacityReservationId": "cr-00000000000000001"},
+            {"CapacityReservationId": BOUGHT, "ReservationType": "capacity-block", "State": "active",
+             "StartDate": START, "EndDate": END}]})
+
+        assert buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm=OFFERING) == BOUGHT
+
+    assert f"reservationId: {BOUGHT}  # bought earlier" in stack_file.read_text()
+
+
+def test_a_block_bought_for_a_stack_file_edited_meanwhile_is_named_for_the_user_to_write(stack_file):
+    """The purchase is made; a stack file that no longer has the group's offering is left as it is,
+    and the refusal names the bought block's id to write by hand."""
+    settings = load_stack_file(stack_file)
+    stack_file.write_text(STACK_FILE.replace("name: pretrain", "name: pretraining"))
+    ec2, stubber, purchases = stubbed_ec2(purchase=True)
+
+    with pytest.raises(CapacityError, match=f"put `reservationId: {BOUGHT}` in place of the offering of group pretrain in "):
+        buy(settings, stack_file, ec2, "pretrain", confirm=OFFERING)
+
+    assert len(purchases) == 1 and "offering:" in stack_file.read_text()
+
+
+def test_a_stack_file_without_groups_is_refused_not_a_crash():
+    with pytest.raises(CapacityError, match="no groups\\[name=serve\\]"):
+        name_block_in_stack_file("config:\n  aws:region: us-east-1\n", "serve", BOUGHT, "bought")
+
+
+def test_an_offering_another_group_shares_through_a_yaml_anchor_is_not_edited():
+    """Writing the bought block in place of a shared (anchored) offering would give the other group
+    the block too: the edit is refused instead, and `_write` tells the user to name it by hand."""
+    text = ("config:\n  gpu-cloud:groups:\n    - name: train\n      capacity: &block\n        capacityBlock:\n"
+            "          offering: {instanceType: p5.48xlarge, count: 2}\n    - name: serve\n      capacity: *block\n")
+
+    with pytest.raises(CapacityError, match="shared with another part of the stack file"):
+        name_block_in_stack_file(text, "serve", BOUGHT, "bought")

@@ -59,6 +59,9 @@ class Offering:
                 f"{float(self.upfront_fee):,.2f} {self.currency} upfront")
 
 
+_NEVER = datetime.datetime.max.replace(tzinfo=datetime.timezone.utc)
+
+
 def _utc(day: datetime.date) -> datetime.datetime:
     return datetime.datetime.combine(day, datetime.time(), datetime.timezone.utc)
 
@@ -81,12 +84,14 @@ def find_offering(ec2, offer: CapacityBlockOffer, zones: set[str]) -> Offering |
 
 
 def held_blocks(ec2, settings: StackSettings, group: str) -> list[dict[str, Any]]:
-    """Capacity Blocks this stack's group already bought that still take instances."""
+    """Capacity Blocks this stack's group already bought that still take instances, the one that
+    starts first first (the group runs in it next), whatever order EC2 lists them in."""
     filters = [{"Name": f"tag:{key}", "Values": [value]}
                for key, value in ((STACK_TAG, settings.name_base), (GROUP_TAG, group))]
     reservations = ec2.describe_capacity_reservations(Filters=filters)["CapacityReservations"]
-    return [item for item in reservations
-            if item.get("ReservationType") == "capacity-block" and item.get("State") in USABLE_STATES]
+    usable = [item for item in reservations
+              if item.get("ReservationType") == "capacity-block" and item.get("State") in USABLE_STATES]
+    return sorted(usable, key=lambda item: (item.get("StartDate") or _NEVER, item["CapacityReservationId"]))
 
 
 def _scalar(node: yaml.Node | None) -> Any:
@@ -130,7 +135,16 @@ def name_block_in_stack_file(text: str, group: str, reservation_id: str, note: s
     written = next(entry for entry in document["config"]["gpu-cloud:groups"] if entry.get("name") == group)
     if written.get("capacity", {}).get("capacityBlock") != {"reservationId": reservation_id}:
         raise CapacityError("the stack file could not be edited safely")
+    if _others(document, group) != _others(yaml.safe_load(text), group):
+        raise CapacityError(f"the offering of group {group} is shared with another part of the stack file "
+                            "(a YAML anchor): editing it would change that part too")
     return edited
+
+
+def _others(document: dict[str, Any], group: str) -> dict[str, Any]:
+    """The stack file's settings other than `group`'s."""
+    config = document["config"]
+    return {**config, "gpu-cloud:groups": [entry for entry in config["gpu-cloud:groups"] if entry.get("name") != group]}
 
 
 def _subnet_zones(ec2, settings: StackSettings) -> set[str]:
