@@ -125,20 +125,22 @@ def launches(session) -> list[dict]:
     return [command for command in commands if command["Parameters"].get("action") == ["launch"]]
 
 
-def await_launches(session, timeout: float = 30.0) -> None:
-    """Waits until the job document's launch commands are sent (the supervision's first step)."""
-    deadline = time.monotonic() + timeout
-    while not launches(session):
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-
-
 def await_attempt_record(session, job, timeout: float = 30.0) -> None:
     """Waits until the supervisor has recorded attempt 0 (after its launch), read with the test's
     own client, so that what the job commands read next does not depend on the machine's speed."""
     folder = job.checkpoint_uri.removeprefix(f"s3://{BUCKET}/") + "attempts/"
     deadline = time.monotonic() + timeout
     while not session.client("s3").list_objects_v2(Bucket=BUCKET, Prefix=folder).get("Contents"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def await_marker(session, job, timeout: float = 30.0) -> None:
+    """Waits until the supervisor has written the job's marker (after its launch and record), which
+    the node-left branch reads; a fixed sleep is too short on a loaded machine."""
+    key = f"runs/vision-train/jobs/groups/{GROUP}/{job.job_id}.json"
+    deadline = time.monotonic() + timeout
+    while not session.client("s3").list_objects_v2(Bucket=BUCKET, Prefix=key).get("Contents"):
         assert time.monotonic() < deadline
         time.sleep(0.05)
 
@@ -325,7 +327,8 @@ def test_run_detach_prints_the_job_id_and_jobs_lists_it(aws, capsys):
 
 @SUPERVISOR
 def test_a_long_job_continues_in_a_new_execution_before_the_history_quota(aws, agents):
-    agents.status = lambda command, instance, calls: ("InProgress", -1) if calls <= 5 else ("Success", 0)
+    """Two polls an execution: polls 1-2, 3-4, then 5, where the job ends."""
+    agents.status = lambda command, instance, calls: ("InProgress", -1) if calls <= 4 else ("Success", 0)
     clients = Clients.of(aws)
     job = new_job(SETTINGS, "trainers", COMMAND, nodes=2)
     arn = start(clients, SETTINGS, job, poll=0, polls_per_execution=2)
@@ -352,8 +355,7 @@ def test_a_node_leaving_after_the_supervision_died_continues_the_job_on_the_new_
 
     hold_the_first_command(agents)
     clients, arn, job = detached(aws)
-    await_launches(aws)
-    time.sleep(0.3)  # past the marker's write
+    await_marker(aws, job)
     # The supervision dies as AWS fails an execution (past its history quota, say): stopped, FAILED.
     backend = stepfunctions_parser_backends["123456789012"][REGION]
     dead = backend.describe_execution(arn)
@@ -375,6 +377,8 @@ def test_a_node_leaving_after_the_supervision_died_continues_the_job_on_the_new_
 
     continued = ended(clients, f"{arn}-r{lost}")
     assert continued.status == "SUCCEEDED", continued.cause
+    resumed = json.loads(clients.states.describe_execution(executionArn=f"{arn}-r{lost}")["input"])
+    assert (resumed["generation"], resumed["polls"]) == (0, 0), "the dead supervision's generation, its polls anew"
     first, second = launches(aws)
     assert [first["Parameters"]["attempt"], second["Parameters"]["attempt"]] == [["0"], ["1"]]
     assert lost not in second["InstanceIds"]
@@ -538,8 +542,7 @@ def test_two_jobs_on_one_group_keep_their_own_markers(aws, agents):
     assert ended(clients, no_job).status == "SUCCEEDED"  # an instance left a group without jobs
     hold_the_first_command(agents)
     clients, first_arn, first = detached(aws)
-    await_launches(aws)
-    time.sleep(0.3)  # past the first marker's write
+    await_marker(aws, first)
 
     _, second_arn, second = detached(aws)
     assert ended(clients, second_arn).status == "SUCCEEDED"

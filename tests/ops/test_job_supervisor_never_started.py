@@ -90,6 +90,8 @@ def test_a_refused_batch_gives_the_group_back_the_capacity_it_found(aws, agents,
     assert "Run Command refused a batch of attempt 0" in execution.cause and "Rate exceeded" in execution.cause
     assert agents.cancelled == sent and len(sent) == 1
     assert desired(aws) == 1, "the supervisor raised it to 60 for a job that never started"
+    assert [(call["DesiredCapacity"], call["HonorCooldown"]) for _, operation, call in agents.made
+            if operation == "SetDesiredCapacity"] == [(60, False), (1, False)], "no wait for the raise's cooldown"
     [(subject, _)] = notifications(aws)
     assert subject.endswith(": error")
     assert denied_to_the_supervisor_role(aws, agents.made) == []
