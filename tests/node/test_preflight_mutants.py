@@ -253,3 +253,19 @@ def test_the_verdict_limit_is_what_get_command_invocation_returns_of_stdout():
     model = Path(botocore.__file__).parent / "data" / "ssm" / "2014-11-06" / "service-2.json.gz"
     shapes = json.loads(gzip.decompress(model.read_bytes()))["shapes"]
     assert STDOUT_LIMIT == shapes["StandardOutputContent"]["max"] == 24000
+
+
+def test_a_round_of_which_no_node_answered_stops_the_search_with_the_reason():
+    """Every node's command failed or ran past the round's limit: no result to group by set."""
+    state, found = search(nodes(2), [[]], host_floor)
+    assert (found.action, state.rounds) == ("stop", 1)
+    assert found.reason == "the preflight could not run: no preflight result from 10.0.0.1; no preflight result from 10.0.0.2"
+
+
+def test_a_half_of_which_no_node_answered_fails_as_its_set():
+    addresses = nodes(4)
+    rounds = [fleet_round([addresses], busbw=3.0), fleet_round([addresses[:2]])]
+    state, found = search(addresses, rounds, host_floor)
+    assert state.good == ("10.0.0.1", "10.0.0.2")
+    assert state.failed[-1] == (("10.0.0.3", "10.0.0.4"), "no preflight result from 10.0.0.3; no preflight result from 10.0.0.4")
+    assert found.sets == (("10.0.0.1", "10.0.0.3"), ("10.0.0.2", "10.0.0.4"))

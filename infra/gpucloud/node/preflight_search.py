@@ -69,6 +69,12 @@ class SetResult:
         return cls(tuple(nodes), None, None, {node: (own,) for node in nodes if codes.get(node) == EXIT_NODE_PROBLEM},
                    tuple(set_problems), judged=all(codes.get(node) != EXIT_BELOW_FLOOR for node in nodes))
 
+    @classmethod
+    def silent(cls, nodes: Sequence[str]) -> SetResult:
+        """A set the search asked for from which no node's result came back (every command failed
+        or ran past the round's limit): it fails, as a set with a node missing does."""
+        return cls(tuple(nodes), None, None, {}, tuple(f"no preflight result from {node}" for node in nodes))
+
     def passes(self, floor: float | None) -> bool | None:
         """True or False against the floor; None when a one-rank set has no fabric to judge."""
         if self.set_problems:
@@ -238,13 +244,16 @@ def verdict(search: Search, max_rounds: int = MAX_ROUNDS) -> Verdict:
 
 def search(nodes: Sequence[str], rounds: Sequence[Sequence[Mapping[str, Any]]], floor_of,
            max_rounds: int = MAX_ROUNDS) -> tuple[Search, Verdict]:
-    """Replay recorded rounds (each a list of node results) and say what comes next."""
+    """Replay recorded rounds (each a list of node results) and say what comes next. A set the
+    search asked for of which no node answered fails (`SetResult.silent`)."""
     state = Search(tuple(nodes))
     for node_results in rounds:
         by_set: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
         for result in node_results:
             by_set.setdefault(tuple(result["set"]), []).append(result)
-        state = advance(state, [SetResult.of(results) for results in by_set.values()], floor_of)
+        answered = {result["node"] for result in node_results}
+        silent = [SetResult.silent(members) for members in next_sets(state) if not answered & set(members)]
+        state = advance(state, [SetResult.of(results) for results in by_set.values()] + silent, floor_of)
     return state, verdict(state, max_rounds)
 
 
