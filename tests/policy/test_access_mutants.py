@@ -1,0 +1,121 @@
+"""The access evaluator's edges that its mutation run found no test for, each from the AWS page
+that states the rule (IAM user guide "IAM JSON policy elements: Condition operators", "Conditions
+with multiple context keys or values", "IAM policy elements: Variables and tags", "IAM JSON
+policy elements: Resource", "Cross-account policy evaluation logic"; KMS developer guide
+"Allowing users in other accounts to use a KMS key"; all read 2026-11-29): operator boundaries,
+time zones, set operators over negated operators, wildcards beside a policy variable, the exact
+reason a denied call names, and the parsed-document cache a plan leans on."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucloud.policy.access import Call, Documents, evaluate
+
+ACCOUNT = "111122223333"
+OTHER_ACCOUNT = "444455556666"
+ROLE = f"arn:aws:iam::{ACCOUNT}:role/gpu-node"
+DAVID = f"arn:aws:iam::{ACCOUNT}:user/David"
+STRANGER = f"arn:aws:iam::{OTHER_ACCOUNT}:role/partner"
+KEY = f"arn:aws:kms:us-east-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+BUCKET = "arn:aws:s3:::amzn-s3-demo-bucket"
+
+
+def policy(*statements: dict, name: str = "policy") -> dict:
+    return {"Version": "2012-10-17", "Id": name, "Statement": list(statements)}
+
+
+def grant(action, resource="*", sid="Grant", **extra) -> dict:
+    return {"Sid": sid, "Effect": "Allow", "Action": action, "Resource": resource, **extra}
+
+
+def decide(action: str, resource: str, principal: str = ROLE, identity=None, resource_policies=(), context=None):
+    documents = Documents(identity={principal: list(identity)} if identity is not None else {},
+                          resource=list(resource_policies), endpoints={}, account=ACCOUNT)
+    return evaluate(Call(actor="x", principal=principal, action=action, resource=resource, context=context or {},
+                         endpoint=None), documents)
+
+
+def holds(condition: dict, context: dict) -> bool:
+    """Whether an identity policy's one statement with this condition allows the call."""
+    return decide("ec2:RunInstances", "*", identity=[policy(grant("ec2:RunInstances", Condition=condition))],
+                  context=context).allowed
+
+
+# ---------------------------------------------------------------- numeric and date operators at their bounds
+
+@pytest.mark.parametrize(("operator", "request_value", "matches"), [
+    ("NumericEquals", "10", True),
+    ("NumericEquals", "10.0", True),
+    ("NumericEquals", "11", False),
+    ("NumericGreaterThan", "11", True),
+    ("NumericGreaterThan", "10", False),
+    ("NumericGreaterThanEquals", "10", True),
+    ("NumericGreaterThanEquals", "11", True),
+    ("NumericGreaterThanEquals", "9", False),
+])
+def test_numeric_operators_at_and_beside_the_policy_value(operator, request_value, matches):
+    """ "Matching", "Greater than" and "Greater than or equals" against the policy's 10."""
+    assert holds({operator: {"s3:max-keys": "10"}}, {"s3:max-keys": request_value}) is matches
+
+
+NOON = "2026-11-28T12:00:00Z"
+
+
+@pytest.mark.parametrize(("operator", "request_time", "matches"), [
+    ("DateEquals", NOON, True),
+    ("DateEquals", "1795867200", True),  # the same instant in epoch seconds
+    ("DateEquals", "2026-11-28T12:00:01Z", False),
+    ("DateLessThan", NOON, False),
+    ("DateLessThan", "2026-11-28T11:59:59Z", True),
+    ("DateLessThanEquals", NOON, True),
+    ("DateLessThanEquals", "2026-11-28T12:00:01Z", False),
+    ("DateGreaterThan", NOON, False),
+    ("DateGreaterThan", "2026-11-28T12:00:01Z", True),
+    ("DateGreaterThanEquals", NOON, True),
+    ("DateGreaterThanEquals", "2026-11-28T11:59:59Z", False),
+])
+def test_date_operators_at_and_beside_the_policy_instant(operator, request_time, matches):
+    """ "Matching a specific date", "before", "at or before", "after", "at or after" noon UTC."""
+    assert holds({operator: {"aws:CurrentTime": NOON}}, {"aws:CurrentTime": request_time}) is matches
+
+
+def test_a_time_with_an_offset_is_the_instant_it_names():
+    """W3C ISO 8601 times carry their zone: 14:00+02:00 is noon UTC, and a bare date is its
+    midnight (the date formats the Date operators take)."""
+    assert holds({"DateEquals": {"aws:CurrentTime": NOON}}, {"aws:CurrentTime": "2026-11-28T14:00:00+02:00"})
+    assert holds({"DateLessThan": {"aws:CurrentTime": NOON}}, {"aws:CurrentTime": "2026-11-28T13:00:00+02:00"})
+    assert holds({"DateGreaterThan": {"aws:CurrentTime": "2026-11-28"}}, {"aws:CurrentTime": NOON})
+    assert not holds({"DateGreaterThan": {"aws:CurrentTime": "2026-11-29"}}, {"aws:CurrentTime": NOON})
+
+
+def test_a_value_that_is_no_date_or_address_matches_none():
+    """The Date and IP address operators compare dates and addresses; a request value that is
+    neither matches no policy value (and is not evaluated as a pass)."""
+    assert not holds({"DateLessThan": {"aws:CurrentTime": NOON}}, {"aws:CurrentTime": "yesterday"})
+    assert not holds({"IpAddress": {"aws:SourceIp": "203.0.113.0/24"}}, {"aws:SourceIp": "vpce-1a2b3c4d"})
+
+
+def test_an_address_without_a_prefix_is_one_address():
+    """ "If you specify an IP address without the associated routing prefix, IAM uses /32"."""
+    assert holds({"IpAddress": {"aws:SourceIp": "203.0.113.7"}}, {"aws:SourceIp": "203.0.113.7"})
+    assert not holds({"IpAddress": {"aws:SourceIp": "203.0.113.7"}}, {"aws:SourceIp": "203.0.113.8"})
+
+
+def test_binary_equals_compares_the_base64_value():
+    """The page's BinaryEquals example value."""
+    assert holds({"BinaryEquals": {"aws:RequestTag/blob": "QmluYXJ5VmFsdWVJbkJhc2U2NA=="}},
+                 {"aws:RequestTag/blob": "QmluYXJ5VmFsdWVJbkJhc2U2NA=="})
+    assert not holds({"BinaryEquals": {"aws:RequestTag/blob": "QmluYXJ5VmFsdWVJbkJhc2U2NA=="}},
+                     {"aws:RequestTag/blob": "T3RoZXJWYWx1ZQ=="})
+
+
+def test_for_any_value_with_a_negated_operator_needs_one_request_value_outside_the_policy_s():
+    """A negated operator's policy values are NORed for each request value ("Conditions with
+    multiple context keys or values"), and ForAnyValue needs one request value for which that
+    holds: tag keys Dept and DataClass have one outside [DataClass, Owner]; DataClass and Owner
+    have none."""
+    condition = {"ForAnyValue:StringNotEquals": {"aws:TagKeys": ["DataClass", "Owner"]}}
+
+    assert holds(condition, {"aws:TagKeys": ["Dept", "DataClass"]})
+    assert not holds(condition, {"aws:TagKeys": ["DataClass", "Owner"]})
