@@ -119,3 +119,30 @@ def test_for_any_value_with_a_negated_operator_needs_one_request_value_outside_t
 
     assert holds(condition, {"aws:TagKeys": ["Dept", "DataClass"]})
     assert not holds(condition, {"aws:TagKeys": ["DataClass", "Owner"]})
+
+
+# ---------------------------------------------------------------- policy variables beside wildcards
+
+def test_the_policy_s_own_wildcards_keep_their_meaning_around_a_variable():
+    """A Resource may hold wildcards in any segment ("IAM JSON policy elements: Resource") and a
+    variable in its resource part: David reads his folder under any project, and only his."""
+    home = grant("s3:GetObject", f"{BUCKET}/*/${{aws:username}}/*")
+
+    assert decide("s3:GetObject", f"{BUCKET}/vision/David/notes.txt", DAVID, identity=[policy(home)]).allowed
+    assert not decide("s3:GetObject", f"{BUCKET}/vision/Adele/notes.txt", DAVID, identity=[policy(home)]).allowed
+
+
+def test_wildcards_before_the_resource_part_keep_their_meaning_beside_a_variable_after_it():
+    queues = grant("sqs:SendMessage", "arn:aws:sqs:*:*:${aws:username}-queue")
+
+    assert decide("sqs:SendMessage", f"arn:aws:sqs:us-east-2:{ACCOUNT}:David-queue", DAVID, identity=[policy(queues)]).allowed
+    assert not decide("sqs:SendMessage", f"arn:aws:sqs:us-east-2:{ACCOUNT}:Adele-queue", DAVID,
+                      identity=[policy(queues)]).allowed
+
+
+def test_a_wildcard_in_the_resource_part_keeps_its_meaning_when_only_the_account_part_holds_a_variable():
+    """Before the fifth colon `${...}` is text; the resource part's `*` is still a wildcard."""
+    queues = grant("sqs:SendMessage", "arn:aws:sqs:us-east-2:${aws:PrincipalAccount}:jobs-*")
+
+    assert decide("sqs:SendMessage", "arn:aws:sqs:us-east-2:${aws:PrincipalAccount}:jobs-train", DAVID,
+                  identity=[policy(queues)]).allowed
