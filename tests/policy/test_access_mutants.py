@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpucloud.policy import access
 from gpucloud.policy.access import Call, Documents, evaluate
 
 ACCOUNT = "111122223333"
@@ -146,3 +147,63 @@ def test_a_wildcard_in_the_resource_part_keeps_its_meaning_when_only_the_account
 
     assert decide("sqs:SendMessage", "arn:aws:sqs:us-east-2:${aws:PrincipalAccount}:jobs-train", DAVID,
                   identity=[policy(queues)]).allowed
+
+
+# ---------------------------------------------------------------- what a denied call's reason names
+
+def test_an_implicit_deny_names_the_policies_it_looked_in_or_that_there_were_none():
+    read_only = policy(grant("s3:GetObject", f"{BUCKET}/*"), name="node")
+
+    assert decide("s3:PutObject", f"{BUCKET}/a", identity=[]).reason == (
+        f"no statement allows s3:PutObject on {BUCKET}/a in no policy of {ROLE}")
+    assert decide("s3:PutObject", f"{BUCKET}/a", identity=[read_only]).reason == (
+        f"no statement allows s3:PutObject on {BUCKET}/a in node")
+
+
+def test_another_account_s_role_let_in_by_a_bucket_policy_is_told_which_statement_and_account():
+    shared = (BUCKET, policy(grant("s3:GetObject", f"{BUCKET}/*", Principal={"AWS": STRANGER}, sid="Partner"),
+                             name="bucket"))
+
+    denied = decide("s3:GetObject", f"{BUCKET}/a", STRANGER, identity=[policy(grant("s3:PutObject", f"{BUCKET}/*"))],
+                    resource_policies=[shared])
+
+    assert denied.reason == (f"bucket:Partner lets account {OTHER_ACCOUNT} in, and no identity policy of {STRANGER} "
+                             f"allows s3:GetObject on {BUCKET}/a")
+
+
+def test_another_account_s_role_named_by_a_key_policy_is_told_its_account():
+    key_policy = policy(grant("kms:Decrypt", Principal={"AWS": STRANGER}, sid="Partner"), name="key policy")
+
+    denied = decide("kms:Decrypt", KEY, STRANGER, identity=[policy(grant("s3:GetObject"))],
+                    resource_policies=[(KEY, key_policy)])
+
+    assert denied.reason == (f"key policy:Partner lets account {OTHER_ACCOUNT} in, and no identity policy of "
+                             f"{STRANGER} allows kms:Decrypt on {KEY}")
+
+
+# ---------------------------------------------------------------- the parsed-document cache
+
+def test_a_document_is_parsed_once_while_used_and_the_cache_keeps_the_256_used_last(monkeypatch):
+    """A plan checks hundreds of calls against a few documents: each is parsed once while it is
+    among the 256 documents used last, and parsed again after it has dropped out."""
+    parsed: list[int] = []
+    real = access.parse_document
+
+    def counting(document):
+        parsed.append(id(document))
+        return real(document)
+
+    monkeypatch.setattr(access, "parse_document", counting)
+    documents = [policy(grant("s3:GetObject", f"{BUCKET}/{index}/*")) for index in range(257)]
+
+    def read(index: int) -> None:
+        assert decide("s3:GetObject", f"{BUCKET}/{index}/a", identity=[documents[index]]).allowed
+
+    for index in range(257):
+        read(index)
+    assert len(parsed) == 257
+    for index in (256, 1):
+        read(index)
+    assert len(parsed) == 257, "the 256 used last are kept"
+    read(0)
+    assert len(parsed) == 258 and parsed[-1] == id(documents[0]), "the first, used 257 documents ago, dropped out"
