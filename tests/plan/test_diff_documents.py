@@ -21,6 +21,7 @@ def allow(actions, resources, **more) -> dict:
 def test_only_json_objects_held_as_strings_are_documents():
     assert parsed(json.dumps(policy())) == policy()
     assert parsed("not json {") is None and parsed("[1]") is None and parsed({"a": 1}) is None
+    assert parsed("{not json") is None
 
 
 def test_a_wildcard_that_newly_covers_actions_names_them():
@@ -46,11 +47,13 @@ def test_statements_without_sid_are_matched_by_content_and_the_rest_added_or_rem
 
 
 def test_a_condition_removed_or_given_more_values_widens_an_allow():
-    condition = {"StringEquals": {"aws:SourceVpc": ["vpc-1"]}, "Bool": {"aws:SecureTransport": True}}
-    wider = {"StringEquals": {"aws:SourceVpc": ["vpc-1", "vpc-2"]}}
+    condition = {"StringEquals": {"aws:SourceVpc": ["vpc-1"], "aws:PrincipalTag/Notebook": "a"}, "Bool": {"aws:SecureTransport": True}}
+    wider = {"StringEquals": {"aws:SourceVpc": ["vpc-1", "vpc-2"], "aws:PrincipalTag/Notebook": ["a", "b"]}}
     [change] = statement_changes(policy(allow("s3:GetObject", "*", Sid="Read", Condition=condition)),
                                  policy(allow("s3:GetObject", "*", Sid="Read", Condition=wider)))
-    assert change.widened == ["condition StringEquals aws:SourceVpc also allows vpc-2", "condition Bool aws:SecureTransport removed"]
+    assert change.widened == ["condition StringEquals aws:SourceVpc also allows vpc-2",
+                              "condition StringEquals aws:PrincipalTag/Notebook also allows b",
+                              "condition Bool aws:SecureTransport removed"]
 
 
 def test_a_deny_that_covers_less_is_a_widening():
@@ -163,7 +166,11 @@ def test_a_negated_condition_of_an_allow_widens_with_fewer_values_not_more():
     fewer = {**statement, "Condition": {"StringNotEquals": {"aws:PrincipalTag/team": "contractor"}}}
     more = {**statement, "Condition": {"StringNotEquals": {"aws:PrincipalTag/team": ["contractor", "guest", "intern"]}}}
 
+    prefixed = {**statement, "Condition": {"ForAnyValue:StringNotLike": {"aws:TagKeys": ["cost*", "team"]}}}
+
     [widened] = statement_changes(policy(statement), policy(fewer))
+    [untagged] = statement_changes(policy(prefixed), policy({**prefixed, "Condition": {"ForAnyValue:StringNotLike": {"aws:TagKeys": "team"}}}))
+    assert untagged.widened == ["condition ForAnyValue:StringNotLike aws:TagKeys no longer excludes cost*"]
     [narrowed] = statement_changes(policy(statement), policy(more))
 
     assert widened.widened == ["condition StringNotEquals aws:PrincipalTag/team no longer excludes guest"]

@@ -183,7 +183,7 @@ def _looser_conditions(strict: dict[str, Any], loose: dict[str, Any]) -> list[tu
     for key, values in before.items():
         if key not in after:
             found.append(("missing", key, []))
-        elif "Not" in key.split(" ", 1)[0].rsplit(":", 1)[-1]:
+        elif "Not" in key.partition(" ")[0]:
             if dropped := [item for item in values if item not in after[key]]:
                 found.append(("fewer", key, dropped))
         elif added := [item for item in after[key] if item not in values]:
