@@ -21,6 +21,7 @@ from moto.core.responses import BaseResponse
 from moto.core.utils import method_names_from_class
 from moto.ec2.models import ec2_backends
 from moto.ec2.models.instance_types import InstanceTypeOfferingBackend
+from moto.ec2.responses.instances import InstanceResponse
 
 from gpucloud.lookups import DEEP_LEARNING_AMI_PARAMETER
 from gpucloud.testing import moto_account
@@ -203,6 +204,21 @@ def test_offerings_reach_the_engines_client_as_moto_answers_them(monkeypatch):
 
     assert found == as_moto_ships_it
     assert {offering["InstanceType"] for offering in found} == {"p4d.24xlarge", "g5.xlarge"}
+
+
+def every_offering_by_zone() -> list[dict]:
+    with moto_account() as account:
+        return account.client("ec2").describe_instance_type_offerings(LocationType="availability-zone")["InstanceTypeOfferings"]
+
+
+def test_every_offering_reaches_the_engines_client_as_moto_serializes_it_each_time(monkeypatch):
+    first, again = every_offering_by_zone(), every_offering_by_zone()
+    monkeypatch.setattr(InstanceResponse, "describe_instance_type_offerings", InstanceResponse.describe_instance_type_offerings.serialized)
+    monkeypatch.setattr("gpucloud.testing.moto_setup._offerings_serialized_once", lambda describe: describe)
+    as_moto_serializes_it = every_offering_by_zone()
+
+    assert first == again == as_moto_serializes_it
+    assert len(first) > 1000 and {"InstanceType", "Location", "LocationType"} <= set(first[0])
 
 
 def launch_template_as_stored(data: dict) -> dict:

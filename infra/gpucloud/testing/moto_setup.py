@@ -308,6 +308,39 @@ def _offerings_of_types(scan: Any) -> Any:
     return describe_instance_type_offerings
 
 
+_SERIALIZED_OFFERINGS: dict[tuple[Any, ...], tuple[list, tuple[Any, dict, Any]]] = {}
+"""(response class, serializer, operation, pretty, the offerings' identities) -> those offerings,
+and moto's response to them."""
+
+
+def _offerings_serialized_once(describe: Any) -> Any:
+    """moto's `describe_instance_type_offerings` response, whose offerings (dicts of moto's
+    catalog, never changed) are serialized once per list: every plan asks for every offering of the
+    region by zone (`offered_gpu_types`, 6,436 in us-east-1), and moto's serializer and XML writer
+    took a fifth of a warm plan's CPU on that one answer (2026-11-29). The response is the same
+    bytes: moto's EC2 serializer writes a fixed request id; the client parses it as before."""
+    from moto import settings
+    from moto.core.responses import ActionResult
+
+    class SerializedOnce(ActionResult):
+        def execute_result(self, context: Any) -> Any:
+            offerings = self.result["InstanceTypeOfferings"]  # type: ignore[index]
+            key = (type(context.response), context.serializer_class, context.operation_model,
+                   settings.PRETTIFY_RESPONSES, tuple(map(id, offerings)))
+            kept = _SERIALIZED_OFFERINGS.get(key)
+            if kept is None:
+                kept = _SERIALIZED_OFFERINGS[key] = (list(offerings), super().execute_result(context))
+            status, headers, body = kept[1]
+            return status, dict(headers), body
+
+    def describe_instance_type_offerings(self: Any) -> Any:
+        answer = describe(self)
+        return SerializedOnce(answer.result) if type(answer) is ActionResult else answer
+
+    describe_instance_type_offerings.serialized = describe  # type: ignore[attr-defined]
+    return describe_instance_type_offerings
+
+
 @contextlib.contextmanager
 def moto_answers_sooner() -> Iterator[None]:
     """While an account is open: KMS key material made on first use, response classes inspected
@@ -317,19 +350,22 @@ def moto_answers_sooner() -> Iterator[None]:
     import moto.core.responses
     import moto.kms.models
     from moto.ec2.models.instance_types import InstanceTypeOfferingBackend
+    from moto.ec2.responses.instances import InstanceResponse
 
     parser = moto.core.parse.QueryParser
     offerings = InstanceTypeOfferingBackend
     saved = (moto.kms.models.generate_private_key, moto.core.responses.method_names_from_class, parser._gonna_recurse,
-             offerings.describe_instance_type_offerings)
+             offerings.describe_instance_type_offerings, InstanceResponse.describe_instance_type_offerings)
     moto.kms.models.generate_private_key = _KeyMaterialOnFirstUse
     moto.core.responses.method_names_from_class = _FunctionsOf
     parser._gonna_recurse = _no_parameter_under
     if not hasattr(saved[3], "scan"):
         offerings.describe_instance_type_offerings = _offerings_of_types(saved[3])
+    if not hasattr(saved[4], "serialized"):
+        InstanceResponse.describe_instance_type_offerings = _offerings_serialized_once(saved[4])
     try:
         yield
     finally:
         (moto.kms.models.generate_private_key, moto.core.responses.method_names_from_class, parser._gonna_recurse,
-         offerings.describe_instance_type_offerings) = saved
+         offerings.describe_instance_type_offerings, InstanceResponse.describe_instance_type_offerings) = saved
 
