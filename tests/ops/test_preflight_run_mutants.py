@@ -175,3 +175,19 @@ def test_a_figure_line_shows_each_gpu_s_figures_and_problems_only_where_there_ar
     failed = {"node": "a", "set": ["a", "b"], "gpus": [], "problems": ["GPU gate: Xid 79"],
               "set_problems": ["torchrun not found"], "fabric_problems": []}
     assert figure_line(failed) == "a in a+b: busbw None GB/s, network None; GPU gate: Xid 79; torchrun not found"
+
+
+def test_a_node_whose_command_never_reached_it_does_not_hide_the_others_results():
+    """i-01's agent never gets the command (InvocationDoesNotExist at every read): the other
+    nodes' results still come back, and the round names only the silent node."""
+    class Offline(Ssm):
+        def get_command_invocation(self, CommandId, InstanceId):  # noqa: N803
+            if InstanceId == "i-01":
+                raise ClientError({"Error": {"Code": "InvocationDoesNotExist", "Message": "none"}}, "GetCommandInvocation")
+            return super().get_command_invocation(CommandId, InstanceId)
+
+    outcome, elapsed, said = run(Offline(fast))
+    assert elapsed == 240 and not outcome.passed
+    assert outcome.reason == "the preflight could not run: no preflight result from 127.0.0.1"
+    assert [line.split(" in ")[0] for line in said[:-1]] == ["preflight round 1: 127.0.0.2", "preflight round 1: 127.0.0.3",
+                                                             "preflight round 1: 127.0.0.4"]
