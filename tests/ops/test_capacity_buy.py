@@ -5,11 +5,13 @@ however often it runs."""
 from __future__ import annotations
 
 import datetime
+import types
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 
+from gpucloud.cli import main
 from gpucloud.config import load_stack_file
 from gpucloud.ops.capacity import CapacityError, buy, name_block_in_stack_file
 from gpucloud.plan import plan_stack
@@ -214,16 +216,20 @@ def test_the_price_is_in_us_dollars_where_ec2_names_no_currency(stack_file, caps
     assert "7,000.00 USD upfront" in capsys.readouterr().out
 
 
-def test_a_confirmation_of_another_offering_buys_nothing_and_says_why(stack_file, capsys):
+def test_a_confirmation_of_another_offering_buys_nothing_and_exits_2(stack_file, capsys, monkeypatch):
+    """EC2's offers change between the look and the purchase: a --confirm of an offering it no
+    longer proposes is refused like bad input, so a script does not take it for a purchase."""
     ec2, stubber, purchases = stubbed_ec2(purchase=False)
+    monkeypatch.setattr(boto3, "Session", lambda region_name: types.SimpleNamespace(client=lambda service: ec2))
 
-    assert buy(load_stack_file(stack_file), stack_file, ec2, "pretrain", confirm="cb-0ffffffffffffffff") is None
+    assert main(["capacity", "buy", "--config", str(stack_file), "--group", "pretrain",
+                 "--confirm", "cb-0ffffffffffffffff"]) == 2
 
     stubber.assert_no_pending_responses()
     assert purchases == [] and stack_file.read_text() == STACK_FILE
-    out = capsys.readouterr().out
-    assert "not bought: --confirm cb-0ffffffffffffffff is not the offering EC2 proposes now" in out
-    assert f"to buy this one run: gpucloud capacity buy --config {stack_file} --group pretrain --confirm {OFFERING}" in out
+    error = capsys.readouterr().err
+    assert "error: not bought: --confirm cb-0ffffffffffffffff is not the offering EC2 proposes now" in error
+    assert f"run: gpucloud capacity buy --config {stack_file} --group pretrain --confirm {OFFERING}" in error
 
 
 def test_the_bought_block_takes_the_offering_s_lines_and_the_printed_diff_shows_just_those(stack_file, capsys):

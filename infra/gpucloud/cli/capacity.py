@@ -39,7 +39,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "buy",
         help="show a group's Capacity Block offering (real dates, upfront price); with --confirm, buy it once and "
         "write its reservationId into the stack file",
-        epilog=f"exit codes: 0 shown or bought, {PLAN_BAD_INPUT} bad stack file or nothing to buy, "
+        epilog=f"exit codes: 0 shown or bought, {PLAN_BAD_INPUT} bad stack file, nothing to buy, or --confirm of an "
+        "offering EC2 no longer proposes, "
         f"{PLAN_FAILED} an AWS call failed",
     )
     add_stack_source(capacity_buy_parser)

@@ -194,10 +194,11 @@ def buy(settings: StackSettings, path: Path, ec2, group: str, confirm: str | Non
                             f"{block.offering.end_before} in a zone the stack can use: widen the window")
     say(f"offering {offering.summary()}")
     if confirm != offering.id:
+        again = f"gpucloud capacity buy --config {path} --group {group} --confirm {offering.id}"
         if confirm:
-            say(f"not bought: --confirm {confirm} is not the offering EC2 proposes now")
-        say(f"not bought. A Capacity Block cannot be cancelled or refunded; to buy this one run: gpucloud capacity "
-            f"buy --config {path} --group {group} --confirm {offering.id}")
+            raise CapacityError(f"not bought: --confirm {confirm} is not the offering EC2 proposes now; to buy that "
+                                f"one (shown above) run: {again}")
+        say(f"not bought. A Capacity Block cannot be cancelled or refunded; to buy this one run: {again}")
         return None
     tags = [{"Key": key, "Value": value} for key, value in
             {**settings.tags, GROUP_TAG: group, "Name": f"{settings.name_base}-{group}"}.items()]
