@@ -170,7 +170,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def run_main(monkeypatch, tmp_path, *argv: str) -> dict:
+def run_main(monkeypatch, tmp_path, *argv: str, on_init=lambda: None) -> dict:
     """main() as torchrun starts rank 0 of one, in this process (gloo); the rank file it wrote."""
     for name, value in {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "RANK": "0", "WORLD_SIZE": "1",
                         "LOCAL_RANK": "0", "GROUP_RANK": "3"}.items():
@@ -182,6 +182,7 @@ def run_main(monkeypatch, tmp_path, *argv: str) -> dict:
     def init_process_group(backend, **kwargs):
         initialised.append((backend, kwargs))
         real_init(backend, **kwargs)
+        on_init()
 
     monkeypatch.setattr(dist, "init_process_group", init_process_group)
     monkeypatch.setattr(sys, "argv", ["preflight_worker.py", "--out", str(tmp_path / "out"), *argv])
@@ -233,3 +234,134 @@ def test_a_bisection_round_runs_the_fabric_alone_and_a_local_round_no_all_reduce
     assert fabric["correct"] is True and len(fabric["sweep"]) == len(worker.QUICK_SIZES_MIB)
     local = run_main(monkeypatch, tmp_path / "local", "--checks", "local")
     assert "sweep" not in local and "correct" not in local and local["copy_gbps"] > 0
+
+
+class FakeTensor:
+    """What the GPU branch asks of a tensor, without a GPU."""
+
+    def __init__(self, shape, dtype) -> None:
+        self.shape, self.dtype = shape, dtype
+
+    def fill_(self, value):
+        return self
+
+    def copy_(self, source):
+        return self
+
+
+def gpu_torch(monkeypatch):
+    """`torch` as the worker uses it on a GPU, recording what it was asked to allocate and wait for."""
+    asked = {"randn": [], "empty": [], "synchronize": []}
+    fake = SimpleNamespace(
+        bfloat16=torch.bfloat16, uint8=torch.uint8,
+        randn=lambda *shape, device, dtype: asked["randn"].append((shape, device.type, dtype)) or FakeTensor(shape, dtype),
+        mm=lambda a, b: FakeTensor((a.shape[0], b.shape[1]), a.dtype),
+        empty=lambda size, dtype, device: asked["empty"].append((size, dtype, device.type)) or FakeTensor((size,), dtype),
+        empty_like=lambda tensor: FakeTensor(tensor.shape, tensor.dtype),
+        cuda=SimpleNamespace(synchronize=lambda device: asked["synchronize"].append(device.type)))
+    monkeypatch.setattr(worker, "torch", fake)
+    return asked
+
+
+GPU = SimpleNamespace(type="cuda")
+
+
+def test_on_a_gpu_the_matmul_is_the_floors_8192_cubed_fifty_times(monkeypatch):
+    """The floors file's matmul is an 8192 x 8192 x 8192 bf16 torch.mm; its copy 1 GiB."""
+    asked = gpu_torch(monkeypatch)
+    timed = rates(monkeypatch, [2 * 8192**3 / 700e12])
+    assert worker.matmul_tflops(GPU, 0.0) == 700.0
+    assert asked["randn"] == [((8192, 8192), "cuda", torch.bfloat16)] * 2
+    [(product, iterations)] = timed
+    assert (product.shape, iterations) == ((8192, 8192), 50)
+    floors = json.loads((Path(worker.__file__).with_name("preflight_floors.json")).read_text())
+    assert "8192 x 8192 x 8192 torch.mm" in floors["about"] and "1 GiB device-to-device copy" in floors["about"]
+
+
+def test_on_a_gpu_the_copy_is_one_gib_twenty_times(monkeypatch):
+    asked = gpu_torch(monkeypatch)
+    timed = rates(monkeypatch, [2 * (1 << 30) / 4000e9])
+    assert worker.copy_gbps(GPU, 0.0) == 4000.0
+    assert asked["empty"] == [(1 << 30, torch.uint8, "cuda")]
+    assert timed[0][1] == 20
+
+
+def test_on_a_gpu_the_timer_waits_for_the_warm_up_and_for_the_timed_calls_to_finish(monkeypatch):
+    asked = gpu_torch(monkeypatch)
+    clock = Clock()
+    monkeypatch.setattr(worker, "time", clock)
+    waits = []
+    monkeypatch.setattr(worker.torch.cuda, "synchronize", lambda device: waits.append(clock.now) or setattr(clock, "now", clock.now + 1.0))
+
+    def work():
+        clock.now += 0.25
+
+    assert worker._elapsed(GPU, work, 4) == (4 * 0.25 + 1.0) / 4, "the last wait counts: the queued calls ran then"
+    assert waits == [0.5, 2.5]
+
+
+def test_a_rank_reports_its_own_seconds_to_the_hundredth(monkeypatch, tmp_path):
+    clock = Clock()
+    clock.now = 1000.0
+
+    def measured(seconds, figure):
+        def measure(device, burn_s):
+            clock.now += seconds
+            return figure
+        return measure
+
+    monkeypatch.setattr(worker, "matmul_tflops", measured(1.23456, 1.0))
+    monkeypatch.setattr(worker, "copy_gbps", measured(0.5, 2.0))
+    monkeypatch.setattr(worker, "sweep_point", lambda device, world, size: {"bytes": size})
+    monkeypatch.setattr(worker, "time", clock)
+    result = run_main(monkeypatch, tmp_path, on_init=lambda: setattr(clock, "now", clock.now + 0.123456))
+    assert (result["init_seconds"], result["seconds"]) == (0.12, 1.86)
+
+
+class Nccl:
+    """`torch.distributed` as rank 5 of 8 on a GPU node sees it, recording the calls."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def init_process_group(self, backend, **kwargs):
+        self.calls.append(("init", backend, kwargs))
+
+    def get_rank(self) -> int:
+        return 5
+
+    def get_world_size(self) -> int:
+        return 8
+
+    def barrier(self) -> None:
+        self.calls.append(("barrier",))
+
+    def destroy_process_group(self) -> None:
+        self.calls.append(("destroy",))
+
+
+def test_on_a_gpu_each_rank_uses_nccl_on_its_local_gpu_and_names_the_gpu_the_floors_are_matched_by(monkeypatch, tmp_path):
+    devices = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", devices.append)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: f"NVIDIA H200 ({device})")
+    monkeypatch.setattr(torch.cuda.nccl, "version", lambda: (2, 28, 9))
+    nccl = Nccl()
+    monkeypatch.setattr(worker, "dist", nccl)
+    monkeypatch.setattr(worker, "matmul_tflops", lambda device, burn_s: 700.0)
+    monkeypatch.setattr(worker, "copy_gbps", lambda device, burn_s: 4000.0)
+    monkeypatch.setattr(worker, "all_reduce_correct", lambda device, world: world == 8)
+    monkeypatch.setattr(worker, "sweep_point", lambda device, world, size: {"bytes": size, "device": str(device)})
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setenv("GROUP_RANK", "2")
+    monkeypatch.setattr(sys, "argv", ["preflight_worker.py", "--out", str(tmp_path), "--timeout-s", "90"])
+    assert worker.main() == 0
+    assert devices == [torch.device("cuda", 1)]
+    [(_, backend, kwargs)] = [call for call in nccl.calls if call[0] == "init"]
+    assert (backend, kwargs["device_id"], kwargs["timeout"].total_seconds()) == ("nccl", torch.device("cuda", 1), 90.0)
+    assert nccl.calls[-2:] == [("barrier",), ("destroy",)], "every rank's file is written before any rank leaves"
+    result = json.loads((tmp_path / "rank-5.json").read_text())
+    assert {key: result[key] for key in ("rank", "world_size", "local_rank", "group_rank", "gpu", "nccl", "correct")} == {
+        "rank": 5, "world_size": 8, "local_rank": 1, "group_rank": 2, "gpu": "NVIDIA H200 (cuda:1)", "nccl": "2.28.9",
+        "correct": True}
+    assert result["sweep"][0]["device"] == "cuda:1"
