@@ -133,7 +133,17 @@ def test_a_replacement_that_never_answers_is_waited_for_three_hundred_seconds():
     replace_reads = ssm.reads - len(NODES)
     assert (replace_reads, elapsed) == (300, 300)
     assert outcome.tries[0]["replaced"] == {"127.0.0.3": "sent"}
-    assert not outcome.passed and "held back replacing 127.0.0.3" in outcome.reason
+    assert not outcome.passed
+    assert outcome.reason == ("127.0.0.3 was not replaced (its preflight-replace did not end within 300 s); "
+                              "the preflight stops here"), "the breaker did not hold it: the node never answered"
+
+
+def test_only_a_replacement_the_breaker_held_is_blamed_on_the_breaker():
+    ssm = Ssm(named_third_node, replace_output="held\n")
+    assert run(ssm)[0].reason == ("the group's replacement breaker (health.maxReplacementsPerHour) held back "
+                                  "replacing 127.0.0.3; the preflight stops here")
+    ssm = Ssm(named_third_node, replace_output="")
+    assert run(ssm)[0].reason == "127.0.0.3 was not replaced (its preflight-replace: failed); the preflight stops here"
 
 
 def test_the_replacement_s_outcome_is_the_last_line_it_printed_and_a_late_invocation_is_read_again():

@@ -31,6 +31,8 @@ ROUND_TIMEOUT_S = {"quick": 240.0, "full": 900.0}
 """A round's SSM delivery and the node's own limits (node/preflight.py TIMEOUTS_S) with room to spare."""
 MAX_REPLACEMENTS = 2
 """New node sets tested after replacing culprits before the preflight gives up."""
+REPLACE_TIMEOUT_S = 300.0
+"""How long a culprit's preflight-replace may take (its checkpoint save included) before it counts as not done."""
 
 
 @dataclass
@@ -108,7 +110,7 @@ def replace_culprits(clients: Clients, settings: StackSettings, job: Job, culpri
                       "commandB64": [encode_command(["--reason", reasons[address][:400]])]}
         command = _send(clients, settings, [node], parameters, f"gpucloud job {job.job_id} preflight-replace")
         outcomes[address] = "sent"
-        deadline = clock.now() + 300.0
+        deadline = clock.now() + REPLACE_TIMEOUT_S
         while clock.now() < deadline:
             invocation = _invocation(clients, command, node.instance_id)
             if invocation.get("Status") in TERMINAL:
@@ -173,8 +175,7 @@ def preflight(clients: Clients, settings: StackSettings, job: Job, nodes: list[N
         say("preflight: replacing " + ", ".join(f"{address} ({node.instance_id}): {verdict['culprits'][address]} -> "
                                                  f"{tried['replaced'][address]}" for address, node in named.items()))
         if any(result != "replaced" for result in tried["replaced"].values()):
-            outcome.reason = ("the group's replacement breaker (health.maxReplacementsPerHour) held back replacing "
-                              + ", ".join(named) + "; the preflight stops here")
+            outcome.reason = not_replaced(tried["replaced"]) + "; the preflight stops here"
             return outcome
         new = rewait()
         if new is None:
@@ -183,6 +184,19 @@ def preflight(clients: Clients, settings: StackSettings, job: Job, nodes: list[N
         outcome.nodes = new
     outcome.reason = f"the preflight still names a culprit after {max_replacements} replacement(s)"
     return outcome
+
+
+def not_replaced(outcomes: Mapping[str, str]) -> str:
+    """Why the culprits are still there: the breaker held them ("held"), or their preflight-replace
+    did not end in time ("sent") or ended without replacing (its last line)."""
+    held = [address for address, result in outcomes.items() if result == "held"]
+    reasons = [f"the group's replacement breaker (health.maxReplacementsPerHour) held back replacing {', '.join(held)}"] if held else []
+    for address, result in outcomes.items():
+        if result == "sent":
+            reasons.append(f"{address} was not replaced (its preflight-replace did not end within {REPLACE_TIMEOUT_S:g} s)")
+        elif result not in ("held", "replaced"):
+            reasons.append(f"{address} was not replaced (its preflight-replace: {result})")
+    return "; ".join(reasons)
 
 
 def figures(tried: Mapping[str, Any]) -> list[str]:
