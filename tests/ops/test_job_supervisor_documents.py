@@ -160,7 +160,7 @@ def test_the_node_left_rule_matches_the_stack_s_groups_and_polls_fit_the_history
     assert node_left_pattern(["b", "a"])["detail"] == {"AutoScalingGroupName": ["a", "b"]}
     # 20,000 of the 25,000 events at 40 + 24 per node and poll (measured 30 + 21): 312 polls of one
     # node (5.2 h at the default 60 s), 47 of sixteen.
-    assert [polls_per_execution(nodes) for nodes in (1, 16, 1000)] == [312, 47, 1]
+    assert [polls_per_execution(nodes) for nodes in (1, 5, 16, 1000)] == [312, 125, 47, 1]
     assert all(polls_per_execution(nodes) * (30 + 21 * nodes) <= 25000 for nodes in range(1, 800))
 
 
@@ -176,6 +176,7 @@ def test_the_decide_step_s_input_holds_the_rounds_the_supervisor_allows_at_any_n
     preflight that timed out exits 124), fits States.Base64Encode, and one round more would not
     (a search past it ends `preflight-failed` instead of an uncaught States.Runtime)."""
     from gpucloud.node.preflight import EXIT_TIMEOUT
+    from gpucloud.node.preflight_search import MAX_ROUNDS as SEARCH_ROUNDS
 
     for nodes in range(1, 200):
         ids = [f"i-{index:017x}" for index in range(nodes)]
@@ -187,3 +188,4 @@ def test_the_decide_step_s_input_holds_the_rounds_the_supervisor_allows_at_any_n
         assert length(fitting) <= BASE64_INPUT_LIMIT, f"{fitting} rounds of {nodes} nodes"
         assert fitting == MAX_ROUNDS or length(fitting + 1) > BASE64_INPUT_LIMIT, f"{nodes} nodes hold more"
     assert [search_rounds(nodes) for nodes in (60, 61, 191, 192)] == [5, 4, 1, 0]
+    assert search_rounds(1) == SEARCH_ROUNDS, "a small job's search has every round the node's search asks for"
