@@ -25,13 +25,19 @@ builds a fresh program from it (moto's `Preprocessor`), so no execution shares a
 CreateStateMachine checks a definition only the first time (the check builds a program it drops);
 and a JSONPath (`$.pollSeconds`) is parsed once per process, not on each state that reads it
 (jsonpath_ng builds its PLY lexer and parser anew on each `parse`: a quarter of an execution's CPU).
+The interpreter copies the state's data on every read and write of a path (`copy.deepcopy`, whose
+memo of every object it met costs most of an execution's CPU on the JSON it copies); inside the
+block its hot paths copy JSON by type instead (`_json_copy`), and anything else as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
+import importlib
 import threading
+import types
 from collections.abc import Callable, Iterator
 from unittest import mock
 
@@ -81,6 +87,29 @@ def _result_path(path: str):
     from jsonpath_ng import parse
 
     return parse(path)
+
+
+def _json_copy(value, memo=None):
+    """`copy.deepcopy` of JSON (dicts, lists, text, numbers, booleans, None) without its memo;
+    any other value, or a call with a memo, is `copy.deepcopy`'s."""
+    kind = type(value)
+    if kind is dict and memo is None:
+        return {key: _json_copy(item) for key, item in value.items()}
+    if kind is list and memo is None:
+        return [_json_copy(item) for item in value]
+    if kind in (str, int, float, bool) or value is None:
+        return value
+    return copy.deepcopy(value, memo)
+
+
+_JSON_COPY = types.SimpleNamespace(deepcopy=_json_copy, copy=copy.copy)
+"""What the interpreter's hot paths see as their `copy` module inside the block."""
+_COPYING_MODULES = ("moto.stepfunctions.parser.asl.eval.states",
+                    "moto.stepfunctions.parser.asl.component.common.string.string_expression",
+                    "moto.stepfunctions.parser.asl.component.state.exec.execute_state",
+                    "moto.stepfunctions.parser.asl.component.state.exec.state_map.state_map",
+                    "moto.stepfunctions.parser.asl.component.common.path.result_path")
+"""The modules whose `copy.deepcopy` of the state's data took most of an execution's CPU."""
 
 
 def _validated_once(validate: Callable[[str], None]) -> Callable[[str], None]:
@@ -197,15 +226,20 @@ def executing_state_machines(agents: Agents) -> Iterator[Agents]:
     )
 
     made_by = state_task_service_aws_sdk.boto_client_for
+    made: dict[tuple[str, str], object] = {}
 
-    def recording_client(*arguments, **options):
-        client = made_by(*arguments, **options)
+    def record(params, model, **_):
+        with agents._lock:
+            agents.made.append((model.service_model.endpoint_prefix, model.name, dict(params)))
 
-        def record(params, model, **_):
+    def recording_client(region: str, service: str, state_credentials=None):
+        """moto's client of a task (the same fixed credentials for every task), one per region and
+        service inside the block: moto made one per task, some 10 ms each (a poll of N nodes is N tasks)."""
+        if (client := made.get((region, service))) is None:
+            client = made_by(region=region, service=service, state_credentials=state_credentials)
+            client.meta.events.register("provide-client-params", record)
             with agents._lock:
-                agents.made.append((model.service_model.endpoint_prefix, model.name, dict(params)))
-
-        client.meta.events.register("provide-client-params", record)
+                client = made.setdefault((region, service), client)
         return client
 
     from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
@@ -216,7 +250,8 @@ def executing_state_machines(agents: Agents) -> Iterator[Agents]:
     from moto.stepfunctions.parser.asl.component.common.path import result_path
     from moto.stepfunctions.parser.asl.utils import json_path
 
-    with mock.patch.object(AmazonStateLanguageParser, "parse", parse), \
+    json_copies = [mock.patch.object(importlib.import_module(name), "copy", _JSON_COPY) for name in _COPYING_MODULES]
+    with contextlib.ExitStack() as copies, mock.patch.object(AmazonStateLanguageParser, "parse", parse), \
             mock.patch.object(StepFunctionsParserBackend, "_validate_definition", validate), \
             mock.patch.object(json_path, "parse", _json_path), mock.patch.object(result_path, "parse", _result_path), \
             mock.patch.object(state_task_service_aws_sdk, "boto_client_for", recording_client), \
@@ -227,4 +262,6 @@ def executing_state_machines(agents: Agents) -> Iterator[Agents]:
             mock.patch.object(SimpleSystemManagerResponse, "cancel_command", cancel_command, create=True), \
             mock.patch.object(StateTaskServiceAwsSdk, "_normalise_parameters", to_api), \
             mock.patch.object(StateTaskServiceAwsSdk, "_normalise_response", from_api):
+        for json_copy in json_copies:
+            copies.enter_context(json_copy)
         yield agents
