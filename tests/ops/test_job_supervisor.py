@@ -56,11 +56,17 @@ def aws(agents):
         definition = supervisor_definition_content(
             document_name=job_document_name(SETTINGS.name_base), log_group_name=job_log_group_name(SETTINGS.name_base),
             topic_arn=topic, bucket=BUCKET, jobs_prefix=jobs_prefix(SETTINGS.config.data.write_prefixes))
-        session.client("stepfunctions").create_state_machine(
+        machine = session.client("stepfunctions").create_state_machine(
             name=job_supervisor_name(SETTINGS.name_base), definition=definition,
-            roleArn=f"arn:aws:iam::{account.account_id}:role/gpu-cloud-vision-train-jobs-role")
+            roleArn=f"arn:aws:iam::{account.account_id}:role/gpu-cloud-vision-train-jobs-role")["stateMachineArn"]
         session.topic = topic
         yield session
+        states = session.client("stepfunctions")
+        running = states.list_executions(stateMachineArn=machine, statusFilter="RUNNING")["executions"]
+        for item in running:
+            states.stop_execution(executionArn=item["executionArn"])
+        assert [item["name"] for item in running] == [], (
+            "an execution outlived its test: its thread would have polled on through the tests after it")
 
 
 def ended(clients: Clients, arn: str, timeout: float = 60.0):
