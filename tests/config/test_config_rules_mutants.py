@@ -9,7 +9,9 @@ import pytest
 
 from gpucloud.config import IAM_ROLE_POLICY_LIMIT, StackConfig
 from gpucloud.config.allocation import DEFAULT_ON_DEMAND, DEFAULT_SPOT, REQUIREMENTS_ON_DEMAND
+from gpucloud.config.image import default_image
 from gpucloud.config.node_role import node_role_policies_size
+from gpucloud.config.rules import image as image_rule
 from gpucloud.config.rules.allocation import on_demand_strategy, rebalances, spot_strategy
 from gpucloud.config.rules.jobs import job_image_problem, unpinned_image_problem
 from support import config_problems, minimal_config, settings_for
@@ -312,6 +314,19 @@ def test_the_default_image_s_lack_is_named_with_its_release_notes_and_the_fix():
                            "download (it needs egress nat), or an image of your own that has it (amiId, with mountS3 "
                            "in groups[0].image.provides)")
 
+
+def test_a_default_image_release_without_efa_refuses_multi_node_groups_with_the_own_image_fix(monkeypatch):
+    """The shipped release lacks only mountS3 without a fallback; a later one that drops other
+    software gets the generic fix (an image of your own), and one message for the feature."""
+    release = default_image()
+    without_efa = {**release, "provides": {name: found for name, found in release["provides"].items()
+                                           if name not in ("efa", "ofiNccl")}}
+    monkeypatch.setattr(image_rule, "default_image", lambda: without_efa)
+    [(key, reason)] = config_problems(minimal_config(groups=[group(multiNode=True, instanceTypes=["p5.48xlarge"])]))
+    assert key == "gpu-cloud:groups[0].multiNode"
+    assert reason.startswith("relies on efa and ofiNccl in the image, and group 'batch' runs the default image")
+    assert "), which lacks them: not in its release notes; not in its release notes (release notes read" in reason
+    assert reason.endswith("use an image of your own that has it (amiId, with efa, ofiNccl in groups[0].image.provides)")
 
 def test_every_group_s_image_is_checked_after_a_group_that_asserts_the_default_image():
     values = minimal_config(groups=[group("first", image={"provides": ["python3"]}),
