@@ -68,6 +68,38 @@ def test_the_job_supervisor_definition_is_taken(account):
     assert found["name"] == "gpu-cloud-demo-jobs"
 
 
+def moto_verdict(definition: str) -> str | None:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
+
+    try:
+        AmazonStateLanguageParser.parse(definition)
+    except (ValueError, ASLParserException) as error:
+        return repr(error)
+    return None
+
+
+@pytest.mark.parametrize("definition", [
+    supervisor_definition_content(document_name="gpu-cloud-demo-run", log_group_name="/gpu-cloud/demo/jobs",
+                                  topic_arn="arn:aws:sns:us-east-1:123456789012:gpu-cloud-demo-alerts", bucket="demo-data",
+                                  jobs_prefix="runs/jobs/"),
+    PASS,
+    json.dumps({"StartAt": "P", "States": {"P": {"Type": "Nonsense", "End": True}}}),
+    json.dumps({"StartAt": "Missing", "States": {"P": {"Type": "Wait", "End": True}}}),
+    json.dumps({"StartAt": "P", "States": {"P": {"Type": "Pass", "ResultPath": "not a path", "End": True}}}),
+    '{"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}',
+], ids=["supervisor", "pass", "unknown type", "wait without seconds", "bad result path", "unclosed"])
+def test_the_engine_s_verdict_on_a_definition_is_moto_s(definition):
+    """Valid or not, and the error's type and place. Not the wording: ANTLR words one error as what
+    its cache of earlier parses leads it to (moto's own parser says "extraneous input" of the unclosed
+    definition the first time, "missing '}'" the next), and a ValueError's repr holds addresses."""
+    from gpucloud.testing.handlers.sfn import asl_parse_error
+
+    def gist(verdict: str | None) -> str | None:
+        return verdict and verdict.split(",")[0].split("(")[0]
+
+    assert gist(asl_parse_error.__wrapped__(definition)) == gist(moto_verdict(definition))
+
+
 def test_a_state_machine_target_without_a_role_is_refused(account):
     def program():
         rule = aws.cloudwatch.EventRule("rule", name="node-left", event_pattern=json.dumps({"source": ["aws.autoscaling"]}))
@@ -98,6 +130,8 @@ def test_a_definition_is_parsed_once_per_process_and_its_refusal_kept_too(monkey
         return original(definition, *args, **kwargs)
 
     monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(counting))
+    quick = sfn._parsed_in_sll_mode
+    monkeypatch.setattr(sfn, "_parsed_in_sll_mode", lambda definition: parsed.append(definition) or quick(definition))
     good = json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Succeed"}}, "Comment": "parsed once"})
     bad = json.dumps({"StartAt": "Nowhere", "States": {"Done": {"Type": "Nope"}}, "Comment": "refused once"})
 
@@ -107,4 +141,4 @@ def test_a_definition_is_parsed_once_per_process_and_its_refusal_kept_too(monkey
         with pytest.raises(Exception, match="Invalid State Machine Definition"):
             sfn.check_definition(bad)
 
-    assert parsed == [good, bad]
+    assert parsed == [good, bad, bad], "each once in SLL mode, the refused one again in LL mode for moto's message"
