@@ -40,7 +40,7 @@ def event(line: dict | str, stream: str | None = PREFIX + NODE) -> dict:
 
 @pytest.mark.parametrize(("seconds", "written"), [
     (0, "0s"), (-4, "0s"), (59.4, "59s"), (59.6, "1m00s"), (60, "1m00s"), (178, "2m58s"), (3599, "59m59s"),
-    (3600, "1h00m"), (3600 + 5 * 60 + 59, "1h05m"), (26 * 3600, "26h00m")])
+    (3600, "1h00m"), (3600 + 5 * 60 + 59, "1h05m"), (2 * 3600 - 2, "1h59m"), (26 * 3600, "26h00m")])
 def test_a_duration_is_written_in_seconds_then_minutes_then_hours(seconds, written):
     assert duration(seconds) == written
 
@@ -66,7 +66,7 @@ def test_with_nothing_running_the_phase_that_ended_last_is_named_whatever_its_or
 def test_a_node_s_latest_line_is_read_from_the_tail_of_its_own_stream_skipping_what_is_not_a_line():
     logs = logs_client()
     with Stubber(logs) as stubber:
-        stubber.add_response("get_log_events", {"events": [event(AGENT, None), event(GATE, None), event("not json {", None)]},
+        stubber.add_response("get_log_events", {"events": [event("not json {", None), event(GATE, None), event(AGENT, None)]},
                              {"logGroupName": LOG_GROUP, "logStreamName": PREFIX + NODE, "startFromHead": False,
                               "limit": node_phases.READ_LINES})
 
