@@ -130,7 +130,7 @@ def test_a_sweep_point_is_nccl_tests_algbw_and_busbw_of_the_slowest_rank(monkeyp
     assert point == {"bytes": 1 << 30, "seconds": 0.004, "algbw_gbps": round(algbw, 2),
                      "busbw_gbps": round(algbw * 2 * 3 / 4, 2)}
     assert (point["algbw_gbps"], point["busbw_gbps"]) == (268.44, 402.65)
-    assert asked == [(1 << 30) // 4], "float32 elements of the size"
+    assert asked == [(1 << 30) // 4] and isinstance(asked[0], int), "float32 elements of the size, a whole number"
     assert iterations == [5] and ranks.barriers == 1
 
 
@@ -185,6 +185,7 @@ def run_main(monkeypatch, tmp_path, *argv: str, on_init=lambda: None) -> dict:
         on_init()
 
     monkeypatch.setattr(dist, "init_process_group", init_process_group)
+    (tmp_path / "out").mkdir(parents=True)  # as gpucloud-node preflight makes it before the launch, for every rank
     monkeypatch.setattr(sys, "argv", ["preflight_worker.py", "--out", str(tmp_path / "out"), *argv])
     assert worker.main() == 0
     assert not dist.is_initialized(), "the process group is torn down"
