@@ -182,3 +182,32 @@ def test_a_verdict_longer_than_the_output_the_supervisor_reads_becomes_a_stop_th
     assert stopped == {"action": "stop", "reason": f"the preflight's verdict ({len(answer)} characters) is longer than "
                        f"the {len(answer) - 1} of a command's output the supervisor reads",
                        "culprits": {}, "sets": [], "replace": []}
+
+
+def test_a_later_round_of_the_same_job_runs_in_the_job_s_directory_again(node, tmp_path):
+    """A node tested in the first round and again in a bisection round: the job's directory is there."""
+    assert run(tmp_path)[0] == 0
+    status, result = run(tmp_path, "--checks", "fabric")
+    assert status == 0 and result["checks"] == ["fabric"] and len(node.made) == 2
+
+
+def exit_status(call) -> int:
+    try:
+        return call()
+    except SystemExit as exited:
+        return exited.code
+
+
+@pytest.mark.parametrize("argv", [
+    ["preflight", "--nodes", NODES], ["preflight", "--job", "j"], ["preflight-replace"],
+    ["preflight-decide", "--nodes", NODES, "--options-b64", "e30="], ["preflight-decide", "--job", "j", "--options-b64", "e30="],
+    ["preflight-decide", "--job", "j", "--nodes", NODES]])
+def test_each_command_without_a_required_option_is_a_usage_error(argv):
+    assert exit_status(lambda: build_parser().parse_args(argv)) == 2
+
+
+@pytest.mark.parametrize("options", [["--rounds", "[]"], ["--instance-ids", '["i-1", "i-2"]']])
+def test_preflight_decide_without_its_ids_or_rounds_exits_2(options):
+    arguments = build_parser().parse_args(["preflight-decide", "--job", "j", "--nodes", "10.0.1.1,10.0.1.2",
+                                           "--options-b64", encode_command(options)])
+    assert exit_status(lambda: arguments.handler(NodeConfig(), arguments)) == 2
