@@ -135,6 +135,10 @@ def test_a_node_without_an_exit_status_has_none_and_one_with_zero_has_zero():
     running = outcome(ran, Execution("SUCCEEDED", {"nodes": [{"instanceId": "i-1", "status": "InProgress", "code": 0}]},
                                      None, None))
     assert [result.exit_code for result in running.results] == [None], "no exit status before the command ended"
+    lost = (f"job {JOB_ID} stopped: a node left during attempt 0 and the stack has no data.writePrefixes, so there "
+            f"is no checkpoint to resume from: {json.dumps(nodes)}")
+    no_checkpoint = outcome(ran, Execution("FAILED", None, "no-checkpoint", lost))
+    assert (no_checkpoint.results, no_checkpoint.stopped) == ([], lost), "only a failed command's end lists results"
     stopped = outcome(ran, Execution("ABORTED", None, None, None))
     assert stopped.stopped == f"job {JOB_ID} stopped: the supervision ended ABORTED" and stopped.exit_code == 1
 
