@@ -73,7 +73,8 @@ def test_a_stop_gives_back_only_what_the_supervisor_raised():
 
         said = give_back(clients, job())
 
-        assert [request["DesiredCapacity"] for request in autoscaling.set] == expected, (found, desired)
+        assert autoscaling.set == [{"AutoScalingGroupName": GROUP, "DesiredCapacity": capacity, "HonorCooldown": False}
+                                   for capacity in expected], (found, desired)
         assert ("back at the desired capacity" in said) == bool(expected)
     assert give_back(Clients(None, None, None, None, None, None), Job(
         job_id=JOB_ID, stack="vision-train", group="trainers", group_name=GROUP, nodes=3, command=[])) == ""
@@ -86,6 +87,10 @@ def test_a_job_found_by_its_supervision_alone_has_its_group_nodes_and_execution(
 
     assert (found.group, found.group_name, found.nodes, found.execution) == ("trainers", GROUP, 4, job().execution)
     assert job_of_execution(clients, SETTINGS, "trainers-20261129010000-ffff") is None
+    dashed = "big-trainers-20261129010000-ab12"
+    arn = f"{MACHINE.replace(':stateMachine:', ':execution:')}:{dashed}"
+    assert job_of_execution(Clients(AutoScaling(1), None, None, None, None, States({arn: supervised(1)})), SETTINGS,
+                            dashed).group == "big-trainers", "a group's name may hold dashes"
 
 
 def test_a_continuation_belongs_to_the_job_it_continues():
@@ -119,6 +124,9 @@ def test_a_kept_preflight_output_without_a_result_line_is_named_by_its_node():
 
     assert lines == ["preflight attempt-0/try-0/round-0: i-0123456789abcdef0: no result in its output"]
     assert preflight_figures(Clients(None, None, None, None, s3), uri, seen) == [], "each output once"
+    s3.objects[f"{prefix}attempt-0/try-0/round-1/i-0123456789abcdef0.txt"] = "torchrun: not found\n"
+    assert preflight_figures(Clients(None, None, None, None, s3), uri, seen) == [
+        "preflight attempt-0/try-0/round-1: i-0123456789abcdef0: no result in its output"], "the next round's, after those seen"
     assert preflight_figures(Clients(None, None, None, None, s3), None, set()) == []
 
 
