@@ -213,9 +213,10 @@ def _record(change: ResourceChange, resource: AppliedResource, path: str, old: A
 def _cascade(changes: dict[str, ResourceChange], new_inputs: dict[str, Any], after: dict[str, AppliedResource]) -> None:
     """Carry replacements and new launch template versions to what refers to them, until nothing
     more changes: a replaced resource's ids are new (unknown until it exists, as in `pulumi
-    preview`), and a launch template's update is a new version for the group that names it."""
+    preview`), and a launch template's update is a new version for the group that names it. Each
+    round settles at least one change, so it ends within one round per change."""
     done: set[str] = set()
-    while True:
+    for _ in range(len(changes) + 1):
         replaced = {change.name for change in changes.values() if change.replace_reasons and change.urn not in done}
         versioned = {change.name for change in changes.values()
                      if change.type == LAUNCH_TEMPLATE_TYPE and change.changes and not change.replace_reasons
@@ -240,6 +241,7 @@ def _cascade(changes: dict[str, ResourceChange], new_inputs: dict[str, Any], aft
                     source = next(name for name in sorted(versioned) if f"${{{name}.id}}" in str(value))
                     _record(change, after[urn], f"{path}.version" if path else "version", value["version"],
                             f"(known after apply: new version of {source})")
+    raise RuntimeError("a replacement kept reaching further resources after one round per resource")
 
 
 def _paths(value: Any, path: str = "") -> Iterator[tuple[str, Any]]:
