@@ -13,13 +13,16 @@ import pytest
 from botocore.exceptions import ClientError
 
 from gpucloud.config import load_stack_file
-from gpucloud.ops.job_records import Attempt, Clients, Job, JobError
+from gpucloud.ops.job_records import Attempt, Clients, Clock, Job, JobError
 from gpucloud.ops.nodes import Node
 from gpucloud.ops.supervised_jobs import (
     Execution,
+    attempts,
+    follow,
     give_back,
     job_of,
     job_of_execution,
+    jobs,
     outcome,
     preflight_figures,
     start,
@@ -49,6 +52,16 @@ class AutoScaling:
 class States:
     def __init__(self, executions: dict[str, dict]):
         self.executions = executions
+
+    def get_paginator(self, name):
+        executions = [{"executionArn": arn, "name": arn.rsplit(":", 1)[1], "startDate": answer["startDate"]}
+                      for arn, answer in self.executions.items()]
+
+        class Pages:
+            def paginate(self, stateMachineArn, statusFilter=None):
+                return [{"executions": executions}]
+
+        return Pages()
 
     def describe_execution(self, executionArn):
         if executionArn not in self.executions:
@@ -111,6 +124,8 @@ class S3:
         return Pages()
 
     def get_object(self, Bucket, Key):
+        if Key not in self.objects:
+            raise ClientError({"Error": {"Code": "NoSuchKey", "Message": "no"}}, "GetObject")
         return {"Body": io.BytesIO(self.objects[Key].encode())}
 
 
@@ -157,3 +172,43 @@ def test_run_refuses_an_unknown_preflight_and_a_job_above_the_group_s_max_size_b
         start(clients, SETTINGS, job(), preflight="slow")
     with pytest.raises(JobError, match="--nodes 4 is above .*MaxSize 3"):
         start(clients, SETTINGS, job(4), preflight="off")
+
+
+FOLDER = f"runs/vision-train/jobs/{JOB_ID}/"
+
+
+def recorded(attempt: int, instance: str, address: str) -> str:
+    return json.dumps({"attempt": attempt, "commands": [{"commandId": f"c-{attempt}", "instanceIds": [instance]}],
+                       "instanceIds": [instance], "privateIps": [address]})
+
+
+def test_follow_prints_every_attempt_of_a_job_that_already_ended():
+    s3 = S3({f"{FOLDER}attempts/0.json": recorded(0, "i-1", "10.0.0.1"),
+             f"{FOLDER}attempts/1.json": recorded(1, "i-2", "10.0.0.2")})
+    followed = job(1)
+    followed.checkpoint_uri = f"s3://example-vision-data/{FOLDER}"
+    states = States({followed.execution: {"status": "SUCCEEDED", "output": json.dumps(
+        {"nodes": [{"instanceId": "i-2", "status": "Success", "code": 0}]})}})
+    printed: list[str] = []
+
+    result = follow(Clients(None, None, None, None, s3, states), followed, followed.execution, say=printed.append,
+                    clock=Clock(sleep=lambda seconds: None))
+
+    assert printed == [f"job {JOB_ID} attempt 0: command c-0 on node 0 10.0.0.1 (i-1)",
+                       f"job {JOB_ID} attempt 1: command c-1 on node 0 10.0.0.2 (i-2)"]
+    assert result.exit_code == 0
+    assert attempts(Clients(None, None, None, None, s3), None) == [], "a job without a checkpoint URI has no record"
+
+
+def test_jobs_shows_a_job_s_newest_supervision_and_when_its_first_began():
+    arn = job().execution
+    states = States({
+        arn: {"startDate": 1, "status": "SUCCEEDED", "input": supervised(1)["input"]},
+        f"{arn}-g1": {"startDate": 2, "status": "RUNNING", "input": supervised(1)["input"]},
+        f"{arn[:-len(JOB_ID)]}event": {"startDate": 3, "status": "SUCCEEDED", "input": json.dumps({"detail": {}})}})
+    s3 = S3({f"{FOLDER}attempts/0.json": recorded(0, "i-1", "10.0.0.1")})
+
+    [row] = jobs(Clients(AutoScaling(3), None, None, None, s3, states), SETTINGS)
+
+    assert (row["job"], row["state"], row["started"], row["supervisions"], row["attempts"], row["addresses"]) == (
+        JOB_ID, "RUNNING", 1, 2, 1, ["10.0.0.1"])
