@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -175,3 +176,11 @@ def aws_client(service: str, region: str = REGION):
     resets its backends, not the clients, and making a client cost 10 ms, 5.7 s of the suite's CPU
     in these tests' fixtures and agents (py-spy, 2026-11-27)."""
     return _SESSION.client(service, region_name=region)
+
+
+def write_rank_files(out: Path, ranks: Sequence[dict], nccl_log: str, log_name: str) -> None:
+    """What the preflight worker and NCCL leave in a run's folder: a JSON file per rank and NCCL's init log."""
+    for item in ranks:
+        (out / f"rank-{item['rank']}.json").write_text(json.dumps(item))
+    if nccl_log:
+        (out / log_name).write_text(nccl_log)

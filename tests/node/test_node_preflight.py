@@ -29,6 +29,7 @@ from gpucloud.node.preflight import (
     report,
     worker_argv,
 )
+from node_fakes import write_rank_files
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NODES = ("10.0.1.11", "10.0.1.12")
@@ -58,11 +59,7 @@ class FakeLaunch:
 
     def __call__(self, argv, environment):
         self.calls.append((argv, dict(environment)))
-        out = Path(argv[argv.index("--out") + 1])
-        for item in self.ranks:
-            (out / f"rank-{item['rank']}.json").write_text(json.dumps(item))
-        if self.nccl_log:
-            (out / "nccl.host.1.log").write_text(self.nccl_log)
+        write_rank_files(Path(argv[argv.index("--out") + 1]), self.ranks, self.nccl_log, "nccl.host.1.log")
         return self.status
 
 

@@ -19,6 +19,7 @@ from gpucloud.node.config import NodeConfig
 from gpucloud.node.launcher import EXIT_USAGE, encode_command
 from gpucloud.node.preflight import RESULT_MARKER
 from gpucloud.node.preflight_search import EXIT_BELOW_FLOOR
+from node_fakes import write_rank_files
 
 NODES = "10.0.1.11,10.0.1.12"
 
@@ -42,10 +43,7 @@ class Launches:
 
     def __call__(self, spec, metadata, run, checkpoint_root, store_for, **options):
         self.made.append((spec, metadata, checkpoint_root, options))
-        out = Path(spec.command[spec.command.index("--out") + 1])
-        for item in self.ranks:
-            (out / f"rank-{item['rank']}.json").write_text(json.dumps(item))
-        (out / "nccl.node.1.log").write_text(self.nccl_log)
+        write_rank_files(Path(spec.command[spec.command.index("--out") + 1]), self.ranks, self.nccl_log, "nccl.node.1.log")
         return lambda: self.status
 
 
