@@ -203,12 +203,13 @@ def test_follow_prints_every_attempt_of_a_job_that_already_ended():
 def test_jobs_shows_a_job_s_newest_supervision_and_when_its_first_began():
     arn = job().execution
     states = States({
+        f"{arn[:-len(JOB_ID)]}event": {"startDate": 3, "status": "SUCCEEDED", "input": json.dumps({"detail": {}})},
         arn: {"startDate": 1, "status": "SUCCEEDED", "input": supervised(1)["input"]},
-        f"{arn}-g1": {"startDate": 2, "status": "RUNNING", "input": supervised(1)["input"]},
-        f"{arn[:-len(JOB_ID)]}event": {"startDate": 3, "status": "SUCCEEDED", "input": json.dumps({"detail": {}})}})
-    s3 = S3({f"{FOLDER}attempts/0.json": recorded(0, "i-1", "10.0.0.1")})
+        f"{arn}-g1": {"startDate": 2, "status": "RUNNING", "input": supervised(1)["input"]}})
+    s3 = S3({f"{FOLDER}attempts/0.json": recorded(0, "i-1", "10.0.0.1"),
+             f"{FOLDER}attempts/1.json": recorded(1, "i-2", "10.0.0.2")})
 
     [row] = jobs(Clients(AutoScaling(3), None, None, None, s3, states), SETTINGS)
 
     assert (row["job"], row["state"], row["started"], row["supervisions"], row["attempts"], row["addresses"]) == (
-        JOB_ID, "RUNNING", 1, 2, 1, ["10.0.0.1"])
+        JOB_ID, "RUNNING", 1, 2, 2, ["10.0.0.2"]), "an event's execution is no job and hides none after it"
