@@ -213,3 +213,15 @@ def test_jobs_shows_a_job_s_newest_supervision_and_when_its_first_began():
 
     assert (row["job"], row["state"], row["started"], row["supervisions"], row["attempts"], row["addresses"]) == (
         JOB_ID, "RUNNING", 1, 2, 2, ["10.0.0.2"]), "an event's execution is no job and hides none after it"
+
+
+def test_jobs_lists_the_job_started_last_first_whatever_order_step_functions_lists_them_in():
+    arn = job().execution
+    later = "trainers-20261129020000-cd34"
+    later_input = json.dumps({"job": {"jobId": later, "groupName": GROUP, "nodes": 2}})
+    states = States({arn: {"startDate": 1, "status": "SUCCEEDED", "input": supervised(1)["input"]},
+                     f"{arn[:-len(JOB_ID)]}{later}": {"startDate": 5, "status": "RUNNING", "input": later_input}})
+
+    listed = jobs(Clients(AutoScaling(3), None, None, None, S3({}), states), SETTINGS)
+
+    assert [(row["job"], row["nodes"]) for row in listed] == [(later, 2), (JOB_ID, 3)]
