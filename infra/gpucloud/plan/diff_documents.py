@@ -126,18 +126,18 @@ def _widening(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[st
     removed or narrower)."""
     if new is not None and new.get("Effect") == "Allow":
         base = old if old is not None and old.get("Effect") == "Allow" else None
-        if base is None:
-            return _wider(None, new)
-        return [*_wider(base, new), *(f"condition {key} {_ALLOW_WORDS[kind]}{', '.join(values)}"
-                                      for kind, key, values in _looser_conditions(base, new))]
+        return _wider_with_conditions(base, new, _ALLOW_WORDS)
     if old is not None and old.get("Effect") == "Deny":
         base = new if new is not None and new.get("Effect") == "Deny" else None
-        if base is None:
-            return [f"no longer denies: {item}" for item in _wider(None, old)]
-        return [f"no longer denies: {item}" for item in [
-            *_wider(base, old),
-            *(f"condition {key} {_DENY_WORDS[kind]}{', '.join(values)}" for kind, key, values in _looser_conditions(base, old))]]
+        return [f"no longer denies: {item}" for item in _wider_with_conditions(base, old, _DENY_WORDS)]
     return []
+
+
+def _wider_with_conditions(base: dict[str, Any] | None, statement: dict[str, Any], words: dict[str, str]) -> list[str]:
+    """`_wider`, then each condition of `statement` that holds where `base`'s does not, in `words`."""
+    looser = _looser_conditions(base, statement) if base is not None else []
+    return [*_wider(base, statement),
+            *(f"condition {key} {words[kind]}{', '.join(values)}" for kind, key, values in looser)]
 
 
 _ALLOW_WORDS = {"missing": "removed", "more": "also allows ", "fewer": "no longer excludes "}
