@@ -145,6 +145,21 @@ def test_a_run_resumed_from_an_earlier_log_runs_only_the_mutants_that_log_lacks(
     assert f"ops/tiny.py:{first.line} {first.id}: survived (from the log resumed)" in capsys.readouterr().err
 
 
+def test_modules_whose_every_mutant_a_resumed_log_records_skip_the_unmutated_run(tmp_path, monkeypatch):
+    module = "documents/keys.py"
+    log = tmp_path / "earlier.log"
+    log.write_text("".join(f"  {module}:{mutant.line} {mutant.id}: killed (1 tests, 0.1 s)\n"
+                           for mutant in mutation.mutants(module)), encoding="utf-8")
+    monkeypatch.setattr(mutation, "measure_baseline", lambda *arguments: pytest.fail("the baseline ran"))
+    monkeypatch.setattr(mutation, "run_tests", lambda *arguments, **options: pytest.fail("a mutant ran"))
+    args = argparse.Namespace(every_test=False, mutant=[], all=True, sample=0, seed=1, jobs=1,
+                              resumed=mutation.resumed([log]))
+
+    [(name, row, lived)] = mutation.run_modules([module], ["tests/components/test_documents.py"], mutation.PACKAGE, args)
+
+    assert (name, row[3:7], lived) == (module, (len(mutation.mutants(module)), 0, 0, 0), [])
+
+
 def test_the_runner_takes_the_flags_the_readme_gives():
     shown = subprocess.run([sys.executable, str(RUNNER), "--help"], capture_output=True, text=True, check=True).stdout
 

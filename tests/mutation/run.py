@@ -237,7 +237,12 @@ def chosen(module: str, ids: list[str], package: Path = PACKAGE) -> list[Mutant]
 
 def run_modules(modules: list[str], tests: list[str], package: Path, args) -> list[tuple[str, tuple | None, list]]:
     """Modules that share their test files, on one snapshot and one baseline: per module its table
-    row and its survivors with their changed lines (row None: the tests fail unmutated)."""
+    row and its survivors with their changed lines (row None: the tests fail unmutated). Modules
+    whose every drawn mutant a resumed log records need no unmutated run."""
+    if args.resumed and all((module, mutant.id) in args.resumed
+                            for module in modules for mutant in drawn(module, package, args)):
+        print(f"{', '.join(modules)}: every mutant drawn is in the logs resumed", file=sys.stderr, flush=True)
+        return [(module, *run_module(module, tests, package, args, 0.0)) for module in modules]
     with tempfile.TemporaryDirectory(prefix="gpucloud-coverage-") as workdir:
         if args.every_test:
             outcome, baseline, output = run_tests(tests, timeout=900, package=package)
@@ -251,18 +256,23 @@ def run_modules(modules: list[str], tests: list[str], package: Path, args) -> li
     return [(module, *run_module(module, tests, package, args, baseline, maps.get(module))) for module in modules]
 
 
+def drawn(module: str, package: Path, args, everything: list[Mutant] | None = None) -> list[Mutant]:
+    """The mutants of `module` this run tries: those `--mutant` names, every one (`--all`), or the seed's sample."""
+    if args.mutant:
+        return chosen(module, args.mutant, package)
+    everything = mutants(module, package) if everything is None else everything
+    size = len(everything) if args.all else min(args.sample, len(everything))
+    return sorted(random.Random(f"{args.seed}:{module}").sample(everything, size),
+                  key=lambda mutant: (mutant.line, mutant.operator))
+
+
 def run_module(module: str, tests: list[str], package: Path, args, baseline: float | None = None,
                found: TestMap | None = None) -> tuple[tuple | None, list]:
     """One module's table row and its survivors with their changed lines (None: its tests fail unmutated)."""
     if baseline is None:
         return run_modules([module], tests, package, args)[0][1:]
     everything = mutants(module, package)
-    if args.mutant:
-        sample = chosen(module, args.mutant, package)
-    else:
-        size = len(everything) if args.all else min(args.sample, len(everything))
-        sample = sorted(random.Random(f"{args.seed}:{module}").sample(everything, size),
-                        key=lambda mutant: (mutant.line, mutant.operator))
+    sample = drawn(module, package, args, everything)
     timeout = 4 * baseline + 30
     print(f"{module}: {len(sample)} mutants", file=sys.stderr, flush=True)
 
