@@ -62,11 +62,22 @@ def aws(agents):
         session.topic = topic
         yield session
         states = session.client("stepfunctions")
-        running = states.list_executions(stateMachineArn=machine, statusFilter="RUNNING")["executions"]
+        running = still_running(states, machine)
         for item in running:
             states.stop_execution(executionArn=item["executionArn"])
         assert [item["name"] for item in running] == [], (
             "an execution outlived its test: its thread would have polled on through the tests after it")
+
+
+def still_running(states, machine: str, grace_s: float = 10.0) -> list[dict]:
+    """The machine's executions still RUNNING once those a test stopped have ended: moto's
+    StopExecution only flags the execution, and its thread reads ABORTED a moment later."""
+    deadline = time.monotonic() + grace_s
+    while True:
+        running = states.list_executions(stateMachineArn=machine, statusFilter="RUNNING")["executions"]
+        if not running or time.monotonic() > deadline:
+            return running
+        time.sleep(0.05)
 
 
 def ended(clients: Clients, arn: str, timeout: float = 60.0):
