@@ -71,7 +71,8 @@ def aws(agents):
 
 def still_running(states, machine: str, grace_s: float = 10.0) -> list[dict]:
     """The machine's executions still RUNNING once those a test stopped have ended: moto's
-    StopExecution only flags the execution, and its thread reads ABORTED a moment later."""
+    StopExecution only flags the execution, and its thread ends it a moment later (ABORTED, or
+    FAILED when it was inside a Map iteration)."""
     deadline = time.monotonic() + grace_s
     while True:
         running = states.list_executions(stateMachineArn=machine, statusFilter="RUNNING")["executions"]
