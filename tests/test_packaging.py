@@ -56,38 +56,9 @@ sys.meta_path.insert(0, Absent())
 """
 
 
-def _run_without_plan_extra(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", WITHOUT_PLAN_EXTRA + code], capture_output=True, text=True, timeout=120, cwd=ROOT
-    )
-
-
-def test_the_base_install_requires_none_of_the_plan_extra():
-    from importlib.metadata import requires
-
-    base = [requirement for requirement in requires("gpucloud") or [] if "extra ==" not in requirement]
-    named = {requirement.split("[")[0].split(">")[0].split("<")[0].split("=")[0].strip().lower() for requirement in base}
-    assert named == {"pulumi", "pulumi-aws", "boto3", "pydantic", "pyyaml", "grafana-foundation-sdk", "pulumiverse-grafana"}
-
-
-def test_every_component_and_the_program_import_without_the_plan_extra():
-    code = """
-import gpucloud, gpucloud.components, gpucloud.config, gpucloud.lookups.pulumi_aws, gpucloud.program
-from gpucloud import GpuInstanceGroup, GpuInstanceGroupArgs, ProjectEnvironment
-names = gpucloud.components.__all__
-missing = [name for name in names if getattr(gpucloud, name) is not getattr(gpucloud.components, name)]
-leaked = sorted(name for name in sys.modules if name.split(".")[0] in {extra!r})
-print(len(names), missing, leaked)
-""".replace("{extra!r}", repr(PLAN_EXTRA_ONLY))
-    result = _run_without_plan_extra(code)
-
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == [str(len(importlib.import_module("gpucloud.components").__all__)), "[]", "[]"]
-
-
-def test_a_component_builds_under_plain_pulumi_mocks_without_the_plan_extra():
-    """What a team's own unit tests do with Pulumi's mocks, in an environment without moto."""
-    code = """
+SNIPPETS_WITHOUT_PLAN_EXTRA = {
+    # First, before anything imports gpucloud: what a team's own unit tests do with Pulumi's mocks.
+    "mocks": """
 import pulumi
 
 class Mocks(pulumi.runtime.Mocks):
@@ -102,16 +73,73 @@ from gpucloud import EncryptionKey, EncryptionKeyArgs
 
 key = EncryptionKey("team-key", EncryptionKeyArgs(project="team", account_id="123456789012", region="us-east-1", user_role_names=[]))
 print(pulumi.runtime.sync_await._sync_await(key.key_arn.future()))
+""",
+    "components": """
+import gpucloud, gpucloud.components, gpucloud.config, gpucloud.lookups.pulumi_aws, gpucloud.program
+from gpucloud import GpuInstanceGroup, GpuInstanceGroupArgs, ProjectEnvironment
+names = gpucloud.components.__all__
+missing = [name for name in names if getattr(gpucloud, name) is not getattr(gpucloud.components, name)]
+leaked = sorted(name for name in sys.modules if name.split(".")[0] in {extra!r})
+print(len(names), missing, leaked)
+""".replace("{extra!r}", repr(PLAN_EXTRA_ONLY)),
+    "plan": "from gpucloud.cli import main; sys.exit(main(['plan', '--stack', 'notebooks']))",
+}
+"""Run one after the other in one interpreter without the plan extra (each of them imports Pulumi and
+the components, 2 s a process): each gets its own output, exit status and global names."""
+
+EACH_SNIPPET = """
+import contextlib, io, json, traceback
+results = {}
+for name, code in SNIPPETS.items():
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+        try:
+            exec(compile(code, name, "exec"), {"__name__": "__main__", "sys": sys})
+            returncode = 0
+        except SystemExit as exit_:
+            returncode = 0 if exit_.code is None else exit_.code if isinstance(exit_.code, int) else 1
+        except BaseException:
+            traceback.print_exc()
+            returncode = 1
+    results[name] = {"returncode": returncode, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+print(json.dumps(results))
 """
-    result = _run_without_plan_extra(code)
+
+
+@pytest.fixture(scope="module")
+def without_plan_extra() -> dict[str, subprocess.CompletedProcess]:
+    """Each snippet's outcome, as its own `python -c` without the plan extra would give it."""
+    code = WITHOUT_PLAN_EXTRA + f"SNIPPETS = {SNIPPETS_WITHOUT_PLAN_EXTRA!r}\n" + EACH_SNIPPET
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return {name: subprocess.CompletedProcess(name, **outcome) for name, outcome in json.loads(result.stdout).items()}
+
+
+def test_the_base_install_requires_none_of_the_plan_extra():
+    from importlib.metadata import requires
+
+    base = [requirement for requirement in requires("gpucloud") or [] if "extra ==" not in requirement]
+    named = {requirement.split("[")[0].split(">")[0].split("<")[0].split("=")[0].strip().lower() for requirement in base}
+    assert named == {"pulumi", "pulumi-aws", "boto3", "pydantic", "pyyaml", "grafana-foundation-sdk", "pulumiverse-grafana"}
+
+
+def test_every_component_and_the_program_import_without_the_plan_extra(without_plan_extra):
+    result = without_plan_extra["components"]
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [str(len(importlib.import_module("gpucloud.components").__all__)), "[]", "[]"]
+
+
+def test_a_component_builds_under_plain_pulumi_mocks_without_the_plan_extra(without_plan_extra):
+    """What a team's own unit tests do with Pulumi's mocks, in an environment without moto."""
+    result = without_plan_extra["mocks"]
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "arn:aws:kms:us-east-1:123456789012:key/team-key-key"
 
 
-def test_plan_without_the_extra_says_which_extra_to_install():
-    code = "from gpucloud.cli import main; sys.exit(main(['plan', '--stack', 'notebooks']))"
-    result = _run_without_plan_extra(code)
+def test_plan_without_the_extra_says_which_extra_to_install(without_plan_extra):
+    result = without_plan_extra["plan"]
 
     assert result.returncode == 2
     assert "pip install 'gpucloud[plan]'" in result.stderr
