@@ -6,6 +6,7 @@ from the spot prices the account facts recorded, where fresh."""
 from __future__ import annotations
 
 import datetime
+from collections.abc import Container
 from typing import Any
 
 from moto.ec2.models.instance_types import INSTANCE_TYPES
@@ -63,7 +64,7 @@ def _money(value: float | None) -> str:
 
 
 def same_gpu_types(group: ResolvedGroup, prices: Prices,
-                   offered: frozenset[str] | None = None) -> list[tuple[str, str, float | None]]:
+                   offered: Container[str] | None = None) -> list[tuple[str, str, float | None]]:
     """Catalog types with a GPU model and count of one of the group's types that it does not list,
     cheapest first: (type, GPU, on-demand USD/h); only types some zone of the region offers, where
     `offered` says which (the offerings the plan refuses an unoffered type by). The GPUs come from
@@ -83,7 +84,7 @@ def same_gpu_types(group: ResolvedGroup, prices: Prices,
 
 def capacity_fixes(group: ResolvedGroup, scores: SpotScoreFacts, facts: CapacityFacts, prices: Prices,
                    candidates: list[dict[str, Any]], allocation: dict[str, Any], now: datetime.datetime,
-                   offered: frozenset[str] | None = None) -> list[dict[str, str]]:
+                   offered: Container[str] | None = None) -> list[dict[str, str]]:
     """Each fix as {fix, cost}; the costs per instance-hour unless said. `offered`: the GPU types
     the region offers (None: not known, no type is left out)."""
     fixes = [fix for fix in (
@@ -97,7 +98,7 @@ def capacity_fixes(group: ResolvedGroup, scores: SpotScoreFacts, facts: Capacity
     return fixes
 
 
-def _more_types(group: ResolvedGroup, prices: Prices, offered: frozenset[str] | None) -> dict[str, str] | None:
+def _more_types(group: ResolvedGroup, prices: Prices, offered: Container[str] | None) -> dict[str, str] | None:
     alternatives = same_gpu_types(group, prices, offered)
     if not alternatives:
         return None

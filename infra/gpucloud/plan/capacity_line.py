@@ -11,7 +11,7 @@ bands in between, so the plan splits the scale in thirds: 7-10 good, 4-6 thin, 1
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from typing import Any
 
 from gpucloud.config.groups import GroupConfig
@@ -44,14 +44,14 @@ def verdict_of(score: int) -> str:
 
 
 def capacity_entries(groups: Sequence[ResolvedGroup], facts: CapacityFacts | None, region: str,
-                     now: datetime.datetime, offered: frozenset[str] | None = None) -> list[dict[str, Any]]:
+                     now: datetime.datetime, offered: Container[str] | None = None) -> list[dict[str, Any]]:
     """One entry per group. Without capacity facts, or with facts too old, each group is not checked.
     `offered`: the GPU types some zone of the region offers, which the fixes suggest from."""
     return [_entry(group, facts, region, now, offered) for group in groups]
 
 
 def _entry(group: ResolvedGroup, facts: CapacityFacts | None, region: str, now: datetime.datetime,
-           offered: frozenset[str] | None = None) -> dict[str, Any]:
+           offered: Container[str] | None = None) -> dict[str, Any]:
     config = group.config
     types = [kind.name for kind in group.instance_types]
     entry: dict[str, Any] = {"group": config.name, "instanceTypes": types, "zones": list(group.zones),
@@ -238,7 +238,7 @@ def spot_capacity_entries(entries: Sequence[dict[str, Any]]) -> list[dict[str, A
 
 def check_capacity(groups: Sequence[ResolvedGroup], facts: CapacityFacts | None, region: str,
                    policy_config: PolicyConfig | PackConfig | None, now: datetime.datetime,
-                   offered: frozenset[str] | None = None) -> tuple[list[dict[str, Any]], list[Violation]]:
+                   offered: Container[str] | None = None) -> tuple[list[dict[str, Any]], list[Violation]]:
     """Each group's capacity entry, and what capacity-feasible says of the scored ones."""
     entries = capacity_entries(groups, facts, region, now, offered)
     scored = [PlannedResource(urn="", type=SPOT_CAPACITY, name=entry["group"], props=entry)

@@ -33,7 +33,7 @@ from gpucloud.plan.program_source import (
     program_environment,
     read_stack_config,
 )
-from gpucloud.policy import PackConfig, PolicyConfig, enforcement_levels
+from gpucloud.policy import PackConfig, PolicyConfig, Violation, enforcement_levels
 from gpucloud.testing import Deployment, moto_account, run_program
 from gpucloud.testing.facts import AccountFacts, FactsLookups, seed_account
 
@@ -80,12 +80,16 @@ def plan_stack(
     from gpucloud.program import build
 
     resolved: list[ResolvedStack] = []
-    offered: list[frozenset[str]] = []
+    capacity_checked: list[tuple[list[dict[str, Any]], list[Violation]]] = []
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    capacity = facts.capacity if facts else None
 
     def program() -> None:
         lookups = FactsLookups(facts)
         resolved.append(resolve_stack(settings, lookups))
-        offered.append(frozenset(lookups.offered_gpu_types()))  # what the capacity fixes may suggest
+        # inside the program: the fixes' offerings are an invoke, asked only where a fix reads them
+        capacity_checked.append(check_capacity(resolved[0].groups, capacity, settings.region, policy_config, now,
+                                               OfferedWhenRead(lookups)))
         build(settings, resolved[0])
 
     with moto_account(settings.region) as account:
@@ -105,10 +109,7 @@ def plan_stack(
     if facts is not None:
         plan.findings.insert(0, _facts_finding(facts))
     gpus = {kind.name: kind.node_gpu_count for group in resolved[0].groups for kind in group.instance_types}
-    now = now or datetime.datetime.now(datetime.timezone.utc)
-    capacity = facts.capacity if facts else None
-    plan.capacity, capacity_violations = check_capacity(resolved[0].groups, capacity, settings.region, policy_config, now,
-                                                        offered[0])
+    plan.capacity, capacity_violations = capacity_checked[0]
     plan.policy_violations.extend(capacity_violations)
     plan.findings.extend(_unknown_scored_groups(resolved[0].groups, capacity))
     recorded = recorded_spot_prices(resolved[0].groups, capacity, settings.region, now)
@@ -123,6 +124,22 @@ def plan_stack(
                                  facts.ecr_image_sizes if facts else None)
     plan.findings.extend(cold_start_findings(plan.cold_start))
     return plan
+
+
+class OfferedWhenRead:
+    """The GPU types some zone of the region offers (`offered_gpu_types`), asked of the lookups the
+    first time a capacity fix reads them. Only a scored group whose capacity is not good gets
+    fixes, and the answer is every offering of the region by zone (6,436 in us-east-1): asked on
+    every plan, it took a sixth of a warm `vision-train` plan that never read it (2026-11-29)."""
+
+    def __init__(self, lookups: FactsLookups):
+        self._lookups = lookups
+        self._types: frozenset[str] | None = None
+
+    def __contains__(self, name: object) -> bool:
+        if self._types is None:
+            self._types = frozenset(self._lookups.offered_gpu_types())
+        return name in self._types
 
 
 def _unknown_scored_groups(groups, capacity) -> list[PlanFinding]:
