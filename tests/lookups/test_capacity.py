@@ -220,15 +220,11 @@ def test_reserved_capacity_is_priced_used_or_not_and_a_block_at_its_total():
 
 
 def test_the_capacity_block_example_plans_clean_on_its_account_facts():
-    from gpucloud.config import load_stack_file
-    from gpucloud.plan import plan_stack
-    from gpucloud.testing.facts import load_facts
-    from support import ROOT
+    from support import ROOT, plan_once
 
     example = ROOT / "stacks" / "capacity-block-example"
 
-    plan = plan_stack(load_stack_file(example / "Pulumi.frontier-train.yaml"),
-                      facts=load_facts(example / "facts" / "frontier-train.yaml"))
+    plan = plan_once(example / "Pulumi.frontier-train.yaml", example / "facts" / "frontier-train.yaml")
 
     assert plan.policy_violations == []
     assert [finding for finding in plan.findings if finding.severity == "failure"] == []

@@ -12,7 +12,7 @@ from gpucloud.cli import main
 from gpucloud.config import ConfigError, load_stack_file
 from gpucloud.plan import plan_stack
 from gpucloud.testing.facts import FactsError, load_facts
-from support import ROOT
+from support import ROOT, plan_once
 
 EXAMPLE = ROOT / "stacks" / "own-vpc-example"
 STACK_FILE = EXAMPLE / "Pulumi.team-vpc.yaml"
@@ -35,7 +35,7 @@ def test_the_own_vpc_example_plans_clean_with_its_facts_found_beside_it(capsys):
 
 
 def test_the_example_groups_run_in_the_listed_subnets_under_their_real_ids():
-    plan = plan_stack(load_stack_file(STACK_FILE), facts=load_facts(FACTS))
+    plan = plan_once(STACK_FILE, FACTS)
     [group] = [resource for resource in plan.resources if resource.type == "aws:autoscaling/group:Group"]
     assert sorted(group.inputs["vpcZoneIdentifiers"]) == ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"]
     [security_group] = [resource for resource in plan.resources if resource.type == "aws:ec2/securityGroup:SecurityGroup"]

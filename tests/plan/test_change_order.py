@@ -4,7 +4,8 @@ zone), each diff either applying in the order Pulumi runs it or failing with a f
 why and what to do.
 
 Each plan is one engine run, made once per module and shared: a stack's base plan serves all its
-changes (`Plans`)."""
+changes (`Plans`), and is the test process's plan of the stack file (`support.plan_once`), which
+other files plan too."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from gpucloud.plan.diff_json import to_preview_json
 from gpucloud.plan.preview import plan_stack
 from gpucloud.testing import AppliedResource
 from gpucloud.testing.facts import load_facts
-from support import EXAMPLE_STACKS, STACKS
+from support import EXAMPLE_STACKS, STACKS, plan_once
 
 WITH_FACTS = {"frontier-train": STACKS / "capacity-block-example", "team-vpc": STACKS / "own-vpc-example"}
 ALL_STACKS = [*EXAMPLE_STACKS, *WITH_FACTS]
@@ -39,7 +40,8 @@ def the_group(document: dict[str, Any]) -> dict[str, Any]:
 
 
 class Plans:
-    """Plans of the example stacks, each base and each named change planned once."""
+    """Plans of the example stacks, each base and each named change planned once; a base is the
+    stack file as it is, a change the file's document edited and written to `folder`."""
 
     def __init__(self, folder: Path):
         self.folder = folder
@@ -51,17 +53,26 @@ class Plans:
     def document(self, stack: str) -> dict[str, Any]:
         return yaml.safe_load(self.source(stack).read_text())
 
+    def facts(self, stack: str) -> Path | None:
+        return WITH_FACTS[stack] / "facts" / f"{stack}.yaml" if stack in WITH_FACTS else None
+
     def plan(self, stack: str, label: str = "base", edit: Edit | None = None):
         if (stack, label) not in self.made:
-            document = self.document(stack)
-            if edit is not None:
-                edit(document)
-            path = self.folder / label / f"Pulumi.{stack}.yaml"
-            path.parent.mkdir(exist_ok=True)
-            path.write_text(yaml.safe_dump(document))
-            facts = load_facts(WITH_FACTS[stack] / "facts" / f"{stack}.yaml") if stack in WITH_FACTS else None
-            self.made[stack, label] = (plan_stack(load_stack_file(path), None, facts), load_stack_file(path))
+            self.made[stack, label] = self.base(stack) if label == "base" else self.changed(stack, label, edit)
         return self.made[stack, label]
+
+    def base(self, stack: str):
+        return plan_once(self.source(stack), self.facts(stack)), load_stack_file(self.source(stack))
+
+    def changed(self, stack: str, label: str, edit: Edit | None):
+        document = self.document(stack)
+        if edit is not None:
+            edit(document)
+        path = self.folder / label / f"Pulumi.{stack}.yaml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(yaml.safe_dump(document))
+        facts = load_facts(self.facts(stack)) if stack in WITH_FACTS else None
+        return plan_stack(load_stack_file(path), None, facts), load_stack_file(path)
 
     def diff(self, stack: str, label: str, edit: Edit) -> PlanDiff:
         base, _ = self.plan(stack)

@@ -10,9 +10,9 @@ import pytest
 
 from gpucloud.cli import main
 from gpucloud.config import load_stack_file
-from gpucloud.plan import cost_findings, plan_stack
+from gpucloud.plan import cost_findings
 from gpucloud.plan.view import SUMMARIES
-from support import ROOT, STACKS
+from support import ROOT, STACKS, plan_once
 
 CATALOG = json.loads((ROOT / "infra/gpucloud/data/prices.json").read_text())
 HOURS = 730
@@ -257,7 +257,7 @@ def test_llm_infer_in_us_west_2_names_the_prometheus_lines_the_catalog_cannot_pr
 def test_the_plan_counts_each_types_gpus_for_the_prometheus_series():
     """llm-infer's types have one GPU each (moto's DescribeInstanceTypes, as the program resolved
     them): 32 series a node, not the 8-GPU count the estimate falls back on."""
-    plan = plan_stack(load_stack_file(STACKS / "Pulumi.llm-infer.yaml"))
+    plan = plan_once(STACKS / "Pulumi.llm-infer.yaml")
 
     [line] = [line for line in plan.cost_estimate.lines if line.resource == "llm-infer/Prometheus samples ingested"]
     assert line.quantity.desired == pytest.approx((12 + 5 + 15) * 2 * 60 * HOURS / 1e7)

@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpucloud.config import load_stack_file
-from gpucloud.plan import plan_stack
 from gpucloud.plan.view import coverage_summary
-from gpucloud.testing.facts import load_facts
-from support import EXAMPLE_STACKS, ROOT, STACKS
+from support import EXAMPLE_STACKS, ROOT, STACKS, plan_once
 
 WITH_FACTS = {
     "frontier-train": ROOT / "stacks" / "capacity-block-example",
@@ -27,9 +24,8 @@ def example_plan(request):
     """Each example stack planned once, as `gpucloud plan` plans it (with its account facts)."""
     folder = WITH_FACTS.get(request.param)
     if folder is None:
-        return request.param, plan_stack(load_stack_file(STACKS / f"Pulumi.{request.param}.yaml"))
-    settings = load_stack_file(folder / f"Pulumi.{request.param}.yaml")
-    return request.param, plan_stack(settings, facts=load_facts(folder / "facts" / f"{request.param}.yaml"))
+        return request.param, plan_once(STACKS / f"Pulumi.{request.param}.yaml")
+    return request.param, plan_once(folder / f"Pulumi.{request.param}.yaml", folder / "facts" / f"{request.param}.yaml")
 
 
 def test_every_input_an_example_stack_sets_is_sent_to_aws_or_checked_by_a_cited_rule(example_plan):

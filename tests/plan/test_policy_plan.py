@@ -11,13 +11,12 @@ import pulumi_aws as aws
 import pytest
 
 from gpucloud.cli import main
-from gpucloud.plan import check_policies, plan_program, plan_program_file, plan_stack
+from gpucloud.plan import check_policies, plan_program, plan_program_file
 from gpucloud.testing import AppliedResource
-from gpucloud.config import load_stack_file
 from gpucloud.documents import s3_gateway_endpoint_policy
 from gpucloud.documents.endpoints import interface_endpoint_policy
 from gpucloud.policy import RULES, PackConfig, PolicyConfig
-from support import EXAMPLE_STACKS, ROOT, STACKS
+from support import EXAMPLE_STACKS, ROOT, STACKS, plan_once
 
 TAGS = {"Project": "p", "Owner": "o@example.com", "CostCenter": "cc"}
 BAD_PROGRAM = ROOT / "tests/programs/bad_program.py"
@@ -339,7 +338,7 @@ def test_group_cap_comes_from_the_policy_config():
 
 @pytest.mark.parametrize("stack", EXAMPLE_STACKS)
 def test_example_stacks_pass_every_policy(stack):
-    plan = plan_stack(load_stack_file(STACKS / f"Pulumi.{stack}.yaml"))
+    plan = plan_once(STACKS / f"Pulumi.{stack}.yaml")
     assert [vars(v) for v in plan.policy_violations] == []
     assert not plan.failed
 
