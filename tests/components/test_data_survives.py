@@ -52,17 +52,27 @@ def keeper_inputs(deployment) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def baseline_inputs():
-    """The keepers' inputs before any change, taken on an account of their own."""
-    with deployed_alone(settings_for(values_with({}))) as deployment:
-        return keeper_inputs(deployment)
+def baseline_record() -> dict:
+    """The keepers' inputs of the module's baseline deployment, once `baseline` has made it."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def baseline_inputs(baseline_record):
+    """The keepers' inputs before any change: those of `baseline`'s deployment when the class
+    below ran, else taken on an account of their own."""
+    if "inputs" not in baseline_record:
+        with deployed_alone(settings_for(values_with({}))) as deployment:
+            baseline_record["inputs"] = keeper_inputs(deployment)
+    return baseline_record["inputs"]
 
 
 @pytest.fixture(scope="class")
-def baseline():
+def baseline(baseline_record):
     """The baseline stack for the tests of a class that only read it: one deployment, on an account
     of its own that closes when the class ends, before the tests below open theirs."""
     with deployed_alone(settings_for(values_with({}))) as deployment:
+        baseline_record["inputs"] = keeper_inputs(deployment)
         yield deployment
 
 
