@@ -24,7 +24,7 @@ from gpucloud.ops.supervised_jobs import Execution, outcome, start
 from gpucloud.testing import moto_account
 from access_recording import stood_in
 from support import STACKS
-from test_job_supervisor import agents, aws, launches, replace_first_node  # noqa: F401 (fixtures)
+from test_job_supervisor import agents, await_attempt_record, aws, launches, replace_first_node  # noqa: F401 (fixtures)
 
 REGION = "us-east-1"
 SETTINGS = load_stack_file(STACKS / "Pulumi.vision-train.yaml")
@@ -183,7 +183,7 @@ def test_stop_of_a_job_on_more_than_50_nodes_stops_each_of_its_commands_50_insta
     while len(launches(aws)) < 2:
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    time.sleep(0.3)  # past the attempt's record
+    await_attempt_record(aws, job)
 
     stop(Clients.of(aws), settings, job.job_id, say=lambda line: None)
 
@@ -413,7 +413,7 @@ def test_stop_cancels_the_last_attempt_and_stops_its_processes(aws, agents):
     while not launches(aws):
         assert time.monotonic() < deadline
         time.sleep(0.05)
-    time.sleep(0.3)  # past the attempt's record
+    await_attempt_record(aws, job)
     said: list[str] = []
 
     stop(Clients.of(aws), SETTINGS, job.job_id, say=said.append)
