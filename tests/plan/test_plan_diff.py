@@ -23,7 +23,7 @@ from gpucloud.plan.diff_view import render_diff
 from gpucloud.plan.preview import plan_stack
 from gpucloud.testing import AppliedResource
 from gpucloud.testing.facts import load_facts
-from support import ROOT
+from support import ROOT, plan_once
 
 STACKS = ROOT / "stacks"
 OTHER_IMAGE = "ami-785db401"
@@ -50,8 +50,9 @@ def folder(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def notebooks_base(folder):
-    return plan_stack(settings_of(stack_document("Pulumi.notebooks.yaml"), "notebooks", folder))
+def notebooks_base():
+    """The example as it is: the test process's plan of its file, which other files plan too."""
+    return plan_once(STACKS / "Pulumi.notebooks.yaml")
 
 
 def notebooks_change(folder, base, edit) -> PlanDiff:
