@@ -308,44 +308,58 @@ def _offerings_of_types(scan: Any) -> Any:
     return describe_instance_type_offerings
 
 
-_SERIALIZED_OFFERINGS: dict[tuple[Any, ...], tuple[list, tuple[Any, dict, Any]]] = {}
-"""(response class, serializer, operation, pretty, the offerings' identities) -> those offerings,
-and moto's response to them."""
+_SERIALIZED_ANSWERS: dict[tuple[Any, ...], tuple[list, tuple[Any, dict, Any]]] = {}
+"""(response class, serializer, operation, pretty, the items' identities) -> those items, and moto's
+response to them."""
 
 
-def _offerings_serialized_once(describe: Any) -> Any:
-    """moto's `describe_instance_type_offerings` response, whose offerings (dicts of moto's
-    catalog, never changed) are serialized once per list: every plan asks for every offering of the
-    region by zone (`offered_gpu_types`, 6,436 in us-east-1), and moto's serializer and XML writer
-    took a fifth of a warm plan's CPU on that one answer (2026-11-29). The response is the same
-    bytes: moto's EC2 serializer writes a fixed request id; the client parses it as before."""
+def _catalog_serialized_once(describe: Any, member: str) -> Any:
+    """moto's answer to a describe of its EC2 catalog, whose items (`member`: dicts moto loads once
+    per process and never changes) are serialized once per list of them. The response is the same
+    bytes: moto's EC2 serializer writes a fixed request id, which moto replaces on every answer
+    afterwards (`_enrich_response`); the client parses it as before."""
     from moto import settings
     from moto.core.responses import ActionResult
 
     class SerializedOnce(ActionResult):
         def execute_result(self, context: Any) -> Any:
-            offerings = self.result["InstanceTypeOfferings"]  # type: ignore[index]
+            items = self.result[member]  # type: ignore[index]
             key = (type(context.response), context.serializer_class, context.operation_model,
-                   settings.PRETTIFY_RESPONSES, tuple(map(id, offerings)))
-            kept = _SERIALIZED_OFFERINGS.get(key)
+                   settings.PRETTIFY_RESPONSES, tuple(map(id, items)))
+            kept = _SERIALIZED_ANSWERS.get(key)
             if kept is None:
-                kept = _SERIALIZED_OFFERINGS[key] = (list(offerings), super().execute_result(context))
+                kept = _SERIALIZED_ANSWERS[key] = (list(items), super().execute_result(context))
             status, headers, body = kept[1]
             return status, dict(headers), body
 
-    def describe_instance_type_offerings(self: Any) -> Any:
-        answer = describe(self)
-        return SerializedOnce(answer.result) if type(answer) is ActionResult else answer
+    def answer(self: Any) -> Any:
+        found = describe(self)
+        return SerializedOnce(found.result) if type(found) is ActionResult else found
 
-    describe_instance_type_offerings.serialized = describe  # type: ignore[attr-defined]
-    return describe_instance_type_offerings
+    answer.__name__ = describe.__name__
+    answer.serialized = describe  # type: ignore[attr-defined]
+    return answer
+
+
+def _offerings_serialized_once(describe: Any) -> Any:
+    """moto's `describe_instance_type_offerings`: a plan whose capacity fixes name alternatives asks
+    for every offering of the region by zone (`offered_gpu_types`, 6,436 in us-east-1), and moto's
+    serializer and XML writer took a fifth of a warm plan's CPU on that one answer (2026-11-29)."""
+    return _catalog_serialized_once(describe, "InstanceTypeOfferings")
+
+
+def _instance_types_serialized_once(describe: Any) -> Any:
+    """moto's `describe_instance_types`: every plan describes each type a stack names
+    (aws.ec2.getInstanceType, once for its GPUs and once for hibernation), and moto took 7 ms to
+    write a p5.48xlarge's description (32 network cards) each time (2026-11-29)."""
+    return _catalog_serialized_once(describe, "InstanceTypes")
 
 
 @contextlib.contextmanager
 def moto_answers_sooner() -> Iterator[None]:
     """While an account is open: KMS key material made on first use, response classes inspected
     once, a query request's parameter names sorted once, an instance type's offerings found
-    without a scan of the region's."""
+    without a scan of the region's, the catalog's instance types and offerings serialized once."""
     import moto.core.parse
     import moto.core.responses
     import moto.kms.models
@@ -355,7 +369,8 @@ def moto_answers_sooner() -> Iterator[None]:
     parser = moto.core.parse.QueryParser
     offerings = InstanceTypeOfferingBackend
     saved = (moto.kms.models.generate_private_key, moto.core.responses.method_names_from_class, parser._gonna_recurse,
-             offerings.describe_instance_type_offerings, InstanceResponse.describe_instance_type_offerings)
+             offerings.describe_instance_type_offerings, InstanceResponse.describe_instance_type_offerings,
+             InstanceResponse.describe_instance_types)
     moto.kms.models.generate_private_key = _KeyMaterialOnFirstUse
     moto.core.responses.method_names_from_class = _FunctionsOf
     parser._gonna_recurse = _no_parameter_under
@@ -363,9 +378,12 @@ def moto_answers_sooner() -> Iterator[None]:
         offerings.describe_instance_type_offerings = _offerings_of_types(saved[3])
     if not hasattr(saved[4], "serialized"):
         InstanceResponse.describe_instance_type_offerings = _offerings_serialized_once(saved[4])
+    if not hasattr(saved[5], "serialized"):
+        InstanceResponse.describe_instance_types = _instance_types_serialized_once(saved[5])
     try:
         yield
     finally:
         (moto.kms.models.generate_private_key, moto.core.responses.method_names_from_class, parser._gonna_recurse,
-         offerings.describe_instance_type_offerings, InstanceResponse.describe_instance_type_offerings) = saved
+         offerings.describe_instance_type_offerings, InstanceResponse.describe_instance_type_offerings,
+         InstanceResponse.describe_instance_types) = saved
 
