@@ -42,8 +42,6 @@ def _from_deployment(
     deployment: Deployment, region: str, policy_config: PolicyConfig | PackConfig | None
 ) -> Plan:
     """The plan of a deployment whose moto account is still open (the spot rule asks it for zones)."""
-    subnets = deployment.client("ec2").describe_subnets()["Subnets"]
-    subnet_zones = {subnet["SubnetId"]: subnet["AvailabilityZone"] for subnet in subnets}
     plan = Plan(
         project=deployment.project,
         stack=deployment.stack,
@@ -61,11 +59,23 @@ def _from_deployment(
             for warning in deployment.warnings
         ]
         + provider_rule_findings(deployment.resources)
-        + spot_capacity_findings(deployment.resources, subnet_zones),
+        + spot_capacity_findings(deployment.resources, _group_subnet_zones(deployment)),
     )
     if "iam-least-privilege" in plan.policies_run:
         plan.findings.extend(accepted_lint_findings(deployment.resources))
     return plan
+
+
+def _group_subnet_zones(deployment: Deployment) -> dict[str, str]:
+    """The zone of each subnet an Auto Scaling group launches into, what the spot rule counts pools
+    by, asked of the account for those subnets only (every subnet of the account included the
+    default VPC's, one per zone, for nothing)."""
+    wanted = sorted({subnet for group in deployment.of_type("aws:autoscaling/group:Group")
+                     for subnet in group.inputs.get("vpcZoneIdentifiers") or []})
+    if not wanted:
+        return {}
+    subnets = deployment.client("ec2").describe_subnets(Filters=[{"Name": "subnet-id", "Values": wanted}])["Subnets"]
+    return {subnet["SubnetId"]: subnet["AvailabilityZone"] for subnet in subnets}
 
 
 def plan_stack(
