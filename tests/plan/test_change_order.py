@@ -218,6 +218,15 @@ def test_each_change_applies_in_order_or_fails_saying_why(plans, stack, label):
             assert "gpu-cloud:intendedReplacements" in message or "Fix:" in message or "cannot be applied" in message, (rule, message)
 
 
+@pytest.mark.parametrize("stack", ALL_STACKS)
+def test_a_stack_planned_again_on_a_fresh_account_is_no_change(plans, stack):
+    """The base and the change run on fresh accounts whose ids differ: an unchanged stack file
+    must compare as nothing to do (llm-infer's workspace id inside the user data once rolled every node)."""
+    diff = plans.diff(stack, "unchanged", lambda document: None)
+
+    assert ops(diff, "") == {} and diff.findings == []
+
+
 def test_a_prefix_added_before_the_others_creates_one_association_and_leaves_the_others(plans):
     """Defect 10: named by list position, the inserted prefix moved every later association to
     another path, each replaced create-first onto a path its old self still held."""

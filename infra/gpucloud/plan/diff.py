@@ -34,6 +34,7 @@ from gpucloud.plan.diff_model import (
 from gpucloud.plan.model import Plan
 from gpucloud.testing import AppliedResource
 from gpucloud.testing.provider_rules import force_new, resource_rules, source_of
+from gpucloud.userdata.render import user_data_text
 
 __all__ = [
     "DATA_RESOURCES",
@@ -105,8 +106,9 @@ def _generated(value: str, *, whole: bool) -> bool:
 
 def normalized(value: Any, table: dict[str, str], pattern: re.Pattern[str] | None,
                keyed: dict[str, str] | None = None, key: str = "") -> Any:
-    """`value` with every generated id, whole or inside a string (a policy document), replaced by
-    its reference; an identifier of `keyed` only as the whole value of an identifier-named input."""
+    """`value` with every generated id, whole or inside a string (a policy document, a launch
+    template's user data, compared as the document it encodes), replaced by its reference; an
+    identifier of `keyed` only as the whole value of an identifier-named input."""
     if isinstance(value, dict):
         return {name: normalized(item, table, pattern, keyed, name) for name, item in value.items()}
     if isinstance(value, list):
@@ -117,6 +119,8 @@ def normalized(value: Any, table: dict[str, str], pattern: re.Pattern[str] | Non
             return table[text]
         if keyed and text in keyed and _IDENTIFIER_KEY.search(key):
             return keyed[text]
+        if isinstance(value, str) and key == "userData" and (text := user_data_text(value)) is not None:
+            value = text
         if isinstance(value, str) and pattern is not None:
             return pattern.sub(lambda match: table[match.group(0)], value)
     return value

@@ -4,6 +4,9 @@ counts, the findings and what the change does to the monthly cost."""
 
 from __future__ import annotations
 
+import difflib
+from typing import Any
+
 from rich.console import Console
 from rich.text import Text
 
@@ -33,7 +36,9 @@ def _property_lines(change: ResourceChange) -> list[Text]:
         symbol = "+" if item.old is None else "-" if item.new is None else "~"
         old_document, new_document = parsed(item.old), parsed(item.new)
         documents = old_document is not None and new_document is not None
-        values = "JSON document changed:" if documents else f"{shown(item.old)} => {shown(item.new)}"
+        texts = None if documents else _text_lines(item.old, item.new)
+        values = ("JSON document changed:" if documents else "document changed:" if texts is not None
+                  else f"{shown(item.old)} => {shown(item.new)}")
         text = Text(f"      {symbol} {item.path}: {values}")
         if item.forces_replacement:
             text += Text(f"  (forces replacement: {item.reason})", style="magenta")
@@ -45,9 +50,20 @@ def _property_lines(change: ResourceChange) -> list[Text]:
         if documents:
             lines.extend(Text(f"          {line}", style="yellow" if "widens:" in line else "")
                          for line in document_lines(old_document, new_document))
+        lines.extend(Text(f"          {line}") for line in texts or ())
     for item in change.ignored:
         lines.append(Text(f"        {item.path}: {shown(item.old)} => {shown(item.new)}  (ignored: ignoreChanges)", style="dim"))
     return lines
+
+
+def _text_lines(old: Any, new: Any, limit: int = 20) -> list[str] | None:
+    """The changed lines of a text of several lines (a launch template's user data, which the diff
+    compares decoded), without context, at most `limit`; None for anything else."""
+    if not (isinstance(old, str) and isinstance(new, str) and "\n" in old and "\n" in new):
+        return None
+    changed = [line for line in difflib.unified_diff(old.splitlines(), new.splitlines(), lineterm="", n=0)
+               if not line.startswith(("---", "+++", "@@"))]
+    return changed[:limit] + ([f"... {len(changed) - limit} more changed lines"] if len(changed) > limit else [])
 
 
 def render_diff(diff: PlanDiff, console: Console) -> None:

@@ -17,6 +17,7 @@ import gzip
 import json
 import re
 import shlex
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
@@ -334,6 +335,15 @@ def encode_user_data(text: str) -> bytes:
 def user_data_base64(params: NodeBootstrap) -> str:
     """What a launch template's user_data field takes: the encoded document, base64."""
     return base64.b64encode(encode_user_data(render_user_data(params))).decode("ascii")
+
+
+def user_data_text(value: str) -> str | None:
+    """The document a launch template's user_data field holds (`user_data_base64`'s inverse), or
+    None for a value that is not base64 of gzipped UTF-8 text."""
+    try:
+        return gzip.decompress(base64.b64decode(value, validate=True)).decode("utf-8")
+    except (ValueError, OSError, EOFError, zlib.error):
+        return None
 
 
 def _file(path: str, content: str, executable: bool = False) -> dict[str, str]:
