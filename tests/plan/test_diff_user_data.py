@@ -86,3 +86,16 @@ def test_a_changed_line_of_the_user_data_is_an_update_that_shows_the_line():
     assert '-  content: \'{"prometheus_remote_write_url": "https://aps-workspaces.us-east-1.amazonaws.com/' \
            'workspaces/${metrics.id}/api/v1/remote_write", "cuda": "12.4"}\'' in shown
     assert '"cuda": "12.8"}\'' in shown
+
+
+def test_a_document_with_many_changed_lines_shows_twenty_and_counts_the_rest():
+    from gpucloud.plan.diff_view import _text_lines
+
+    old = "".join(f"line {index}\n" for index in range(25))
+    new = "".join(f"line {index} changed\n" for index in range(25))
+
+    shown = _text_lines(old, new)
+
+    assert shown[:2] == ["-line 0", "-line 1"] and len(shown) == 21
+    assert shown[-1] == "... 30 more changed lines"
+    assert _text_lines("one line", "another line") is None  # a plain value keeps its old => new line
