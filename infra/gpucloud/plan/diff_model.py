@@ -84,10 +84,6 @@ class ResourceChange:
     def refused(self) -> list[PropertyChange]:
         return [change for change in self.changes if change.refused]
 
-    @property
-    def custom(self) -> bool:
-        return bool((self.new or self.old).custom)  # type: ignore[union-attr]
-
 
 @dataclass
 class PlanDiff:
