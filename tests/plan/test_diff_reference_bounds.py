@@ -4,7 +4,7 @@ stacks never reach. Each test kills a mutant of `plan/diff.py` they let live
 
 from __future__ import annotations
 
-from gpucloud.plan.diff import diff_plans, normalized, references
+from gpucloud.plan.diff import _pattern, diff_plans, normalized, references
 from gpucloud.plan.model import Plan
 from gpucloud.testing import AppliedResource
 
@@ -72,3 +72,25 @@ def test_an_id_inside_a_string_is_compared_by_reference():
     diff = diff_plans(account("fs-0aaaaaaaaaaaaaaa1"), account("fs-0bbbbbbbbbbbbbbb2"))
 
     assert diff.named("mount").op == "same" and not diff.named("mount").changes
+
+
+def test_an_arn_without_a_random_run_is_a_reference_inside_a_string():
+    """A bucket's ARN holds neither an account id nor random hex: it is still the bucket's, inside a
+    policy document too, so the bucket's replacement reaches the policy."""
+    bucket = "aws:s3/bucket:Bucket"
+    made = AppliedResource(urn=f"urn:pulumi:s::p::{bucket}::data", type=bucket, name="data", custom=True,
+                           id="ml-data", inputs={}, outputs={"arn": "arn:aws:s3:::ml-data"})
+    table = references(plan(made))
+
+    assert table["arn:aws:s3:::ml-data"] == "${data.arn}"
+    assert normalized({"policy": '{"Resource": "arn:aws:s3:::ml-data/*"}'}, table, _pattern(table)) == {
+        "policy": '{"Resource": "${data.arn}/*"}'}
+
+
+def test_an_arn_that_begins_another_does_not_take_its_place():
+    """Two roles, one's ARN the start of the other's: the longer is matched whole, not read as the
+    shorter followed by text."""
+    table = {"arn:aws:iam::123456789012:role/ml": "${ml.arn}", "arn:aws:iam::123456789012:role/ml-node": "${node.arn}"}
+
+    assert normalized({"policy": '{"Principal": "arn:aws:iam::123456789012:role/ml-node"}'}, table, _pattern(table)) == {
+        "policy": '{"Principal": "${node.arn}"}'}
